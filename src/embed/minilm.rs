@@ -1,0 +1,304 @@
+//! Local all-MiniLM-L6-v2 sentence embeddings on CPU with candle, matching sentence-transformers
+//! (BERT encoder, mean pooling over the attention mask, L2 normalisation).
+
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::{Tokenizer, TruncationParams};
+
+use super::{l2_normalize, Embedder};
+
+/// Token limit per text: the model's `max_seq_length` in sentence-transformers (longer texts are truncated).
+pub const MAX_TOKENS: usize = 256;
+/// Texts per forward pass; batches are formed from texts of similar token length.
+pub const BATCH_SIZE: usize = 32;
+/// Output vector length of all-MiniLM-L6-v2.
+pub const DIMS: usize = 384;
+/// Files that must exist in the model directory.
+pub const REQUIRED_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
+
+const MODEL_ID: &str = "minilm:all-MiniLM-L6-v2";
+
+/// all-MiniLM-L6-v2 loaded into memory; cheap to share behind an `Arc`.
+pub struct MiniLmEmbedder {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    pad_id: u32,
+}
+
+impl MiniLmEmbedder {
+    /// Loads `model.safetensors`, `tokenizer.json` and `config.json` from `dir`.
+    pub fn load(dir: &Path) -> anyhow::Result<Self> {
+        for name in REQUIRED_FILES {
+            let path = dir.join(name);
+            if !path.is_file() {
+                bail!(
+                    "MiniLM model file {} is missing; run `scripts/bootstrap` to fetch all-MiniLM-L6-v2",
+                    path.display()
+                );
+            }
+        }
+        let device = Device::Cpu;
+
+        let config_path = dir.join("config.json");
+        let config: Config = serde_json::from_slice(
+            &std::fs::read(&config_path)
+                .with_context(|| format!("reading {}", config_path.display()))?,
+        )
+        .with_context(|| format!("parsing {}", config_path.display()))?;
+        if config.hidden_size != DIMS {
+            bail!(
+                "{} has hidden_size {}, expected {DIMS} for all-MiniLM-L6-v2",
+                config_path.display(),
+                config.hidden_size
+            );
+        }
+
+        let tok_path = dir.join("tokenizer.json");
+        let mut tokenizer = Tokenizer::from_file(&tok_path)
+            .map_err(|e| anyhow!("loading {}: {e}", tok_path.display()))?;
+        // tokenizer.json ships with truncation at 128 and fixed padding to 128; sentence-transformers
+        // overrides both (max_seq_length 256, padding per batch), so do the same here.
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: MAX_TOKENS,
+                ..Default::default()
+            }))
+            .map_err(|e| anyhow!("configuring truncation: {e}"))?;
+        tokenizer.with_padding(None);
+        let pad_id = tokenizer.token_to_id("[PAD]").unwrap_or(0);
+
+        // Read into memory rather than mmap: candle's mmap loader is `unsafe` and the crate forbids it.
+        // The 90 MB buffer is dropped once the weights are copied into tensors.
+        let weights_path = dir.join("model.safetensors");
+        let bytes = std::fs::read(&weights_path)
+            .with_context(|| format!("reading {}", weights_path.display()))?;
+        let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &device)
+            .with_context(|| format!("parsing {}", weights_path.display()))?;
+        let model = BertModel::load(vb, &config)
+            .with_context(|| format!("loading BERT weights from {}", weights_path.display()))?;
+
+        Ok(Self {
+            model,
+            tokenizer,
+            device,
+            pad_id,
+        })
+    }
+
+    /// Token ids (with [CLS]/[SEP], truncated to `MAX_TOKENS`) for each text.
+    fn tokenize(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<u32>>> {
+        let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let encodings = self
+            .tokenizer
+            .encode_batch(inputs, true)
+            .map_err(|e| anyhow!("tokenizing: {e}"))?;
+        Ok(encodings.iter().map(|e| e.get_ids().to_vec()).collect())
+    }
+
+    /// Runs one padded batch through BERT and mean-pools it; returns unit vectors in batch order.
+    fn forward_batch(&self, batch: &[&[u32]]) -> anyhow::Result<Vec<Vec<f32>>> {
+        let rows = batch.len();
+        let width = batch.iter().map(|ids| ids.len()).max().unwrap_or(0);
+        let mut ids = Vec::with_capacity(rows * width);
+        let mut mask = Vec::with_capacity(rows * width);
+        for seq in batch {
+            ids.extend_from_slice(seq);
+            ids.extend(std::iter::repeat_n(self.pad_id, width - seq.len()));
+            mask.extend(std::iter::repeat_n(1u32, seq.len()));
+            mask.extend(std::iter::repeat_n(0u32, width - seq.len()));
+        }
+        let ids = Tensor::from_vec(ids, (rows, width), &self.device)?;
+        let mask = Tensor::from_vec(mask, (rows, width), &self.device)?;
+        let type_ids = ids.zeros_like()?;
+        let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?; // (rows, width, 384)
+
+        // Mean over real tokens only: padded positions are zeroed and excluded from the count.
+        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (rows, width, 1)
+        let summed = hidden.broadcast_mul(&mask)?.sum(1)?; // (rows, 384)
+        let counts = mask.sum(1)?; // (rows, 1); never 0 because [CLS]/[SEP] are always present
+        let pooled = summed.broadcast_div(&counts)?.to_vec2::<f32>()?;
+
+        pooled
+            .into_iter()
+            .map(|mut v| {
+                if l2_normalize(&mut v) {
+                    Ok(v)
+                } else {
+                    Err(anyhow!("MiniLM produced a zero or non-finite embedding"))
+                }
+            })
+            .collect()
+    }
+}
+
+impl Embedder for MiniLmEmbedder {
+    fn model_id(&self) -> &str {
+        MODEL_ID
+    }
+
+    fn dims(&self) -> usize {
+        DIMS
+    }
+
+    fn is_semantic(&self) -> bool {
+        true
+    }
+
+    fn embed(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<f32>>> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let tokens = self.tokenize(texts)?;
+        // Sorting by length keeps padding (wasted compute) small inside each batch.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| tokens[i].len());
+
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(BATCH_SIZE) {
+            let batch: Vec<&[u32]> = chunk.iter().map(|&i| tokens[i].as_slice()).collect();
+            let vectors = self.forward_batch(&batch)?;
+            for (&i, v) in chunk.iter().zip(vectors) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::cosine;
+    use super::*;
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
+    use std::time::Instant;
+
+    fn model_dir() -> Option<PathBuf> {
+        let mut candidates = Vec::new();
+        if let Ok(dir) = std::env::var("MNEMO_MINILM_DIR") {
+            candidates.push(PathBuf::from(dir));
+        }
+        candidates.push(PathBuf::from("/work/main/.mnemo/models/all-MiniLM-L6-v2"));
+        candidates.push(PathBuf::from("./.mnemo/models/all-MiniLM-L6-v2"));
+        candidates
+            .into_iter()
+            .find(|d| REQUIRED_FILES.iter().all(|f| d.join(f).is_file()))
+    }
+
+    /// The model, loaded once per test binary; None (after a skip message) when the files are absent.
+    fn model() -> Option<&'static MiniLmEmbedder> {
+        static MODEL: OnceLock<Option<MiniLmEmbedder>> = OnceLock::new();
+        let m = MODEL
+            .get_or_init(|| model_dir().map(|d| MiniLmEmbedder::load(&d).unwrap()))
+            .as_ref();
+        if m.is_none() {
+            eprintln!(
+                "SKIP: all-MiniLM-L6-v2 not found (set MNEMO_MINILM_DIR or run scripts/bootstrap)"
+            );
+        }
+        m
+    }
+
+    fn s(texts: &[&str]) -> Vec<String> {
+        texts.iter().map(|t| t.to_string()).collect()
+    }
+
+    fn norm(v: &[f32]) -> f32 {
+        v.iter().map(|x| x * x).sum::<f32>().sqrt()
+    }
+
+    #[test]
+    fn reproduces_sentence_transformers_similarity() {
+        let Some(m) = model() else { return };
+        let v = m
+            .embed(&s(&[
+                "A man is eating food.",
+                "A man is eating a piece of bread.",
+                "The new movie is awesome.",
+            ]))
+            .unwrap();
+        let related = cosine(&v[0], &v[1]);
+        let unrelated = cosine(&v[0], &v[2]);
+        assert!((related - 0.7553).abs() < 0.005, "related cosine {related}");
+        assert!(unrelated < 0.3, "unrelated cosine {unrelated}");
+        assert!(related - unrelated > 0.4);
+    }
+
+    #[test]
+    fn batch_matches_one_by_one_and_is_unit_norm() {
+        let Some(m) = model() else { return };
+        let mut texts = s(&[
+            "",
+            "Hi",
+            "The quick brown fox jumps over the lazy dog near the riverbank at dawn.",
+            "Rust is a systems programming language.",
+            "Memory service for AI agents",
+        ]);
+        texts.push("lorem ipsum ".repeat(400)); // far past 256 tokens: must truncate, not fail
+        for i in 0..40 {
+            texts.push(format!("Sentence number {i} talks about topic {}.", i % 7));
+        }
+        let batched = m.embed(&texts).unwrap();
+        assert_eq!(batched.len(), texts.len());
+        for (t, b) in texts.iter().zip(&batched) {
+            let single = m.embed(std::slice::from_ref(t)).unwrap().remove(0);
+            assert_eq!(b.len(), DIMS);
+            assert!((norm(b) - 1.0).abs() < 1e-5);
+            let diff = b
+                .iter()
+                .zip(&single)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0f32, f32::max);
+            assert!(diff < 1e-4, "batch vs single diff {diff} for {t:?}");
+        }
+        assert!(m.embed(&[]).unwrap().is_empty());
+        assert_eq!(m.model_id(), "minilm:all-MiniLM-L6-v2");
+        assert_eq!(m.dims(), 384);
+        assert!(m.is_semantic());
+    }
+
+    #[test]
+    fn truncates_long_input() {
+        let Some(m) = model() else { return };
+        let tokens = m.tokenize(&s(&[&"word ".repeat(1000)])).unwrap();
+        assert_eq!(tokens[0].len(), MAX_TOKENS);
+    }
+
+    /// Throughput numbers; run with `cargo test --release -- --ignored --nocapture minilm_bench`.
+    #[test]
+    #[ignore]
+    fn minilm_bench() {
+        let Some(dir) = model_dir() else { return };
+        let t = Instant::now();
+        let m = MiniLmEmbedder::load(&dir).unwrap();
+        eprintln!("load: {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
+
+        let one = s(&["The quick brown fox jumps over the lazy dog today."]);
+        eprintln!("single text tokens: {}", m.tokenize(&one).unwrap()[0].len());
+        m.embed(&one).unwrap(); // warm-up
+        let n = 50;
+        let t = Instant::now();
+        for _ in 0..n {
+            m.embed(&one).unwrap();
+        }
+        eprintln!("single: {:.2} ms/text", t.elapsed().as_secs_f64() * 1e3 / n as f64);
+
+        let texts: Vec<String> = (0..256)
+            .map(|i| format!("Agent memory entry {i}: the user prefers dark mode and short replies."))
+            .collect();
+        let toks = m.tokenize(&texts[..1]).unwrap()[0].len();
+        m.embed(&texts[..32]).unwrap();
+        let t = Instant::now();
+        m.embed(&texts).unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!(
+            "batched ({toks} tokens each, batches of {BATCH_SIZE}): {:.0} texts/s",
+            texts.len() as f64 / secs
+        );
+    }
+}

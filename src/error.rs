@@ -1,0 +1,179 @@
+//! The one API error type: 4xx bodies say what was wrong, 5xx bodies are opaque.
+
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+tokio::task_local! {
+    /// The current request's id, set by the request-id middleware for the handler's scope.
+    pub static REQUEST_ID: String;
+}
+
+/// Returns the id of the request being served, if any.
+pub fn current_request_id() -> Option<String> {
+    REQUEST_ID.try_with(|id| id.clone()).ok()
+}
+
+/// An error that maps to the Statewave error envelope.
+#[derive(Debug)]
+pub enum ApiError {
+    /// A client error with its HTTP status, machine code and message.
+    Client {
+        status: StatusCode,
+        code: String,
+        message: String,
+        details: Option<Value>,
+        retry_after: Option<u64>,
+    },
+    /// A server-side failure; the cause is logged once and never sent to the client.
+    Internal(anyhow::Error),
+}
+
+/// Shorthand for handler results.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    /// A 4xx error with a code and message.
+    pub fn client(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+        ApiError::Client {
+            status,
+            code: code.to_string(),
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
+    }
+
+    /// 422 `validation_error` with a pydantic-style details list.
+    pub fn validation(errors: Vec<FieldError>) -> Self {
+        let summary = errors
+            .iter()
+            .map(|e| format!("{}: {}", e.loc_string(), e.msg))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let details = errors.iter().map(FieldError::to_json).collect::<Vec<_>>();
+        ApiError::Client {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            code: "validation_error".into(),
+            message: format!("Request validation failed: {summary}"),
+            details: Some(Value::Array(details)),
+            retry_after: None,
+        }
+    }
+
+    /// 404 with Statewave's `http_error` code.
+    pub fn not_found(message: &str) -> Self {
+        Self::client(StatusCode::NOT_FOUND, "http_error", message)
+    }
+
+    /// 400 with a code and message.
+    pub fn bad_request(code: &str, message: impl Into<String>) -> Self {
+        Self::client(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// The HTTP status this error maps to.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Client { status, .. } => *status,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        ApiError::Internal(e.into())
+    }
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(e: anyhow::Error) -> Self {
+        ApiError::Internal(e)
+    }
+}
+
+/// Builds an envelope body, adding the current request id.
+pub fn envelope(code: &str, message: &str, details: Option<&Value>) -> Value {
+    let mut err = json!({ "code": code, "message": message });
+    if let Some(d) = details {
+        err["details"] = d.clone();
+    }
+    if let Some(id) = current_request_id() {
+        err["request_id"] = Value::String(id);
+    }
+    json!({ "error": err })
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        match self {
+            ApiError::Client {
+                status,
+                code,
+                message,
+                details,
+                retry_after,
+            } => {
+                let body = envelope(&code, &message, details.as_ref());
+                let mut resp = (status, axum::Json(body)).into_response();
+                if let Some(secs) = retry_after {
+                    if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                        resp.headers_mut().insert("retry-after", v);
+                    }
+                }
+                resp
+            }
+            ApiError::Internal(cause) => {
+                // The cause may hold SQL or paths, never content: log it once, send nothing of it.
+                tracing::error!(request_id = current_request_id().unwrap_or_default(), error = %format!("{cause:#}"), "internal error");
+                let body = envelope("internal_error", "An unexpected error occurred", None);
+                (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
+            }
+        }
+    }
+}
+
+/// One invalid field, reported pydantic-style.
+#[derive(Debug, Clone)]
+pub struct FieldError {
+    /// Location, e.g. `["body", "episodes", "3", "subject_id"]`.
+    pub loc: Vec<String>,
+    /// Human-readable problem.
+    pub msg: String,
+    /// Machine-readable kind, e.g. `missing`, `string_too_long`.
+    pub kind: &'static str,
+}
+
+impl FieldError {
+    /// The location as a dotted path without the leading `body`/`query`.
+    pub fn loc_string(&self) -> String {
+        let mut out = String::new();
+        for part in self.loc.iter().skip(1) {
+            if part.parse::<usize>().is_ok() {
+                out.push_str(&format!("[{part}]"));
+            } else {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(part);
+            }
+        }
+        if out.is_empty() {
+            self.loc.first().cloned().unwrap_or_default()
+        } else {
+            out
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let loc: Vec<Value> = self
+            .loc
+            .iter()
+            .map(|p| match p.parse::<u64>() {
+                Ok(n) => json!(n),
+                Err(_) => json!(p),
+            })
+            .collect();
+        json!({ "loc": loc, "msg": self.msg, "type": self.kind })
+    }
+}

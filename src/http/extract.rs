@@ -1,0 +1,83 @@
+//! Extractors that turn request parts into checked values or Statewave-style errors.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use serde_json::Value;
+
+use crate::error::{ApiError, FieldError};
+
+/// The header that selects the tenant.
+pub const TENANT_HEADER: &str = "x-tenant-id";
+/// The tenant used when a request names none.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// The tenant a request acts for: the `X-Tenant-ID` header, else `default`.
+#[derive(Debug, Clone)]
+pub struct Tenant(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for Tenant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        tenant_from_parts(parts).map(Tenant)
+    }
+}
+
+/// Reads and checks the tenant header.
+pub fn tenant_from_parts(parts: &Parts) -> Result<String, ApiError> {
+    let Some(raw) = parts.headers.get(TENANT_HEADER) else {
+        return Ok(DEFAULT_TENANT.to_string());
+    };
+    let value = raw
+        .to_str()
+        .map_err(|_| ApiError::bad_request("invalid_tenant", "X-Tenant-ID must be visible ASCII"))?
+        .trim();
+    if value.is_empty() {
+        return Ok(DEFAULT_TENANT.to_string());
+    }
+    if value.len() > 256 || value.chars().any(|c| c.is_control()) {
+        return Err(ApiError::bad_request(
+            "invalid_tenant",
+            "X-Tenant-ID must be 1-256 printable characters",
+        ));
+    }
+    Ok(value.to_string())
+}
+
+/// A JSON body parsed to a value; size-limited, syntax errors reported as 422.
+pub struct JsonBody(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::client(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    "Request body exceeds the configured size limit",
+                )
+            } else {
+                ApiError::bad_request("invalid_body", "Request body could not be read")
+            }
+        })?;
+        if bytes.is_empty() {
+            return Err(ApiError::validation(vec![FieldError {
+                loc: vec!["body".into()],
+                msg: "a JSON body is required".into(),
+                kind: "missing",
+            }]));
+        }
+        let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+            ApiError::validation(vec![FieldError {
+                loc: vec!["body".into()],
+                msg: format!("invalid JSON at line {} column {}", e.line(), e.column()),
+                kind: "json_invalid",
+            }])
+        })?;
+        Ok(JsonBody(value))
+    }
+}

@@ -1,0 +1,123 @@
+//! Cross-cutting request handling: request ids, error envelopes, API-key auth, access logs.
+
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::error::{envelope, ApiError, REQUEST_ID};
+use crate::state::AppState;
+
+/// Paths reachable without an API key.
+pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/health", "/readyz", "/ready", "/v1/version", "/openapi.json"];
+
+fn valid_request_id(v: &HeaderValue) -> Option<String> {
+    let s = v.to_str().ok()?;
+    let ok = !s.is_empty() && s.len() <= 128 && s.chars().all(|c| c.is_ascii_graphic());
+    ok.then(|| s.to_string())
+}
+
+fn new_request_id() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
+
+/// Echoes or assigns `X-Request-ID`, scopes it for error bodies, fills empty error bodies, logs the request.
+pub async fn request_context(req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(valid_request_id)
+        .unwrap_or_else(new_request_id);
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let started = Instant::now();
+    let mut resp = REQUEST_ID
+        .scope(id.clone(), async move {
+            let resp = next.run(req).await;
+            fill_empty_error(resp)
+        })
+        .await;
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        resp.headers_mut().insert("x-request-id", v);
+    }
+    resp.headers_mut()
+        .insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    let status = resp.status().as_u16();
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    // Method, path, status and timing only: never bodies, keys or query strings.
+    tracing::info!(request_id = %id, %method, %path, status, latency_ms, "request");
+    resp
+}
+
+/// Errors produced outside handlers (405, 408, 413 from layers) get the JSON envelope too.
+fn fill_empty_error(resp: Response) -> Response {
+    let status = resp.status();
+    if status.as_u16() < 400 || resp.headers().contains_key(header::CONTENT_TYPE) {
+        return resp;
+    }
+    let code = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::REQUEST_TIMEOUT => "request_timeout",
+        s if s.is_server_error() => "internal_error",
+        _ => "http_error",
+    };
+    let message = status.canonical_reason().unwrap_or("Error");
+    let mut out = (status, axum::Json(envelope(code, message, None))).into_response();
+    for (k, v) in resp.headers() {
+        if k != header::CONTENT_LENGTH {
+            out.headers_mut().insert(k.clone(), v.clone());
+        }
+    }
+    out
+}
+
+fn query_api_key(req: &Request) -> Option<String> {
+    let q = req.uri().query()?;
+    form_urlencoded::parse(q.as_bytes())
+        .find(|(k, _)| k == "api_key")
+        .map(|(_, v)| v.into_owned())
+}
+
+/// Checks `X-API-Key` (or `?api_key=`) in constant time when an operator key is configured.
+pub async fn require_api_key(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(expected) = st.config.api_key_sha256 else {
+        return next.run(req).await;
+    };
+    if PUBLIC_PATHS.contains(&req.uri().path()) {
+        return next.run(req).await;
+    }
+    let presented = req
+        .headers()
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| query_api_key(&req));
+    match presented {
+        None => ApiError::client(StatusCode::UNAUTHORIZED, "missing_api_key", "X-API-Key header is required.")
+            .into_response(),
+        Some(key) => {
+            // Comparing digests keeps the comparison constant-time and length-independent.
+            let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+            if bool::from(digest.ct_eq(&expected)) {
+                next.run(req).await
+            } else {
+                ApiError::client(StatusCode::FORBIDDEN, "invalid_api_key", "Invalid API key.").into_response()
+            }
+        }
+    }
+}
+
+/// Unknown routes: 404 in the envelope.
+pub async fn not_found() -> Response {
+    ApiError::not_found("Not Found").into_response()
+}
+
+/// Used by tests and callers that need an empty body.
+pub fn empty() -> Body {
+    Body::empty()
+}

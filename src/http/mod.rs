@@ -1,0 +1,47 @@
+//! The HTTP surface: routes, extractors and middleware. Handlers are thin.
+
+pub mod episodes;
+pub mod extract;
+pub mod input;
+pub mod meta;
+pub mod middleware;
+pub mod subjects;
+pub mod timeline;
+
+use std::time::Duration;
+
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+use tower::ServiceBuilder;
+use tower_http::timeout::TimeoutLayer;
+
+use crate::state::AppState;
+
+/// Builds the router with every route and the middleware stack.
+pub fn router(state: AppState) -> Router {
+    let cfg = state.config.clone();
+    let routes = Router::new()
+        .route("/healthz", get(meta::healthz))
+        .route("/health", get(meta::healthz))
+        .route("/readyz", get(meta::readyz))
+        .route("/ready", get(meta::readyz))
+        .route("/v1/version", get(meta::version))
+        .route("/v1/episodes", post(episodes::create))
+        .route("/v1/episodes/batch", post(episodes::create_batch))
+        .route("/v1/timeline", get(timeline::get))
+        .route("/v1/subjects", get(subjects::list))
+        .fallback(middleware::not_found);
+    routes
+        .layer(
+            ServiceBuilder::new()
+                .layer(axum::middleware::from_fn(middleware::request_context))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    middleware::require_api_key,
+                ))
+                .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, Duration::from_secs(cfg.request_timeout_secs)))
+                .layer(DefaultBodyLimit::max(cfg.max_body_bytes)),
+        )
+        .with_state(state)
+}

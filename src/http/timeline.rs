@@ -1,0 +1,42 @@
+//! `GET /v1/timeline`: a subject's episodes and memories, paged.
+
+use axum::extract::{RawQuery, State};
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::db;
+use crate::error::ApiResult;
+use crate::http::extract::Tenant;
+use crate::http::input::Query;
+use crate::state::AppState;
+
+/// Returns one page of each collection with `*_has_more` flags.
+pub async fn get(State(st): State<AppState>, Tenant(tenant): Tenant, RawQuery(raw): RawQuery) -> ApiResult<Json<Value>> {
+    let mut q = Query::parse(raw.as_deref());
+    let subject_id = q.req_str("subject_id", 1, 256);
+    let limit = q.int("limit", 1, 200, 100);
+    let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
+    let newest_first = q.bool("newest_first", false);
+    let status = q.choice("status", &["all", "active"], "all");
+    q.finish()?;
+    let mut conn = st.pool.acquire().await?;
+    let (episodes, episodes_has_more) =
+        db::episodes::page(&mut conn, &tenant, &subject_id, limit, offset, newest_first).await?;
+    let (memories, memories_has_more) = db::memories::page(
+        &mut conn,
+        &tenant,
+        &subject_id,
+        limit,
+        offset,
+        newest_first,
+        status == "active",
+    )
+    .await?;
+    Ok(Json(json!({
+        "subject_id": subject_id,
+        "episodes": episodes,
+        "memories": memories,
+        "episodes_has_more": episodes_has_more,
+        "memories_has_more": memories_has_more,
+    })))
+}

@@ -1,0 +1,36 @@
+//! mnemo: a self-hosted memory service for AI agents, speaking the Statewave v1 HTTP API.
+
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod http;
+pub mod model;
+pub mod pg;
+pub mod services;
+pub mod state;
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use axum::Router;
+use tokio::net::TcpListener;
+
+pub use state::{AppState, RuntimeConfig};
+
+/// The application router for a state.
+pub fn app(state: AppState) -> Router {
+    http::router(state)
+}
+
+/// Serves the app on `listener` until `shutdown` resolves, then drains in-flight requests.
+pub async fn serve<F>(listener: TcpListener, state: AppState, shutdown: F) -> std::io::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}

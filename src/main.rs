@@ -1,0 +1,146 @@
+//! The `mnemo` binary: wires the CLI to the library.
+
+use std::str::FromStr;
+
+use anyhow::Context;
+use clap::Parser;
+use sha2::{Digest, Sha256};
+use sqlx::postgres::PgConnectOptions;
+use tracing_subscriber::EnvFilter;
+
+use mnemo::config::{Cli, Command, DbArgs, LogFormat, PgAction, PgArgs, ServeArgs};
+use mnemo::pg::Cluster;
+use mnemo::{db, AppState, RuntimeConfig};
+
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_env("MNEMO_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
+    match format {
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+/// Resolves the database: the given URL, or the embedded cluster (started here).
+async fn open_database(args: &DbArgs) -> anyhow::Result<(PgConnectOptions, Option<Cluster>)> {
+    if let Some(url) = args.database_url.as_deref().filter(|u| !u.is_empty()) {
+        let opts = PgConnectOptions::from_str(url).context("MNEMO_DATABASE_URL is not a valid Postgres URL")?;
+        return Ok((opts, None));
+    }
+    let cluster = Cluster::new(&args.data_dir)?;
+    let outcome = cluster.start().await?;
+    tracing::info!(?outcome, socket_dir = %cluster.socket_dir().display(), "embedded postgres ready");
+    if let Err(e) = cluster.ensure_database("mnemo").await {
+        let _ = cluster.stop().await;
+        return Err(e);
+    }
+    Ok((cluster.connect_options("mnemo"), Some(cluster)))
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutdown requested; draining requests");
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    args.check_exposure().map_err(anyhow::Error::msg)?;
+    let (opts, cluster) = open_database(&args.db).await?;
+    let result = serve_with(&args, opts).await;
+    if let Some(c) = cluster {
+        // Stop the embedded server on every exit path, success or error.
+        if let Err(e) = c.stop().await {
+            tracing::error!(error = %e, "stopping embedded postgres failed");
+        } else {
+            tracing::info!("embedded postgres stopped");
+        }
+    }
+    result
+}
+
+async fn serve_with(args: &ServeArgs, opts: PgConnectOptions) -> anyhow::Result<()> {
+    let pool = db::pool::connect(opts, args.db.db_max_connections).await.context("connecting to Postgres")?;
+    db::pool::migrate(&pool).await.context("applying migrations")?;
+    let config = RuntimeConfig {
+        api_key_sha256: args
+            .api_key
+            .as_deref()
+            .filter(|k| !k.is_empty())
+            .map(|k| Sha256::digest(k.as_bytes()).into()),
+        max_body_bytes: args.max_body_bytes,
+        request_timeout_secs: args.request_timeout_secs,
+    };
+    let state = AppState::new(pool.clone(), config);
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("binding {}", args.addr))?;
+    tracing::info!(addr = %listener.local_addr()?, "mnemo listening");
+    mnemo::serve(listener, state, shutdown_signal()).await?;
+    pool.close().await;
+    Ok(())
+}
+
+async fn migrate(args: DbArgs) -> anyhow::Result<()> {
+    let (opts, cluster) = open_database(&args).await?;
+    let result = async {
+        let pool = db::pool::connect(opts, 2).await?;
+        db::pool::migrate(&pool).await?;
+        pool.close().await;
+        anyhow::Ok(())
+    }
+    .await;
+    if let Some(c) = cluster {
+        c.stop().await?;
+    }
+    result?;
+    tracing::info!("migrations applied");
+    Ok(())
+}
+
+async fn pg(args: PgArgs) -> anyhow::Result<()> {
+    let cluster = Cluster::new(&args.data_dir)?;
+    match args.action {
+        PgAction::Start => {
+            let outcome = cluster.start().await?;
+            println!("{outcome:?}: socket dir {}", cluster.socket_dir().display());
+        }
+        PgAction::Stop => cluster.stop().await?,
+        PgAction::Status => {
+            let running = cluster.is_running().await?;
+            println!("{}", if running { "running" } else { "stopped" });
+        }
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let format = match &cli.command {
+        Command::Serve(a) => a.log_format,
+        Command::Migrate(_) | Command::Pg(_) => LogFormat::Text,
+    };
+    init_logging(format);
+    let result = match cli.command {
+        Command::Serve(a) => serve(a).await,
+        Command::Migrate(a) => migrate(a).await,
+        Command::Pg(a) => pg(a).await,
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mnemo: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

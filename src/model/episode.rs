@@ -1,0 +1,64 @@
+//! Episodes: immutable records of what happened to a subject.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+/// A stored episode, as returned on the wire (no tenant, no idempotency key).
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Episode {
+    pub id: Uuid,
+    pub subject_id: String,
+    pub source: String,
+    #[serde(rename = "type")]
+    #[sqlx(rename = "type")]
+    pub kind: String,
+    pub payload: Value,
+    pub metadata: Value,
+    pub provenance: Value,
+    pub session_id: Option<String>,
+    #[serde(serialize_with = "crate::model::time::serialize")]
+    pub occurred_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::model::time::serialize")]
+    pub created_at: DateTime<Utc>,
+}
+
+/// A validated request to record one episode.
+#[derive(Debug, Clone)]
+pub struct NewEpisode {
+    pub subject_id: String,
+    pub source: String,
+    pub kind: String,
+    pub payload: Map<String, Value>,
+    pub metadata: Map<String, Value>,
+    pub provenance: Map<String, Value>,
+    pub session_id: Option<String>,
+    pub occurred_at: Option<DateTime<Utc>>,
+    pub idempotency_key: Option<String>,
+}
+
+/// Maximum length of an idempotency key.
+pub const MAX_IDEMPOTENCY_KEY: usize = 512;
+
+impl NewEpisode {
+    /// The effective idempotency key: the field, else the legacy `metadata.idempotency_key`.
+    pub fn effective_key(&self) -> Option<String> {
+        if let Some(k) = &self.idempotency_key {
+            return Some(k.clone());
+        }
+        match self.metadata.get("idempotency_key") {
+            Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_IDEMPOTENCY_KEY => {
+                Some(s.clone())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether an insert created a row or returned the one stored under the same key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inserted {
+    New,
+    Existing,
+}

@@ -1,0 +1,33 @@
+//! Memories: typed facts, procedures and summaries compiled from episodes.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+/// A memory as returned on the wire.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+pub struct Memory {
+    pub id: Uuid,
+    pub subject_id: String,
+    pub kind: String,
+    pub content: String,
+    pub summary: String,
+    pub confidence: f64,
+    #[serde(serialize_with = "crate::model::time::serialize")]
+    pub valid_from: DateTime<Utc>,
+    #[serde(serialize_with = "crate::model::time::option::serialize")]
+    pub valid_to: Option<DateTime<Utc>>,
+    pub source_episode_ids: Vec<Uuid>,
+    pub metadata: Value,
+    pub status: String,
+    pub sensitivity_labels: Vec<String>,
+    #[serde(serialize_with = "crate::model::time::serialize")]
+    pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::model::time::serialize")]
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The column list that fills a [`Memory`].
+pub const MEMORY_COLUMNS: &str = "id, subject_id, kind, content, summary, confidence, valid_from, valid_to, \
+     source_episode_ids, metadata, status, sensitivity_labels, created_at, updated_at";

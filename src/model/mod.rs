@@ -1,0 +1,5 @@
+//! Wire and row types shared by services, the store and the HTTP layer.
+
+pub mod episode;
+pub mod memory;
+pub mod time;

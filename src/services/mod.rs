@@ -1,0 +1,3 @@
+//! Business logic: plain Rust over the store, no HTTP types.
+
+pub mod episodes;

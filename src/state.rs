@@ -1,0 +1,64 @@
+//! Shared application state handed to every handler.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use sqlx::PgPool;
+
+/// Settings the HTTP layer needs at run time.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// sha256 of the single operator API key, when one is configured.
+    pub api_key_sha256: Option<[u8; 32]>,
+    /// Largest accepted request body in bytes.
+    pub max_body_bytes: usize,
+    /// Per-request timeout in seconds.
+    pub request_timeout_secs: u64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            api_key_sha256: None,
+            max_body_bytes: 1024 * 1024,
+            request_timeout_secs: 30,
+        }
+    }
+}
+
+/// Everything a request handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: PgPool,
+    pub config: Arc<RuntimeConfig>,
+    pub tenants: Arc<KnownTenants>,
+}
+
+impl AppState {
+    /// Builds the state around a connected pool.
+    pub fn new(pool: PgPool, config: RuntimeConfig) -> Self {
+        AppState {
+            pool,
+            config: Arc::new(config),
+            tenants: Arc::new(KnownTenants::default()),
+        }
+    }
+}
+
+/// Tenants already recorded in the `tenants` table by this process (saves a write per request).
+#[derive(Default)]
+pub struct KnownTenants(Mutex<HashSet<String>>);
+
+impl KnownTenants {
+    /// True if this process already recorded the tenant.
+    pub fn contains(&self, tenant: &str) -> bool {
+        self.0.lock().map(|s| s.contains(tenant)).unwrap_or(false)
+    }
+
+    /// Remembers a recorded tenant.
+    pub fn insert(&self, tenant: &str) {
+        if let Ok(mut s) = self.0.lock() {
+            s.insert(tenant.to_string());
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Cross-cutting HTTP behaviour: probes, request ids, auth, tenants, timeline and subjects.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{episode, spawn, spawn_with, split};
+use mnemo::RuntimeConfig;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+#[tokio::test]
+async fn probes_and_version() {
+    let app = spawn().await;
+    assert_eq!(app.get("/healthz").await, (200, json!({"status": "ok"})));
+    assert_eq!(app.get("/health").await.0, 200);
+    let (s, ready) = app.get("/readyz").await;
+    assert_eq!(s, 200);
+    assert_eq!(ready["status"], "ready");
+    assert_eq!(ready["checks"][0]["name"], "database");
+    let (s, v) = app.get("/v1/version").await;
+    assert_eq!(s, 200);
+    assert_eq!(v["api_contract"], "v1");
+}
+
+#[tokio::test]
+async fn readyz_is_503_when_the_database_is_gone() {
+    let app = spawn().await;
+    app.pool.close().await;
+    let (s, ready) = app.get("/readyz").await;
+    assert_eq!(s, 503);
+    assert_eq!(ready["status"], "not_ready");
+}
+
+#[tokio::test]
+async fn request_id_is_echoed_or_generated() {
+    let app = spawn().await;
+    let r = app.client.get(app.url("/healthz")).header("X-Request-ID", "abc-123").send().await.unwrap();
+    assert_eq!(r.headers()["x-request-id"], "abc-123");
+    let r = app.client.get(app.url("/healthz")).send().await.unwrap();
+    let id = r.headers()["x-request-id"].to_str().unwrap().to_string();
+    assert_eq!(id.len(), 16);
+    assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+    // Error bodies carry the same id.
+    let r = app
+        .client
+        .post(app.url("/v1/episodes"))
+        .header("X-Request-ID", "req-9")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    let (_, body) = split(r).await;
+    assert_eq!(body["error"]["request_id"], "req-9");
+}
+
+#[tokio::test]
+async fn unknown_route_and_wrong_method_use_the_envelope() {
+    let app = spawn().await;
+    let (s, body) = app.get("/v1/nope").await;
+    assert_eq!(s, 404);
+    assert_eq!(body["error"]["code"], "http_error");
+    let r = app.client.delete(app.url("/v1/episodes")).send().await.unwrap();
+    let (s, body) = split(r).await;
+    assert_eq!(s, 405);
+    assert_eq!(body["error"]["code"], "http_error");
+}
+
+#[tokio::test]
+async fn api_key_is_required_when_configured() {
+    let cfg = RuntimeConfig {
+        api_key_sha256: Some(Sha256::digest(b"s3cret").into()),
+        ..RuntimeConfig::default()
+    };
+    let app = spawn_with(cfg).await;
+    let (s, body) = app.get("/v1/subjects").await;
+    assert_eq!(s, 401);
+    assert_eq!(body["error"]["code"], "missing_api_key");
+    let r = app.client.get(app.url("/v1/subjects")).header("X-API-Key", "wrong").send().await.unwrap();
+    let (s, body) = split(r).await;
+    assert_eq!(s, 403);
+    assert_eq!(body["error"]["code"], "invalid_api_key");
+    let r = app.client.get(app.url("/v1/subjects")).header("X-API-Key", "s3cret").send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let r = app.client.get(app.url("/v1/subjects?api_key=s3cret")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    // Probes stay public.
+    assert_eq!(app.get("/healthz").await.0, 200);
+    assert_eq!(app.get("/v1/version").await.0, 200);
+}
+
+#[tokio::test]
+async fn tenants_never_see_each_other() {
+    let app = spawn().await;
+    assert_eq!(app.post_as("acme", "/v1/episodes", &episode("user:1", "acme data")).await.0, 201);
+    assert_eq!(app.post("/v1/episodes", &episode("user:1", "default data")).await.0, 201);
+    let (_, t) = app.get_as("acme", "/v1/timeline?subject_id=user:1").await;
+    assert_eq!(t["episodes"].as_array().unwrap().len(), 1);
+    assert_eq!(t["episodes"][0]["payload"]["messages"][0]["content"], "acme data");
+    let (_, t) = app.get("/v1/timeline?subject_id=user:1").await;
+    assert_eq!(t["episodes"].as_array().unwrap().len(), 1, "no header = the default tenant only");
+    assert_eq!(t["episodes"][0]["payload"]["messages"][0]["content"], "default data");
+    let (_, t) = app.get_as("other", "/v1/timeline?subject_id=user:1").await;
+    assert_eq!(t["episodes"].as_array().unwrap().len(), 0);
+    let (_, s) = app.get_as("other", "/v1/subjects").await;
+    assert_eq!(s["total"], 0);
+    let (status, _) = app.get_as(&"t".repeat(300), "/v1/subjects").await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn timeline_pages_in_event_order() {
+    let app = spawn().await;
+    let mut eps = Vec::new();
+    for i in 0..5 {
+        let mut e = episode("user:1", &format!("e{i}"));
+        // Ingested in reverse event order: the timeline must follow occurred_at.
+        e["occurred_at"] = json!(format!("2026-01-0{}T00:00:00Z", 5 - i));
+        eps.push(e);
+    }
+    assert_eq!(app.post("/v1/episodes/batch", &json!({"episodes": eps})).await.0, 201);
+    let text = |t: &serde_json::Value| -> Vec<String> {
+        t["episodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["payload"]["messages"][0]["content"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (_, t) = app.get("/v1/timeline?subject_id=user:1&limit=2").await;
+    assert_eq!(text(&t), vec!["e4", "e3"]);
+    assert_eq!(t["episodes_has_more"], true);
+    assert_eq!(t["memories_has_more"], false);
+    let (_, t) = app.get("/v1/timeline?subject_id=user:1&limit=2&offset=4").await;
+    assert_eq!(text(&t), vec!["e0"]);
+    assert_eq!(t["episodes_has_more"], false);
+    let (_, t) = app.get("/v1/timeline?subject_id=user:1&limit=2&newest_first=true").await;
+    assert_eq!(text(&t), vec!["e1", "e0"], "newest page, returned ascending");
+    for bad in ["limit=0", "limit=201", "offset=-1", "status=gone", "newest_first=maybe"] {
+        let (s, b) = app.get(&format!("/v1/timeline?subject_id=user:1&{bad}")).await;
+        assert_eq!(s, 422, "{bad}: {b}");
+    }
+    assert_eq!(app.get("/v1/timeline").await.0, 422);
+    assert_eq!(app.get("/v1/timeline?subject_id=user:1&status=active").await.0, 200);
+}
+
+#[tokio::test]
+async fn subjects_are_listed_with_counts() {
+    let app = spawn().await;
+    for s in ["b", "a", "c", "a", "_snapshot/x"] {
+        app.post("/v1/episodes", &episode(s, "x")).await;
+    }
+    let (_, body) = app.get("/v1/subjects?limit=2").await;
+    assert_eq!(body["total"], 3);
+    assert_eq!(
+        body["subjects"],
+        json!([{"subject_id": "a", "episode_count": 2, "memory_count": 0},
+               {"subject_id": "b", "episode_count": 1, "memory_count": 0}])
+    );
+    let (_, body) = app.get("/v1/subjects?limit=2&offset=2").await;
+    assert_eq!(body["subjects"][0]["subject_id"], "c");
+    assert_eq!(app.get("/v1/subjects?limit=500").await.0, 422);
+}
+
+#[tokio::test]
+async fn episodes_are_append_only_in_the_database() {
+    let app = spawn().await;
+    app.post("/v1/episodes", &episode("user:1", "keep me")).await;
+    let upd = sqlx::query("UPDATE episodes SET source = 'x'").execute(&app.pool).await;
+    assert!(upd.unwrap_err().to_string().contains("append-only"));
+    let del = sqlx::query("DELETE FROM episodes").execute(&app.pool).await;
+    assert!(del.is_err());
+    let trunc = sqlx::query("TRUNCATE episodes").execute(&app.pool).await;
+    assert!(trunc.is_err());
+    assert_eq!(app.count("episodes").await, 1);
+    // Only the erasure path (transaction-local flag) may delete.
+    let mut tx = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT set_config('mnemo.erasure', 'on', true)").execute(&mut *tx).await.unwrap();
+    let n = sqlx::query("DELETE FROM episodes").execute(&mut *tx).await.unwrap().rows_affected();
+    tx.commit().await.unwrap();
+    assert_eq!(n, 1);
+}

@@ -1,0 +1,149 @@
+//! Test harness: a real mnemo server on port 0 against a real Postgres with pgvector.
+//!
+//! Postgres is the embedded cluster under `target/tmp/mnemo-test` (shared by all test
+//! processes, started once, reused) or the server at `MNEMO_TEST_DATABASE_URL`. Every
+//! test gets a fresh database.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::str::FromStr;
+
+use mnemo::pg::Cluster;
+use mnemo::{db, AppState, RuntimeConfig};
+use serde_json::Value;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{ConnectOptions, Connection, PgPool};
+use tokio::sync::oneshot;
+
+/// A running server and its private database.
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub pool: PgPool,
+    pub db_options: PgConnectOptions,
+    shutdown: Option<oneshot::Sender<()>>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+async fn admin_options() -> PgConnectOptions {
+    if let Ok(url) = std::env::var("MNEMO_TEST_DATABASE_URL") {
+        return PgConnectOptions::from_str(&url).expect("MNEMO_TEST_DATABASE_URL");
+    }
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mnemo-test");
+    let cluster = Cluster::new(&dir)
+        .expect("embedded postgres (run scripts/bootstrap)")
+        .with_setting("fsync", "off")
+        .with_setting("synchronous_commit", "off")
+        .with_setting("full_page_writes", "off");
+    cluster.start().await.expect("starting the test cluster");
+    cluster.connect_options("postgres")
+}
+
+/// Creates an empty, migrated database and returns options to reach it.
+pub async fn fresh_database() -> PgConnectOptions {
+    let admin = admin_options().await;
+    let name = format!("mnemo_t_{}", ulid::Ulid::new().to_string().to_lowercase());
+    let mut conn = admin.connect().await.expect("connect admin");
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create db");
+    conn.close().await.ok();
+    admin.database(&name)
+}
+
+/// Starts a server with default settings.
+pub async fn spawn() -> TestApp {
+    spawn_with(RuntimeConfig::default()).await
+}
+
+/// Starts a server with the given settings.
+pub async fn spawn_with(config: RuntimeConfig) -> TestApp {
+    let opts = fresh_database().await;
+    let pool = db::pool::connect(opts.clone(), 10).await.expect("pool");
+    db::pool::migrate(&pool).await.expect("migrate");
+    let state = AppState::new(pool.clone(), config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        mnemo::serve(listener, state, async move {
+            let _ = rx.await;
+        })
+        .await
+        .expect("serve");
+    });
+    TestApp {
+        base,
+        client: reqwest::Client::new(),
+        pool,
+        db_options: opts,
+        shutdown: Some(tx),
+    }
+}
+
+impl TestApp {
+    /// Full URL for a path.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// POSTs JSON and returns (status, body).
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = self.client.post(self.url(path)).json(body).send().await.unwrap();
+        split(r).await
+    }
+
+    /// POSTs JSON as a tenant.
+    pub async fn post_as(&self, tenant: &str, path: &str, body: &Value) -> (u16, Value) {
+        let r = self
+            .client
+            .post(self.url(path))
+            .header("X-Tenant-ID", tenant)
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        split(r).await
+    }
+
+    /// GETs and returns (status, body).
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self.client.get(self.url(path)).send().await.unwrap();
+        split(r).await
+    }
+
+    /// GETs as a tenant.
+    pub async fn get_as(&self, tenant: &str, path: &str) -> (u16, Value) {
+        let r = self.client.get(self.url(path)).header("X-Tenant-ID", tenant).send().await.unwrap();
+        split(r).await
+    }
+
+    /// Number of rows in a table.
+    pub async fn count(&self, table: &str) -> i64 {
+        sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+            .fetch_one(&self.pool)
+            .await
+            .unwrap()
+    }
+}
+
+/// Splits a response into status and JSON body (Null when the body is not JSON).
+pub async fn split(r: reqwest::Response) -> (u16, Value) {
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// A minimal valid episode body.
+pub fn episode(subject: &str, text: &str) -> Value {
+    serde_json::json!({
+        "subject_id": subject,
+        "source": "chat",
+        "type": "message",
+        "payload": {"messages": [{"role": "user", "content": text}]},
+    })
+}

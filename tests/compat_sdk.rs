@@ -1,0 +1,49 @@
+//! Runs the official Python SDK (statewave==1.5.0) against live mnemo servers.
+//!
+//! The test command (`scripts/test`) installs the SDK into `target/compat-venv`. Without that
+//! virtualenv this test says so and skips; set `MNEMO_REQUIRE_COMPAT=1` to make that a failure.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use mnemo::RuntimeConfig;
+use sha2::{Digest, Sha256};
+
+fn venv_python() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/compat-venv/bin/python");
+    p.exists().then_some(p)
+}
+
+#[tokio::test]
+async fn statewave_sdk_suite_passes() {
+    let Some(python) = venv_python() else {
+        assert!(
+            std::env::var("MNEMO_REQUIRE_COMPAT").is_err(),
+            "target/compat-venv is missing but MNEMO_REQUIRE_COMPAT is set"
+        );
+        eprintln!("SKIP: target/compat-venv not found; run scripts/test to install statewave==1.5.0");
+        return;
+    };
+    let open = common::spawn().await;
+    let keyed = common::spawn_with(RuntimeConfig {
+        api_key_sha256: Some(Sha256::digest(b"compat-key").into()),
+        ..RuntimeConfig::default()
+    })
+    .await;
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat");
+    let out = tokio::process::Command::new(python)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(&dir)
+        .env("MNEMO_URL", &open.base)
+        .env("MNEMO_URL_KEYED", &keyed.base)
+        .env("MNEMO_KEY", "compat-key")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the Statewave SDK suite failed:\n{stdout}");
+}

@@ -1,0 +1,175 @@
+//! Episode ingest through HTTP: creation, idempotency, batches, and bad input that writes nothing.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{episode, spawn};
+use serde_json::json;
+
+#[tokio::test]
+async fn create_returns_201_and_the_stored_row() {
+    let app = spawn().await;
+    let mut body = episode("user:1", "hello");
+    body["session_id"] = json!("s1");
+    body["metadata"] = json!({"channel": "web"});
+    body["occurred_at"] = json!("2026-03-02T10:00:00Z");
+    let (status, ep) = app.post("/v1/episodes", &body).await;
+    assert_eq!(status, 201, "{ep}");
+    assert_eq!(ep["subject_id"], "user:1");
+    assert_eq!(ep["type"], "message");
+    assert_eq!(ep["session_id"], "s1");
+    assert_eq!(ep["metadata"]["channel"], "web");
+    assert_eq!(ep["occurred_at"], "2026-03-02T10:00:00.000000Z");
+    assert!(ep["created_at"].as_str().unwrap().ends_with('Z'));
+    assert!(ep.get("tenant_id").is_none() && ep.get("idempotency_key").is_none());
+    uuid::Uuid::parse_str(ep["id"].as_str().unwrap()).unwrap();
+    assert_eq!(app.count("episodes").await, 1);
+}
+
+#[tokio::test]
+async fn idempotency_key_returns_the_existing_row_with_200() {
+    let app = spawn().await;
+    let mut first = episode("user:1", "I live in Quito.");
+    first["idempotency_key"] = json!("k-1");
+    let (s1, a) = app.post("/v1/episodes", &first).await;
+    let mut retry = episode("user:1", "I live in Quito (retry).");
+    retry["idempotency_key"] = json!("k-1");
+    let (s2, b) = app.post("/v1/episodes", &retry).await;
+    assert_eq!((s1, s2), (201, 200));
+    assert_eq!(a["id"], b["id"]);
+    assert_eq!(b["payload"], a["payload"], "the stored payload is returned unchanged");
+    // The same key for another subject is a different episode.
+    let mut other = episode("user:2", "x");
+    other["idempotency_key"] = json!("k-1");
+    assert_eq!(app.post("/v1/episodes", &other).await.0, 201);
+    assert_eq!(app.count("episodes").await, 2);
+}
+
+#[tokio::test]
+async fn legacy_metadata_key_is_honoured() {
+    let app = spawn().await;
+    let mut body = episode("user:1", "hi");
+    body["metadata"] = json!({"idempotency_key": "legacy"});
+    assert_eq!(app.post("/v1/episodes", &body).await.0, 201);
+    assert_eq!(app.post("/v1/episodes", &body).await.0, 200);
+    assert_eq!(app.count("episodes").await, 1);
+}
+
+#[tokio::test]
+async fn concurrent_retries_with_one_key_store_one_row() {
+    let app = spawn().await;
+    let mut body = episode("user:1", "same");
+    body["idempotency_key"] = json!("race");
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let (client, url, body) = (app.client.clone(), app.url("/v1/episodes"), body.clone());
+        set.spawn(async move { common::split(client.post(url).json(&body).send().await.unwrap()).await });
+    }
+    let results = set.join_all().await;
+    let created = results.iter().filter(|(s, _)| *s == 201).count();
+    assert_eq!(created, 1);
+    assert!(results.iter().all(|(s, _)| *s == 201 || *s == 200));
+    let ids: std::collections::HashSet<String> =
+        results.iter().map(|(_, b)| b["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ids.len(), 1);
+    assert_eq!(app.count("episodes").await, 1);
+}
+
+#[tokio::test]
+async fn batch_is_atomic_and_counts_only_new_rows() {
+    let app = spawn().await;
+    let mut a = episode("user:1", "one");
+    a["idempotency_key"] = json!("dup");
+    let b = episode("user:1", "two");
+    let (status, body) = app.post("/v1/episodes/batch", &json!({"episodes": [a.clone(), b, a]})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["episodes_created"], 2);
+    let eps = body["episodes"].as_array().unwrap();
+    assert_eq!(eps.len(), 3);
+    assert_eq!(eps[0]["id"], eps[2]["id"], "a key repeated within the batch returns the same row");
+    assert_eq!(app.count("episodes").await, 2);
+}
+
+#[tokio::test]
+async fn one_bad_item_rejects_the_whole_batch() {
+    let app = spawn().await;
+    let good = episode("user:1", "fine");
+    let mut bad = episode("user:1", "bad");
+    bad["payload"] = json!("not an object");
+    let (status, body) = app.post("/v1/episodes/batch", &json!({"episodes": [good, bad]})).await;
+    assert_eq!(status, 422);
+    assert_eq!(body["error"]["code"], "validation_error");
+    let msg = body["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("episodes[1].payload"), "{msg}");
+    assert_eq!(app.count("episodes").await, 0);
+}
+
+#[tokio::test]
+async fn batch_size_bounds() {
+    let app = spawn().await;
+    let (s0, _) = app.post("/v1/episodes/batch", &json!({"episodes": []})).await;
+    let many: Vec<_> = (0..101).map(|i| episode("user:1", &format!("m{i}"))).collect();
+    let (s101, b) = app.post("/v1/episodes/batch", &json!({"episodes": many})).await;
+    assert_eq!((s0, s101), (422, 422));
+    assert!(b["error"]["message"].as_str().unwrap().contains("episodes"));
+    let hundred: Vec<_> = (0..100).map(|i| episode("user:1", &format!("m{i}"))).collect();
+    let (s100, b) = app.post("/v1/episodes/batch", &json!({"episodes": hundred})).await;
+    assert_eq!(s100, 201);
+    assert_eq!(b["episodes_created"], 100);
+}
+
+#[tokio::test]
+async fn bad_input_is_a_4xx_naming_the_field_and_writes_nothing() {
+    let app = spawn().await;
+    let long = "x".repeat(257);
+    let cases = vec![
+        (json!({"source": "chat", "type": "m", "payload": {}}), "subject_id"),
+        (json!({"subject_id": 5, "source": "chat", "type": "m", "payload": {}}), "subject_id"),
+        (json!({"subject_id": long, "source": "chat", "type": "m", "payload": {}}), "subject_id"),
+        (json!({"subject_id": "", "source": "chat", "type": "m", "payload": {}}), "subject_id"),
+        (json!({"subject_id": "u", "source": "chat", "type": "x".repeat(129), "payload": {}}), "type"),
+        (json!({"subject_id": "u", "source": "chat", "type": "m", "payload": [1]}), "payload"),
+        (json!({"subject_id": "u", "source": "chat", "type": "m"}), "payload"),
+        (json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {"t": "a\u{0000}b"}}), "payload"),
+        (json!({"subject_id": "u\u{0000}", "source": "chat", "type": "m", "payload": {}}), "subject_id"),
+        (json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {}, "metadata": 3}), "metadata"),
+        (json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {}, "occurred_at": "soon"}), "occurred_at"),
+        (json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {}, "session_id": 7}), "session_id"),
+        (json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {}, "idempotency_key": "k".repeat(513)}), "idempotency_key"),
+        (json!([1, 2]), "body"),
+    ];
+    for (body, field) in cases {
+        let (status, resp) = app.post("/v1/episodes", &body).await;
+        assert_eq!(status, 422, "{body} -> {resp}");
+        let err = &resp["error"];
+        assert_eq!(err["code"], "validation_error");
+        assert!(err["message"].as_str().unwrap().contains(field), "{field}: {resp}");
+        assert!(err["request_id"].is_string());
+        assert!(err["details"].is_array());
+    }
+    // Not JSON at all.
+    let r = app.client.post(app.url("/v1/episodes")).body("{nope").send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 422);
+    assert_eq!(app.count("episodes").await, 0);
+}
+
+#[tokio::test]
+async fn oversized_body_is_413_in_the_envelope() {
+    let app = spawn().await;
+    let mut body = episode("u", "x");
+    body["payload"] = json!({"text": "y".repeat(1_100_000)});
+    let (status, resp) = app.post("/v1/episodes", &body).await;
+    assert_eq!(status, 413);
+    assert_eq!(resp["error"]["code"], "payload_too_large");
+    assert_eq!(app.count("episodes").await, 0);
+}
+
+#[tokio::test]
+async fn unicode_and_nested_payloads_round_trip() {
+    let app = spawn().await;
+    let mut body = episode("user:ü", "Grüße 👋 — “quotes”");
+    body["payload"]["nested"] = json!({"a": [1, 2.5, null, true, {"b": "c"}]});
+    let (status, ep) = app.post("/v1/episodes", &body).await;
+    assert_eq!(status, 201);
+    assert_eq!(ep["payload"], body["payload"]);
+}
