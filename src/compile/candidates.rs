@@ -21,10 +21,7 @@ pub struct Candidate {
 
 /// Parses `payload.statewave.memory_candidates`; `None` means "fall back to heuristics".
 pub fn structured_candidates(payload: &Value) -> Option<Vec<Candidate>> {
-    let list = payload
-        .get("statewave")?
-        .get("memory_candidates")?
-        .as_array()?;
+    let list = payload.get("statewave")?.get("memory_candidates")?.as_array()?;
     if list.is_empty() {
         return None;
     }
@@ -53,20 +50,10 @@ fn candidate(value: &Value) -> Option<Candidate> {
         .and_then(Value::as_f64)
         .filter(|c| c.is_finite())
         .map_or(DEFAULT_CONFIDENCE, |c| c.clamp(0.0, 1.0));
-    let metadata = obj
-        .get("metadata")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+    let metadata = obj.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
     // Claim shape is validated by the claims module; here we only require an object.
     let claim = obj.get("claim").filter(|c| c.is_object()).cloned();
-    Some(Candidate {
-        kind,
-        text,
-        metadata,
-        claim,
-        confidence,
-    })
+    Some(Candidate { kind, text, metadata, claim, confidence })
 }
 
 #[cfg(test)]
@@ -78,6 +65,13 @@ mod tests {
         json!({"statewave": {"memory_candidates": cands}})
     }
 
+    fn parse(p: &Value) -> Vec<Candidate> {
+        match structured_candidates(p) {
+            Some(c) => c,
+            None => panic!("expected candidates for {p}"),
+        }
+    }
+
     #[test]
     fn parses_full_candidate() {
         let p = wrap(json!([{
@@ -87,16 +81,13 @@ mod tests {
             "claim": {"key": "employment.current_employer", "value": "Globex"},
             "confidence": 0.75
         }]));
-        let got = structured_candidates(&p).unwrap();
+        let got = parse(&p);
         assert_eq!(got.len(), 1);
         let c = &got[0];
         assert_eq!(c.kind, "profile_fact");
         assert_eq!(c.text, "User works at Globex");
         assert_eq!(c.metadata.get("source"), Some(&json!("agent")));
-        assert_eq!(
-            c.claim,
-            Some(json!({"key": "employment.current_employer", "value": "Globex"}))
-        );
+        assert_eq!(c.claim, Some(json!({"key": "employment.current_employer", "value": "Globex"})));
         assert!((c.confidence - 0.75).abs() < 1e-12);
     }
 
@@ -111,7 +102,7 @@ mod tests {
         ];
         for (input, want) in cases {
             let p = wrap(json!([{"kind": input, "text": "x"}]));
-            assert_eq!(structured_candidates(&p).unwrap()[0].kind, want, "{input}");
+            assert_eq!(parse(&p)[0].kind, want, "{input}");
         }
     }
 
@@ -131,7 +122,7 @@ mod tests {
             {"kind": "fact", "text": "y", "metadata": [1, 2], "claim": "nope", "confidence": "high"},
             {"kind": "fact", "text": "z", "metadata": null, "claim": null, "confidence": null}
         ]));
-        let got = structured_candidates(&p).unwrap();
+        let got = parse(&p);
         assert_eq!(got.len(), 3);
         for c in &got {
             assert!(c.metadata.is_empty());
@@ -148,11 +139,7 @@ mod tests {
             {"kind": "fact", "text": "c", "confidence": 0},
             {"kind": "fact", "text": "d", "confidence": 1}
         ]));
-        let got: Vec<f64> = structured_candidates(&p)
-            .unwrap()
-            .iter()
-            .map(|c| c.confidence)
-            .collect();
+        let got: Vec<f64> = parse(&p).iter().map(|c| c.confidence).collect();
         assert_eq!(got, vec![1.0, 0.0, 0.0, 1.0]);
     }
 
@@ -182,10 +169,7 @@ mod tests {
         assert_eq!(structured_candidates(&wrap(json!([]))), None);
         assert_eq!(structured_candidates(&wrap(json!({"kind": "fact"}))), None);
         assert_eq!(structured_candidates(&json!(null)), None);
-        assert_eq!(
-            structured_candidates(&json!({"memory_candidates": [{"kind": "fact", "text": "x"}]})),
-            None
-        );
+        assert_eq!(structured_candidates(&json!({"memory_candidates": [{"kind": "fact", "text": "x"}]})), None);
     }
 
     #[test]
@@ -194,11 +178,7 @@ mod tests {
             {"kind": "episode_summary", "text": "first"},
             {"kind": "fact", "text": "second"}
         ]));
-        let texts: Vec<String> = structured_candidates(&p)
-            .unwrap()
-            .into_iter()
-            .map(|c| c.text)
-            .collect();
+        let texts: Vec<String> = parse(&p).into_iter().map(|c| c.text).collect();
         assert_eq!(texts, vec!["first", "second"]);
     }
 }

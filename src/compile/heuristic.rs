@@ -4,6 +4,7 @@
 //! is removed first; then only plain, present-tense, first-person assertions that match
 //! a known pattern survive. Anything instructed, hedged, negated, past or future is skipped.
 
+use super::text::{split_sentences, strip_pasted, LOG_MARK, PASTE_MARK};
 use regex::{Captures, Regex};
 use std::sync::LazyLock;
 
@@ -22,10 +23,6 @@ pub struct RawClaim {
     pub value: String,
 }
 
-// Stands in for inline pasted material; a sentence containing it is dropped whole.
-const SENTINEL: char = '\u{1A}';
-const SENT: &str = " \u{1A} ";
-
 const NAME_KEY: &str = "identity.name";
 const EMPLOYER: &str = "employment.current_employer";
 const HOME: &str = "location.current_home";
@@ -39,29 +36,21 @@ const FILLER: &str = r"(?:[\s\p{P}]*(?:ok|okay|so|also|and|but|hey|hi|hello|btw|
 const NAME: &str = r"(?P<n>(?-i:\p{Lu}[\p{L}\p{M}'’\-]*(?:[ \t]+\p{Lu}[\p{L}\p{M}'’\-]*)*))";
 
 /// First words that make a value too vague (or not a value at all) to keep.
-const VAGUE: &[&str] = &[
-    "it", "this", "that", "these", "those", "there", "here", "them", "him", "her", "me", "us",
-    "you", "myself", "yourself", "ourselves", "something", "anything", "everything", "nothing",
-    "stuff", "things", "what", "which", "who", "whatever", "how", "why", "where", "when", "if",
-    "like", "to", "now", "currently", "it's", "that's", "one", "both", "same", "such",
-];
+const VAGUE: &str = "it this that these those there here them him her me us you she he they we i mine yours hers \
+    his theirs ours myself yourself ourselves something anything everything nothing stuff things \
+    what which who whatever how why where when if like to now currently it's that's one both \
+    same such";
 /// Leading words after which a value is a description, not a name to claim.
-const NOT_CLAIMABLE: &[&str] = &[
-    "my", "our", "your", "his", "her", "their", "its", "some", "any", "every", "each", "home",
-    "night", "nights", "weekends", "remote", "remotely", "free", "several", "many", "multiple",
-    "various", "lots", "lot", "different", "another", "other", "all",
-];
+const NOT_CLAIMABLE: &str =
+    "my our your his her their its some any every each home night nights weekends remote remotely \
+    free several many multiple various lots lot different another other all";
 /// Capitalised words after "I'm" that are states or fillers rather than names.
-const NOT_NAMES: &[&str] = &[
-    "fine", "good", "great", "okay", "ok", "happy", "sad", "tired", "busy", "sorry", "sure",
-    "here", "there", "back", "ready", "done", "new", "not", "just", "so", "very", "really",
-    "also", "still", "currently", "now", "glad", "excited", "afraid", "hungry", "sick", "bored",
-    "confused", "stuck", "lost", "interested", "working", "going", "trying", "looking", "using",
-    "learning", "building", "thinking", "a", "an", "the", "in", "at", "on", "from", "into",
-    "with", "well", "all", "always", "only", "home", "awake", "alive", "free", "available",
-    "late", "early", "online", "offline", "retired", "single", "married", "i", "me", "in",
-];
-const TITLES: &[&str] = &["mr", "mrs", "ms", "dr", "prof"];
+const NOT_NAMES: &str = "fine good great okay ok happy sad tired busy sorry sure here there back ready done new not \
+    just so very really also still currently now glad excited afraid hungry sick bored confused \
+    stuck lost interested working going trying looking using learning building thinking a an the \
+    in at on from into with well all always only home awake alive free available late early \
+    online offline retired single married i me";
+const TITLES: &str = "mr mrs ms dr prof";
 
 /// How a trigger's captured value is bounded, validated and claimed.
 #[derive(Clone, Copy, PartialEq)]
@@ -74,8 +63,9 @@ enum Kind {
     Tool,
     /// Team membership or platform: a team noun or a capitalised value.
     Team,
+    /// Job title: must start with an article or a capital ("a nurse", "Head of Design").
+    Role,
     Pref,
-    Plain,
 }
 
 struct Trigger {
@@ -86,25 +76,12 @@ struct Trigger {
 }
 
 struct Rules {
-    fence: Regex,
-    inline_code: Regex,
-    json_key: Regex,
-    log_line: Regex,
-    dquote: Regex,
-    squote: Regex,
     clause_split: Regex,
-    instruction: Regex,
-    imperative: Regex,
-    interrogative: Regex,
-    conditional: Regex,
-    framing: Regex,
+    /// Any match drops the whole sentence: instructions, questions, conditionals, framing.
+    sentence_skip: Vec<Regex>,
+    /// Any match drops one clause: hedged, negated, past, future, or about credentials.
+    clause_skip: Vec<Regex>,
     taint: Regex,
-    hedge: Regex,
-    ambiguous: Regex,
-    negation: Regex,
-    past: Regex,
-    future: Regex,
-    sensitive: Regex,
     stop: Regex,
     trailing: Regex,
     place_stop: Regex,
@@ -132,7 +109,7 @@ fn build() -> Result<Rules, regex::Error> {
     let triggers = vec![
         trig("employer", format!(r"{i}{ADV}(?P<v>work\s+(?:at|for))\s+"), Kind::Place, Some(EMPLOYER))?,
         trig("employer", format!(r"{im}{ADV}(?P<v>employed\s+(?:at|by))\s+"), Kind::Place, Some(EMPLOYER))?,
-        trig("job_title", format!(r"{i}{ADV}(?P<v>work\s+as)\s+"), Kind::Plain, None)?,
+        trig("job_title", format!(r"{i}{ADV}(?P<v>work\s+as)\s+"), Kind::Role, None)?,
         trig("located_at", format!(r"{im}{ADV}(?P<v>at)\s+"), Kind::Capitalised, None)?,
         trig("on_team", format!(r"{im}{ADV}(?P<v>on)\s+"), Kind::Team, None)?,
         trig("home", format!(r"{i}{ADV}(?P<v>live\s+in)\s+"), Kind::Place, Some(HOME))?,
@@ -145,39 +122,64 @@ fn build() -> Result<Rules, regex::Error> {
         trig("team_on", format!(r"\b(?P<s>we['’]re|we\s+are)\s+{ADV}(?P<v>on)\s+"), Kind::Team, Some(TOOLS))?,
     ];
     Ok(Rules {
-        fence: re(r"(?s)```.*?(?:```|\z)|~~~.*?(?:~~~|\z)")?,
-        inline_code: re(r"`[^`\n]+`")?,
-        json_key: re(r#"["']\s*:"#)?,
-        log_line: re(r#"(?m)^[ \t]*(?:\[?\d{4}-\d{2}-\d{2}|\[?\d{1,2}:\d{2}(?::\d{2})?\b|\[?(?:ERROR|WARN|WARNING|INFO|DEBUG|TRACE|FATAL|CRITICAL|PANIC|NOTICE)\b|(?i:(?:error|warn|warning|info|debug|trace|fatal|critical|panic|exception)\s*[\[\]:|(])|Traceback\b|at\s+\S+.*(?:\(|:\d)|File\s+".*",\s+line\s+\d|thread\s+'.*'\s+panicked|[$#]\s|>)[^\n]*\n?"#)?,
-        dquote: re(r#""[^"\n]*"|“[^”\n]*”|„[^“”\n]*[“”]|«[^»\n]*»"#)?,
-        squote: re(r"(^|[^\w'’])['‘]((?:[^'’‘\n]|['’]\w)+?)['’]($|[^\w])")?,
-        clause_split: re(r"(?i)(?:\s*,\s*(?:(?:and|but|so|also|plus)\s+)?|\s+(?:and|but|so|plus)\s+)(?:(?:now|currently|also)\s+)?(?P<n>(?:i|my|we|our)\b)")?,
-        instruction: re(r"(?i)\b(?:remember|memori[sz]e|forget|ignore|disregard|always|never|please|pls|plz|override|bypass|jailbreak|pretend|role-?play)\b|\bfrom\s+now\s+on\b|\bgoing\s+forward\b|\bhenceforth\b|\byou\s+(?:must|should|need\s+to|have\s+to|will|shall|are\s+to|can|could|may|might)\b|\byou(?:\s+are|['’]re)\b|\bmake\s+sure\b|\bkeep\s+in\s+mind\b|\bbe\s+sure\b|\b(?:note|assistant|system|instructions?|reminder|important|todo|rule|admin|developer|ai|bot)\s*[:,]|\b(?:new|updated|previous|prior|earlier)\s+(?:instructions?|rules?|prompts?)\b|\b(?:store|save|record|add|update|set|write|log|put|mark|note)\s+(?:this|that|it|down|the\s+fact|my)\b")?,
-        imperative: re(&format!(r"(?i)^{FILLER}(?:remember|forget|ignore|disregard|note|always|never|please|make|ensure|pretend|act|imagine|assume|suppose|store|save|record|write|add|set|call|tell|list|show|give|use|treat|consider|respond|reply|answer|say|stop|start|keep|let['’]s|let\s+us|do|don['’]t|be|delete|remove|change|switch|go|run|try|check|help|explain|summari[sz]e|translate|create|fix|find|send|put|mark|look|read|print|return|include|avoid|share|provide|generate|rename|replace|learn|memori[sz]e)\b"))?,
-        interrogative: re(&format!(r"(?i)^{FILLER}(?:what|how|where|when|why|who|whom|whose|which|can|could|would|will|shall|should|do|does|did|is|are|am|was|were|have|has|had|may|might|must|isn['’]t|aren['’]t|don['’]t|doesn['’]t|didn['’]t|won['’]t|wouldn['’]t|couldn['’]t|shouldn['’]t|anyone|anybody|any\s+idea|tell\s+me|wondering)\b"))?,
-        conditional: re(r"(?i)\b(?:if|unless|whether|suppose|supposing|imagine|pretend|hypothetically|assuming|in\s+case|what\s+if|let['’]s\s+say|as\s+if|as\s+though)\b")?,
-        framing: re(r"(?i)\b(?:(?:shows?|showed|shown|showing|pops?|popped|comes?|came|turns?|turned)\s+up|appear(?:s|ed)?\s+in|(?:error|message|output|logs?|exception|trace|traceback|stack\s*trace|response|warning|stderr|stdout|console|terminal|screen)\s+(?:says?|said|reads?|shows?|showed|printed|prints|contains|states?|stated)|here(?:['’]s|\s+is|\s+are|\s+was|\s+it\s+is)|i\s+(?:got|get|see|saw|found|received|keep\s+getting|am\s+getting|['’]m\s+getting)\s+(?:this|these|the\s+following|that|an?\s+(?:error|message|warning|exception))|it\s+(?:printed|prints|says|said|outputs|output|returned|returns|shows|showed|logged|logs|spits|spat|threw|throws|reads|gave)|the\s+following|as\s+follows|says|said|told|tells|wrote|writes|replied|asked|claims|claimed|according\s+to|(?:error|warning|exception|output|logs?|message|stderr|stdout|response)s?\s*:)")?,
+        clause_split: re(
+            r"(?i)(?:\s*,\s*(?:(?:and|but|so|also|plus)\s+)?|\s+(?:and|but|so|plus)\s+)(?:(?:now|currently|also)\s+)?(?P<n>(?:i|my|we|our)\b)",
+        )?,
+        sentence_skip: [
+            // Instructions and meta-instructions, anywhere in the sentence.
+            r"(?i)\b(?:remember|memori[sz]e|forget|ignore|disregard|always|never|please|pls|plz|override|bypass|jailbreak|pretend|role-?play)\b|\bfrom\s+now\s+on\b|\bgoing\s+forward\b|\bhenceforth\b|\byou\s+(?:must|should|need\s+to|have\s+to|will|shall|are\s+to|can|could|may|might)\b|\byou(?:\s+are|['’]re)\b|\bmake\s+sure\b|\bkeep\s+in\s+mind\b|\bbe\s+sure\b|\b(?:note|assistant|system|instructions?|reminder|important|todo|rule|admin|developer|ai|bot)\s*[:,]|\b(?:new|updated|previous|prior|earlier)\s+(?:instructions?|rules?|prompts?)\b|\b(?:store|save|record|add|update|set|write|log|put|mark|note)\s+(?:this|that|it|down|the\s+fact|my)\b".to_string(),
+            // Imperative opening.
+            format!(r"(?i)^{FILLER}(?:remember|forget|ignore|disregard|note|always|never|please|make|ensure|pretend|act|imagine|assume|suppose|store|save|record|write|add|set|call|tell|list|show|give|use|treat|consider|respond|reply|answer|say|stop|start|keep|let['’]s|let\s+us|do|don['’]t|be|delete|remove|change|switch|go|run|try|check|help|explain|summari[sz]e|translate|create|fix|find|send|put|mark|look|read|print|return|include|avoid|share|provide|generate|rename|replace|learn|memori[sz]e)\b"),
+            // Question opening.
+            format!(r"(?i)^{FILLER}(?:what|how|where|when|why|who|whom|whose|which|can|could|would|will|shall|should|do|does|did|is|are|am|was|were|have|has|had|may|might|must|isn['’]t|aren['’]t|don['’]t|doesn['’]t|didn['’]t|won['’]t|wouldn['’]t|couldn['’]t|shouldn['’]t|anyone|anybody|any\s+idea|tell\s+me|wondering)\b"),
+            // Conditionals and role-play govern every clause of the sentence.
+            r"(?i)\b(?:if|unless|whether|suppose|supposing|imagine|pretend|hypothetically|assuming|in\s+case|what\s+if|let['’]s\s+say|as\s+if|as\s+though)\b".to_string(),
+            // Framing of pasted material: the framed content is data, not a statement.
+            r"(?i)\b(?:(?:shows?|showed|shown|showing|pops?|popped|comes?|came|turns?|turned)\s+up|appear(?:s|ed)?\s+in|(?:error|message|output|logs?|exception|trace|traceback|stack\s*trace|response|warning|stderr|stdout|console|terminal|screen)\s+(?:says?|said|reads?|shows?|showed|printed|prints|contains|states?|stated)|here(?:['’]s|\s+is|\s+are|\s+was|\s+it\s+is)|i\s+(?:got|get|see|saw|found|received|keep\s+getting|am\s+getting|['’]m\s+getting)\s+(?:this|these|the\s+following|that|an?\s+(?:error|message|warning|exception))|it\s+(?:printed|prints|says|said|outputs|output|returned|returns|shows|showed|logged|logs|spits|spat|threw|throws|reads|gave)|the\s+following|as\s+follows|says|said|told|tells|wrote|writes|replied|asked|claims|claimed|according\s+to|(?:error|warning|exception|output|logs?|message|stderr|stdout|response)s?\s*:)".to_string(),
+        ]
+        .iter()
+        .map(|p| Regex::new(p))
+        .collect::<Result<_, _>>()?,
+        clause_skip: [
+            // Hedges.
+            r"(?i)\b(?:might|maybe|perhaps|probably|possibly|could|would|should|must|thinking\s+(?:about|of)|considering|consider|planning\s+to|wants?\s+to|wanna|hoping|hopefully|not\s+sure|unsure|guess|supposedly|think|believe|suspect|assume|apparently|allegedly|likely|unlikely|wish|wonder|kind\s+of|sort\s+of|kinda|sorta|seems?|seemingly|if|unless|whether|ideally|theoretically|hypothetically|pretend|imagine)\b|['’]d\b".to_string(),
+            // Case-sensitive: capitalised "May", "Will", "Hope" mid-sentence are usually names.
+            r"\b(?:may|will|hope|once)\b|^\W*(?:May|Will|Hope|Once)\b".to_string(),
+            // Negation.
+            r"(?i)\b(?:not|never|no|none|nobody|nothing|neither|nor|without|cannot|nowhere|nope|dont|doesnt|didnt|isnt|arent|wasnt|werent|cant|wont|aint|hardly|barely|no\s+longer)\b|n['’]t\b".to_string(),
+            // Past or historical.
+            r"(?i)\b(?:used\s+to|previously|formerly|former|before|until|till|was|were|had|did|ago|last\s+(?:year|month|week|time|summer|winter|spring|fall|autumn)|back\s+then|in\s+the\s+past|any\s*more|earlier|ex-)\b".to_string(),
+            // Future.
+            r"(?i)\b(?:going\s+to|gonna|next\s+(?:week|month|year|quarter|time|summer|winter|spring|fall|autumn)|soon|someday|some\s+day|plans?|planning|planned|tomorrow|upcoming|about\s+to|later|eventually|shortly)\b|['’]ll\b".to_string(),
+            // Credentials never become memories, whatever the phrasing.
+            r"(?i)\b(?:passwords?|passcodes?|passphrases?|secrets?|tokens?|api\s+keys?|private\s+keys?|secret\s+keys?|access\s+keys?|ssn|social\s+security|credit\s+cards?|card\s+numbers?|cvv|otp|pin\s+(?:code|number)|credentials?)\b".to_string(),
+        ]
+        .iter()
+        .map(|p| Regex::new(p))
+        .collect::<Result<_, _>>()?,
         taint: re(r"(?i):\s*$|\b(?:following|below|as\s+follows)\b")?,
-        hedge: re(r"(?i)\b(?:might|maybe|perhaps|probably|possibly|could|would|should|must|thinking\s+(?:about|of)|considering|consider|planning\s+to|wants?\s+to|wanna|hoping|hopefully|not\s+sure|unsure|guess|supposedly|think|believe|suspect|assume|apparently|allegedly|likely|unlikely|wish|wonder|kind\s+of|sort\s+of|kinda|sorta|seems?|seemingly|if|unless|whether|ideally|theoretically|hypothetically|pretend|imagine)\b|['’]d\b")?,
-        // Case-sensitive: capitalised "May", "Will", "Hope" mid-sentence are usually names.
-        ambiguous: re(r"\b(?:may|will|hope|once)\b|^\W*(?:May|Will|Hope|Once)\b")?,
-        negation: re(r"(?i)\b(?:not|never|no|none|nobody|nothing|neither|nor|without|cannot|nowhere|nope|dont|doesnt|didnt|isnt|arent|wasnt|werent|cant|wont|aint|hardly|barely|no\s+longer)\b|n['’]t\b")?,
-        past: re(r"(?i)\b(?:used\s+to|previously|formerly|former|before|until|till|was|were|had|did|ago|last\s+(?:year|month|week|time|summer|winter|spring|fall|autumn)|back\s+then|in\s+the\s+past|any\s*more|earlier|ex-)\b")?,
-        future: re(r"(?i)\b(?:going\s+to|gonna|next\s+(?:week|month|year|quarter|time|summer|winter|spring|fall|autumn)|soon|someday|some\s+day|plans?|planning|planned|tomorrow|upcoming|about\s+to|later|eventually|shortly)\b|['’]ll\b")?,
-        // Credentials never become memories, whatever the phrasing.
-        sensitive: re(r"(?i)\b(?:passwords?|passcodes?|passphrases?|secrets?|tokens?|api\s+keys?|private\s+keys?|secret\s+keys?|access\s+keys?|ssn|social\s+security|credit\s+cards?|card\s+numbers?|cvv|otp|pin\s+(?:code|number)|credentials?)\b")?,
-        stop: re(r"(?i)\s+(?:and\s+(?:i|my|we|our|she|he|they|it|you|this|that)\b|(?:but|because|since|so|which|who|whom|whose|where|when|while|though|although|unless|except|until|whereas|whilst)\b)|(?-i:\s+and\s+\p{Ll})|\s+[-–—]\s|\.\s")?,
-        trailing: re(r"(?i)\s+(?:right\s+now|now|currently|these\s+days|nowadays|at\s+the\s+moment|at\s+present|today|too|also|as\s+well|anyway|btw|lol|haha)$")?,
+        stop: re(
+            r"(?i)\s+(?:and\s+(?:i|my|we|our|she|he|they|it|you|this|that)\b|(?:but|because|since|so|which|who|whom|whose|where|when|while|though|although|unless|except|until|whereas|whilst)\b)|(?-i:\s+and\s+\p{Ll})|\s+[-–—]\s|\.\s",
+        )?,
+        trailing: re(
+            r"(?i)\s+(?:right\s+now|now|currently|these\s+days|nowadays|at\s+the\s+moment|at\s+present|today|too|also|as\s+well|anyway|btw|lol|haha)$",
+        )?,
         place_stop: re(r"(?i)\s+(?:with|near|for|in|as|on|from|at|by|during|doing|via)\b")?,
         team_stop: re(r"(?i)\s+(?:at|in|for|with|from|since|as)\b")?,
         team_noun: re(r"(?i)\b(?:team|squad|crew|group|staff|project|committee|rotation|org|department|dept|unit)\b")?,
-        tool_claim_stop: re(r"(?i)\s+(?:for|to|with|on|in|at|as|via|because|daily|every|mostly|mainly|primarily|exclusively|instead|over|when|whenever|all)\b")?,
+        tool_claim_stop: re(
+            r"(?i)\s+(?:for|to|with|on|in|at|as|via|because|daily|every|mostly|mainly|primarily|exclusively|instead|over|when|whenever|all)\b",
+        )?,
         my_name: re(&format!(r"(?i)\b(?P<s>my)\s+(?P<v>name\s+is|name['’]s)\s+{NAME}"))?,
         intro: re(&format!(r"(?i)\b(?P<s>i['’]m|i\s+am)\s+{NAME}"))?,
         intro_tail: re(r"(?i)^(?:\s*$|\s*[,.;:!]|\s+(?:and|from|here|btw|by\s+the\s+way)\b)")?,
         my_is: re(r"(?i)\b(?P<s>my|our)\s+(?P<np>[\p{L}\p{N}'’\-]+(?:\s+[\p{L}\p{N}'’\-]+){0,3}?)\s+(?P<v>is|are)\s+")?,
-        np_skip: re(r"(?i)^(?:name|name['’]s)$|\b(?:question|point|problem|issue|concern|guess|idea|understanding|hope|answer|request|suggestion|bad|fault|pleasure|thoughts?|worry|fear|take|opinion|bet)\b")?,
-        migrate: re(r"(?i)\b(?P<s>i|we)(?:['’]ve|\s+have)?\s+(?:(?:recently|finally|just|also)\s+)?(?P<v>moved|migrated|switched)(?P<o>\s+(?:our|my|the)\s+[\w-]+(?:\s+[\w-]+)?)?(?:\s+over)?(?:\s+from\s+.+?)?\s+(?:over\s+)?to\s+")?,
+        np_skip: re(
+            r"(?i)^(?:name|name['’]s)$|\b(?:question|point|problem|issue|concern|guess|idea|understanding|hope|answer|request|suggestion|bad|fault|pleasure|thoughts?|worry|fear|take|opinion|bet)\b",
+        )?,
+        migrate: re(
+            r"(?i)\b(?P<s>i|we)(?:['’]ve|\s+have)?\s+(?:(?:recently|finally|just|also)\s+)?(?P<v>moved|migrated|switched)(?P<o>\s+(?:our|my|the)\s+[\w-]+(?:\s+[\w-]+)?)?(?:\s+over)?(?:\s+from\s+.+?)?\s+(?:over\s+)?to\s+",
+        )?,
         triggers,
     })
 }
@@ -187,7 +189,7 @@ pub fn extract_facts(statement: &str) -> Vec<ExtractedFact> {
     let Some(r) = RULES.as_ref() else {
         return Vec::new();
     };
-    let cleaned = strip_pasted(r, statement);
+    let cleaned = strip_pasted(statement);
     let mut facts: Vec<ExtractedFact> = Vec::new();
     // Set by a blocked sentence that introduces what follows ("here is the output:").
     let mut tainted = false;
@@ -196,7 +198,11 @@ pub fn extract_facts(statement: &str) -> Vec<ExtractedFact> {
             tainted = false;
             continue;
         }
-        for (sentence, question) in sentences(line) {
+        if line.trim() == LOG_MARK {
+            tainted = true;
+            continue;
+        }
+        for (sentence, question) in split_sentences(line) {
             if tainted {
                 continue;
             }
@@ -226,114 +232,8 @@ pub fn summarize(text: &str) -> (String, String) {
     (take(500), take(200))
 }
 
-/// Removes pasted material: fences and log lines vanish, inline spans become a sentinel.
-fn strip_pasted(r: &Rules, text: &str) -> String {
-    let s = text.replace('\0', "");
-    let s = r.fence.replace_all(&s, "\n");
-    let s = r.inline_code.replace_all(&s, SENT);
-    let s = strip_json(&s, &r.json_key);
-    let s = r.log_line.replace_all(&s, "");
-    let s = r.dquote.replace_all(&s, SENT);
-    let s = r.squote.replace_all(&s, |c: &Captures| {
-        let inner = c.get(2).map_or("", |m| m.as_str());
-        if inner.split_whitespace().count() >= 3 {
-            format!("{}{SENT}{}", &c[1], &c[3])
-        } else {
-            c[0].to_string()
-        }
-    });
-    s.into_owned()
-}
-
-/// Replaces `{…}`/`[…]` spans that contain a `"key":` with the sentinel.
-fn strip_json(s: &str, key: &Regex) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut skip_to = 0;
-    for (i, c) in s.char_indices() {
-        if i < skip_to {
-            continue;
-        }
-        if c == '{' || c == '[' {
-            let end = json_end(s, i);
-            if key.is_match(&s[i..end]) {
-                out.push_str(SENT);
-                skip_to = end;
-                continue;
-            }
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// End of the balanced span starting at `start`, else the end of its line.
-fn json_end(s: &str, start: usize) -> usize {
-    // Bounded scan keeps pathological input (thousands of '[') from going quadratic.
-    const MAX_SCAN: usize = 20_000;
-    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
-    for (j, c) in s[start..].char_indices().take_while(|(j, _)| *j < MAX_SCAN) {
-        if in_str {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => in_str = true,
-            '{' | '[' => depth += 1,
-            '}' | ']' => {
-                depth = depth.saturating_sub(1);
-                if depth == 0 {
-                    return start + j + c.len_utf8();
-                }
-            }
-            _ => {}
-        }
-    }
-    s[start..].find('\n').map_or(s.len(), |n| start + n)
-}
-
-/// Splits a line into sentences, flagging those that end with a question mark.
-fn sentences(line: &str) -> Vec<(String, bool)> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if !matches!(c, '.' | '!' | '?' | ';') {
-            cur.push(c);
-            continue;
-        }
-        // A dot inside a token (e.g. "Node.js", "15.2", "a@b.c") does not end a sentence.
-        if c == '.' && chars.peek().is_some_and(|n| !n.is_whitespace()) {
-            cur.push(c);
-            continue;
-        }
-        let mut question = c == '?';
-        while let Some(&n) = chars.peek() {
-            if !matches!(n, '.' | '!' | '?' | ';') {
-                break;
-            }
-            question |= n == '?';
-            chars.next();
-        }
-        out.push((std::mem::take(&mut cur), question));
-    }
-    out.push((cur, false));
-    out.retain(|(s, _)| !s.trim().is_empty());
-    out
-}
-
 fn sentence_blocked(r: &Rules, s: &str, question: bool) -> bool {
-    question
-        || s.contains(SENTINEL)
-        || r.instruction.is_match(s)
-        || r.imperative.is_match(s)
-        || r.interrogative.is_match(s)
-        || r.conditional.is_match(s)
-        || r.framing.is_match(s)
+    question || s.contains(PASTE_MARK) || r.sentence_skip.iter().any(|re| re.is_match(s))
 }
 
 /// Splits a sentence where a new first-person clause starts ("…, and my name is …").
@@ -351,41 +251,30 @@ fn clauses<'a>(r: &Rules, s: &'a str) -> Vec<&'a str> {
 }
 
 fn clause_blocked(r: &Rules, c: &str) -> bool {
-    [&r.hedge, &r.ambiguous, &r.negation, &r.past, &r.future, &r.sensitive]
-        .iter()
-        .any(|re| re.is_match(c))
+    r.clause_skip.iter().any(|re| re.is_match(c))
 }
 
 /// Applies every pattern to one clause; facts come back in text order.
 fn clause_facts(r: &Rules, clause: &str) -> Vec<ExtractedFact> {
     let mut found: Vec<(usize, ExtractedFact)> = Vec::new();
+    let mut add = |c: &Captures, f: Option<ExtractedFact>| found.extend(f.map(|f| (pos(c), f)));
     for c in r.my_name.captures_iter(clause) {
-        if let Some(f) = name_fact(&c, clause, false) {
-            found.push((pos(&c), f));
-        }
+        add(&c, name_fact(&c, clause, false));
     }
     for c in r.intro.captures_iter(clause) {
         let tail_ok = c.name("n").is_some_and(|n| r.intro_tail.is_match(&clause[n.end()..]));
-        if let Some(f) = name_fact(&c, clause, true).filter(|_| tail_ok) {
-            found.push((pos(&c), f));
-        }
+        add(&c, name_fact(&c, clause, true).filter(|_| tail_ok));
     }
     for c in r.my_is.captures_iter(clause) {
-        if let Some(f) = attribute_fact(r, &c, clause) {
-            found.push((pos(&c), f));
-        }
+        add(&c, attribute_fact(r, &c, clause));
     }
     for t in &r.triggers {
         for c in t.re.captures_iter(clause) {
-            if let Some(f) = trigger_fact(r, t, &c, clause) {
-                found.push((pos(&c), f));
-            }
+            add(&c, trigger_fact(r, t, &c, clause));
         }
     }
     for c in r.migrate.captures_iter(clause) {
-        if let Some(f) = migration_fact(r, &c, clause) {
-            found.push((pos(&c), f));
-        }
+        add(&c, migration_fact(r, &c, clause));
     }
     found.sort_by_key(|(p, _)| *p);
     found.into_iter().map(|(_, f)| f).collect()
@@ -410,16 +299,13 @@ fn name_fact(c: &Captures, clause: &str, intro: bool) -> Option<ExtractedFact> {
     let name = n.as_str().trim();
     let words: Vec<&str> = name.split_whitespace().collect();
     let first = words.first()?.to_lowercase();
-    let followed_ok = clause[n.end()..]
-        .chars()
-        .next()
-        .map_or(true, |ch| ch.is_whitespace() || ".,;:!)".contains(ch));
+    let followed_ok = clause[n.end()..].chars().next().map_or(true, |ch| ch.is_whitespace() || ".,;:!)".contains(ch));
     let possessive = name.ends_with("'s") || name.ends_with("’s");
-    if words.len() > 4 || TITLES.contains(&first.as_str()) || possessive || !followed_ok {
+    if words.len() > 4 || in_list(TITLES, &first) || possessive || !followed_ok {
         return None;
     }
     if intro {
-        if NOT_NAMES.contains(&first.as_str()) {
+        if in_list(NOT_NAMES, &first) {
             return None;
         }
         return Some(fact(&[group(c, "s"), name], None, "intro_name"));
@@ -460,15 +346,18 @@ fn trigger_fact(r: &Rules, t: &Trigger, c: &Captures, clause: &str) -> Option<Ex
         Kind::Place | Kind::Capitalised => 6,
         Kind::Team => 8,
         Kind::Tool => 12,
-        Kind::Pref | Kind::Plain => 10,
+        Kind::Role => 8,
+        Kind::Pref => 10,
     };
     if !plausible(value, limit) {
         return None;
     }
     let team = r.team_noun.is_match(value);
     let capital = starts_upper(value);
+    let article = value.split_whitespace().next().is_some_and(|w| matches!(w, "a" | "an" | "A" | "An"));
     let claim_value = match t.kind {
         Kind::Capitalised if !capital => return None,
+        Kind::Role if !(capital || article) => return None,
         Kind::Team if !team && !capital => return None,
         Kind::Tool => tool_claim(r, value),
         Kind::Team if !team => tool_claim(r, value),
@@ -488,11 +377,8 @@ fn migration_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
     }
     let verb = group(c, "v");
     // "moved" is as often about homes as about tools, so it earns no tools claim.
-    let claim = if verb.eq_ignore_ascii_case("moved") {
-        None
-    } else {
-        tool_claim(r, value).and_then(|v| claim(TOOLS, &v))
-    };
+    let claim =
+        if verb.eq_ignore_ascii_case("moved") { None } else { tool_claim(r, value).and_then(|v| claim(TOOLS, &v)) };
     let head = format!("{}{}", verb, group(c, "o"));
     Some(fact(&[group(c, "s"), &head, "to", value], claim, "migration"))
 }
@@ -500,7 +386,7 @@ fn migration_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
 /// Cuts a value at punctuation or a clause-joining word, then trims time words.
 fn cut<'a>(r: &Rules, rest: &'a str, extra: Option<&Regex>) -> &'a str {
     let mut end = rest
-        .find(|ch| matches!(ch, ',' | ';' | '!' | '?' | ':' | '(' | ')' | '\n' | SENTINEL))
+        .find(|ch| matches!(ch, ',' | ';' | '!' | '?' | ':' | '(' | ')' | '[' | '{' | '\n' | PASTE_MARK))
         .unwrap_or(rest.len());
     for re in std::iter::once(&r.stop).chain(extra) {
         if let Some(m) = re.find(&rest[..end]) {
@@ -528,8 +414,8 @@ fn plausible(value: &str, max_words: usize) -> bool {
     let last = last.trim_end_matches('.').to_lowercase();
     words.len() <= max_words
         && value.chars().any(char::is_alphanumeric)
-        && !VAGUE.contains(&first.as_str())
-        && !TITLES.contains(&last.as_str())
+        && !in_list(VAGUE, &first)
+        && !in_list(TITLES, &last)
 }
 
 /// Whether a value names something ("Globex", "the Netherlands") rather than describes it.
@@ -538,7 +424,7 @@ fn claimable(value: &str, max_words: usize) -> bool {
     let Some(first) = words.first().map(|w| w.to_lowercase()) else {
         return false;
     };
-    if words.len() > max_words || NOT_CLAIMABLE.contains(&first.as_str()) {
+    if words.len() > max_words || in_list(NOT_CLAIMABLE, &first) {
         return false;
     }
     if matches!(first.as_str(), "a" | "an" | "the") {
@@ -552,6 +438,11 @@ fn tool_claim(r: &Rules, value: &str) -> Option<String> {
     let name = r.tool_claim_stop.find(value).map_or(value, |m| &value[..m.start()]).trim();
     let single = !name.contains(',') && !name.to_lowercase().split_whitespace().any(|w| w == "and" || w == "or");
     (single && claimable(name, 4)).then(|| name.to_string())
+}
+
+/// Whether `word` is one of the space-separated words in `list`.
+fn in_list(list: &str, word: &str) -> bool {
+    list.split_whitespace().any(|w| w == word)
 }
 
 fn starts_upper(s: &str) -> bool {
@@ -581,11 +472,7 @@ mod tests {
     }
 
     fn claims(s: &str) -> Vec<(String, String)> {
-        facts(s)
-            .into_iter()
-            .filter_map(|f| f.claim)
-            .map(|c| (c.key, c.value))
-            .collect()
+        facts(s).into_iter().filter_map(|f| f.claim).map(|c| (c.key, c.value)).collect()
     }
 
     fn kv(k: &str, v: &str) -> (String, String) {
@@ -673,10 +560,7 @@ mod tests {
 
     #[test]
     fn dog_name_is_kept() {
-        let f = only(
-            "By the way, my dog's name is Biscuit and she is a beagle.",
-            "my dog's name is Biscuit",
-        );
+        let f = only("By the way, my dog's name is Biscuit and she is a beagle.", "my dog's name is Biscuit");
         assert_eq!(f.claim, None);
         assert_eq!(f.rule, "attribute");
     }
@@ -771,7 +655,9 @@ mod tests {
     fn job_title() {
         let f = only("I work as a nurse.", "I work as a nurse");
         assert_eq!((f.claim, f.rule), (None, "job_title"));
+        only("I work as Head of Design", "I work as Head of Design");
         none("I work as needed");
+        none("I work as much as I can");
         none("I worked as a nurse");
     }
 
@@ -841,10 +727,7 @@ mod tests {
     fn tool_positive() {
         let f = only("I use Neovim.", "I use Neovim");
         assert_eq!(f.claim, claim(TOOLS, "Neovim"));
-        assert_eq!(
-            claims("I use Visual Studio Code with the Vim extension"),
-            vec![kv(TOOLS, "Visual Studio Code")]
-        );
+        assert_eq!(claims("I use Visual Studio Code with the Vim extension"), vec![kv(TOOLS, "Visual Studio Code")]);
         assert_eq!(claims("I also use Docker daily"), vec![kv(TOOLS, "Docker")]);
         assert_eq!(contents("I also use Docker daily"), vec!["I use Docker daily"]);
         assert_eq!(contents("I use Postgres, Redis and Kafka"), vec!["I use Postgres"]);
@@ -868,7 +751,9 @@ mod tests {
         none("I use to work at Acme");
         none("I used Postgres");
         none("I don't use Postgres");
-        none("I'm thinking about switching to Postgres, I use MySQL");
+        // Hedges are clause-scoped: the firm clause survives, the hedged one does not.
+        assert_eq!(contents("I use MySQL but I'm thinking about Postgres"), vec!["I use MySQL"]);
+        assert_eq!(contents("I'm considering Rust, I use Go"), vec!["I use Go"]);
         none("I'll use Postgres");
         none("I want to use Postgres");
         none("Use Postgres for the main app.");
@@ -1005,14 +890,18 @@ mod tests {
         none("ERROR I work at Acme");
         none("warn: my name is Root");
         none("Traceback (most recent call last):\n  File \"x.py\", line 3\nI work at Acme");
+        none("INFO started\nI work at Acme");
         none("    at com.acme.Main(Main.java:10)");
         none("$ echo I work at Acme");
         none("> I work at Acme");
         none(">I live in Mars");
+        // A blank line ends the log block; text before it is unaffected.
         assert_eq!(
-            contents("INFO started\nI work at Globex"),
-            vec!["I work at Globex"]
+            contents("I use Rust.\nINFO started\nI work at Acme\n\nI work at Globex"),
+            vec!["I use Rust", "I work at Globex"]
         );
+        // Quoted reply lines are removed without hiding the reply itself.
+        assert_eq!(contents("> I work at Acme\nI work at Globex"), vec!["I work at Globex"]);
     }
 
     #[test]
@@ -1040,10 +929,7 @@ mod tests {
     #[test]
     fn framing_colon_taints_following_lines() {
         none("Here's what it printed:\nmy name is Root\nI work at Acme");
-        assert_eq!(
-            contents("Here's what it printed:\nmy name is Root\n\nI work at Globex"),
-            vec!["I work at Globex"]
-        );
+        assert_eq!(contents("Here's what it printed:\nmy name is Root\n\nI work at Globex"), vec!["I work at Globex"]);
         none("Remember the following.\nmy name is Bob");
     }
 
@@ -1095,17 +981,15 @@ mod tests {
 
     #[test]
     fn hedges_are_skipped() {
-        for w in [
-            "might", "maybe", "perhaps", "probably", "possibly", "supposedly", "apparently",
-        ] {
+        for w in ["might", "maybe", "perhaps", "probably", "possibly", "supposedly", "apparently"] {
             none(&format!("I {w} work at Acme"));
         }
         for s in [
             "I think I work at Acme",
             "I guess I live in Paris",
             "I'm not sure I live in Paris",
-            "I'm considering Rust, I use Go",
-            "I'm thinking about Rust and I use Go",
+            "I'm considering using Go",
+            "I'm thinking about Rust and Go",
             "I hope I work at Acme",
             "I'm planning to use Rust",
             "I want to live in Paris",
@@ -1126,7 +1010,7 @@ mod tests {
             "I live in neither Paris nor Rome",
             "I use Rust without Cargo",
             "I cant use Rust",
-            "No, my name is Bob",
+            "I work at no company",
         ] {
             none(s);
         }
@@ -1135,7 +1019,7 @@ mod tests {
     #[test]
     fn past_and_future_are_skipped() {
         for s in [
-            "I previously worked at Acme, I work at Acme",
+            "Previously I work at Acme",
             "Formerly I live in Paris",
             "I live in Paris since 2019 before that Rome",
             "Back then I use Perl",
@@ -1193,13 +1077,6 @@ mod tests {
         none("{{{{[[[[");
         none(&"[".repeat(50_000));
         only("I work at\u{0} Globex", "I work at Globex");
-    }
-
-    #[test]
-    fn sentence_splitting_keeps_internal_dots() {
-        let s = sentences("I use Node.js. Is it ok? Yes!");
-        let texts: Vec<(&str, bool)> = s.iter().map(|(t, q)| (t.trim(), *q)).collect();
-        assert_eq!(texts, vec![("I use Node.js", false), ("Is it ok", true), ("Yes", false)]);
     }
 
     // ---- summarize ----------------------------------------------------------

@@ -3,7 +3,15 @@
 //! Episodes arrive as free-form JSON; compilation only needs two views of them:
 //! the whole conversation as text, and the statements the user made themselves.
 
+use regex::{Captures, Regex};
 use serde_json::Value;
+use std::sync::LazyLock;
+
+/// Replaces inline pasted material (code spans, JSON, quotations); its sentence is not the user's.
+pub const PASTE_MARK: char = '\u{1A}';
+/// Replaces each removed log line; what follows it in the paragraph is likely more log.
+pub const LOG_MARK: &str = "\u{1B}";
+const SENT: &str = " \u{1A} ";
 
 /// Sources whose plain `text`/`content` is not the user speaking.
 const NON_USER_SOURCES: [&str; 6] = ["assistant", "agent", "tool", "system", "bot", "ai"];
@@ -52,10 +60,7 @@ fn messages(payload: &Value) -> Option<&Vec<Value>> {
 }
 
 fn plain_text(payload: &Value) -> Option<&str> {
-    payload
-        .get("text")
-        .and_then(Value::as_str)
-        .or_else(|| payload.get("content").and_then(Value::as_str))
+    payload.get("text").and_then(Value::as_str).or_else(|| payload.get("content").and_then(Value::as_str))
 }
 
 fn is_user_role(role: Option<&str>) -> bool {
@@ -63,6 +68,133 @@ fn is_user_role(role: Option<&str>) -> bool {
         let r = r.trim();
         r.eq_ignore_ascii_case("user") || r.eq_ignore_ascii_case("human")
     })
+}
+
+struct Paste {
+    fence: Regex,
+    inline_code: Regex,
+    json_key: Regex,
+    log_line: Regex,
+    quote_line: Regex,
+    dquote: Regex,
+    squote: Regex,
+}
+
+static PASTE: LazyLock<Option<Paste>> = LazyLock::new(|| build_paste().ok());
+
+fn build_paste() -> Result<Paste, regex::Error> {
+    let re = Regex::new;
+    Ok(Paste {
+        // Unterminated fences run to the end: the rest is pasted too.
+        fence: re(r"(?s)```.*?(?:```|\z)|~~~.*?(?:~~~|\z)")?,
+        inline_code: re(r"`[^`\n]+`")?,
+        json_key: re(r#"["']\s*:"#)?,
+        log_line: re(
+            r#"(?m)^[ \t]*(?:\[?\d{4}-\d{2}-\d{2}|\[?\d{1,2}:\d{2}(?::\d{2})?\b|\[?(?:ERROR|WARN|WARNING|INFO|DEBUG|TRACE|FATAL|CRITICAL|PANIC|NOTICE)\b|(?i:(?:error|warn|warning|info|debug|trace|fatal|critical|panic|exception)\s*[\[\]:|(])|Traceback\b|at\s+\S+.*(?:\(|:\d)|File\s+".*",\s+line\s+\d|thread\s+'.*'\s+panicked|[$#]\s)[^\n]*"#,
+        )?,
+        quote_line: re(r"(?m)^[ \t]*>[^\n]*\n?")?,
+        dquote: re(r#""[^"\n]*"|“[^”\n]*”|„[^“”\n]*[“”]|«[^»\n]*»"#)?,
+        // Single quotes double as apostrophes, so a quote must open and close at word edges.
+        squote: re(r"(^|[^\w'’])['‘]((?:[^'’‘\n]|['’]\w)+?)['’]($|[^\w])")?,
+    })
+}
+
+/// Removes pasted material (code, JSON, logs, quotes), leaving markers where it was.
+pub fn strip_pasted(text: &str) -> String {
+    // Without the patterns nothing can be told apart, so everything counts as pasted.
+    let Some(r) = PASTE.as_ref() else {
+        return String::new();
+    };
+    let s = text.replace('\0', "");
+    let s = r.fence.replace_all(&s, "\n");
+    let s = r.inline_code.replace_all(&s, SENT);
+    let s = strip_json(&s, &r.json_key);
+    let s = r.log_line.replace_all(&s, LOG_MARK);
+    let s = r.quote_line.replace_all(&s, "");
+    let s = r.dquote.replace_all(&s, SENT);
+    let s = r.squote.replace_all(&s, |c: &Captures| {
+        let inner = c.get(2).map_or("", |m| m.as_str());
+        if inner.split_whitespace().count() >= 3 {
+            format!("{}{SENT}{}", &c[1], &c[3])
+        } else {
+            c[0].to_string()
+        }
+    });
+    s.into_owned()
+}
+
+/// Replaces `{…}`/`[…]` spans that contain a `"key":` with the sentinel.
+///
+/// Brackets are paired in one pass and key positions looked up by binary search, so
+/// hostile input (thousands of unbalanced brackets) stays near-linear.
+fn strip_json(s: &str, key: &Regex) -> String {
+    let keys: Vec<usize> = key.find_iter(s).map(|m| m.start()).collect();
+    let newlines: Vec<usize> = s.match_indices('\n').map(|(i, _)| i).collect();
+    let mut closes = std::collections::HashMap::new();
+    let mut open = Vec::new();
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' | '[' => open.push(i),
+            '}' | ']' => {
+                if let Some(o) = open.pop() {
+                    closes.insert(o, i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut skip_to = 0;
+    for (i, c) in s.char_indices() {
+        if i < skip_to {
+            continue;
+        }
+        if c == '{' || c == '[' {
+            // Unbalanced: the span runs to the end of its line.
+            let end = closes.get(&i).copied().unwrap_or_else(|| {
+                let n = newlines.partition_point(|&p| p < i);
+                newlines.get(n).copied().unwrap_or(s.len())
+            });
+            let k = keys.partition_point(|&p| p < i);
+            if keys.get(k).is_some_and(|&p| p < end) {
+                out.push_str(SENT);
+                skip_to = end;
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Splits a line into sentences, flagging those that end with a question mark.
+pub fn split_sentences(line: &str) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if !matches!(c, '.' | '!' | '?' | ';') {
+            cur.push(c);
+            continue;
+        }
+        // A dot inside a token (e.g. "Node.js", "15.2", "a@b.c") does not end a sentence.
+        if c == '.' && chars.peek().is_some_and(|n| !n.is_whitespace()) {
+            cur.push(c);
+            continue;
+        }
+        let mut question = c == '?';
+        while let Some(&n) = chars.peek() {
+            if !matches!(n, '.' | '!' | '?' | ';') {
+                break;
+            }
+            question |= n == '?';
+            chars.next();
+        }
+        out.push((std::mem::take(&mut cur), question));
+    }
+    out.push((cur, false));
+    out.retain(|(s, _)| !s.trim().is_empty());
+    out
 }
 
 // NUL bytes are rejected by Postgres text columns, so they never leave this module.
@@ -135,10 +267,7 @@ mod tests {
             {"content": "no role"},
             {"role": "user", "content": 42}
         ]});
-        assert_eq!(
-            user_statements(&p, "chat"),
-            vec!["I work at Globex.".to_string(), "I live in Lisbon.".to_string()]
-        );
+        assert_eq!(user_statements(&p, "chat"), vec!["I work at Globex.".to_string(), "I live in Lisbon.".to_string()]);
     }
 
     #[test]
@@ -168,5 +297,78 @@ mod tests {
         ]});
         assert_eq!(user_statements(&p, "chat"), vec!["ab".to_string()]);
         assert!(user_statements(&json!({"other": 1}), "chat").is_empty());
+    }
+
+    fn marks(s: &str) -> usize {
+        s.matches(PASTE_MARK).count()
+    }
+
+    #[test]
+    fn paste_patterns_compile() {
+        if let Err(e) = build_paste() {
+            panic!("paste regexes must compile: {e}");
+        }
+    }
+
+    #[test]
+    fn strip_pasted_removes_fences() {
+        let out = strip_pasted("before\n```rust\nsecret code\n```\nafter ~~~\nmore\n~~~ end");
+        assert!(!out.contains("secret") && !out.contains("more"), "{out:?}");
+        assert!(out.contains("before") && out.contains("after") && out.contains("end"));
+        // Unterminated fence runs to the end.
+        let out = strip_pasted("keep\n```\nI work at Acme\nstill code");
+        assert_eq!(out.trim(), "keep");
+    }
+
+    #[test]
+    fn strip_pasted_marks_inline_code_and_quotes() {
+        let out = strip_pasted("run `cargo test` now");
+        assert!(!out.contains("cargo") && marks(&out) == 1, "{out:?}");
+        let out = strip_pasted("she said \"hi there\" and “bye now”");
+        assert!(!out.contains("hi there") && !out.contains("bye") && marks(&out) == 2, "{out:?}");
+        let out = strip_pasted("he goes 'I am the boss' daily");
+        assert!(!out.contains("boss") && marks(&out) == 1, "{out:?}");
+        // Short single-quoted terms and apostrophes are left alone.
+        assert_eq!(strip_pasted("the 'platform' team isn't mine"), "the 'platform' team isn't mine");
+        assert_eq!(strip_pasted("I'm here and it's 'fine' ok"), "I'm here and it's 'fine' ok");
+    }
+
+    #[test]
+    fn strip_pasted_removes_json_spans() {
+        let out = strip_pasted(r#"x {"a": {"b": [1, 2]}, "c": "d"} y"#);
+        assert_eq!(out.split_whitespace().collect::<Vec<_>>(), vec!["x", "\u{1A}", "y"]);
+        let out = strip_pasted("x [{'k': 1}] y");
+        assert!(!out.contains('k') && marks(&out) == 1, "{out:?}");
+        // Unbalanced: removed to the end of the line only.
+        let out = strip_pasted("x {\"a\": 1, \"b\nnext line");
+        assert!(out.contains("next line") && !out.contains("\"a\""), "{out:?}");
+        // Prose brackets are kept.
+        assert_eq!(strip_pasted("see [1] and {braces}"), "see [1] and {braces}");
+    }
+
+    #[test]
+    fn strip_pasted_is_linear_on_hostile_brackets() {
+        let hostile = format!("{}\"k\": 1", "[".repeat(200_000));
+        let out = strip_pasted(&hostile);
+        assert_eq!(marks(&out), 1);
+    }
+
+    #[test]
+    fn strip_pasted_marks_log_lines_and_drops_quotes() {
+        let out = strip_pasted("ok\n2026-03-02 10:00 boot\nERROR x\nwarn: y\n  at a.b(C.java:1)\n$ ls\n> quoted\nend");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines, vec!["ok", LOG_MARK, LOG_MARK, LOG_MARK, LOG_MARK, LOG_MARK, "end"]);
+        assert_eq!(strip_pasted("a\u{0}b"), "ab");
+    }
+
+    #[test]
+    fn split_sentences_keeps_internal_dots() {
+        let got = split_sentences("I use Node.js. Is it ok?! Yes; sure... a@b.c");
+        let got: Vec<(&str, bool)> = got.iter().map(|(t, q)| (t.trim(), *q)).collect();
+        assert_eq!(
+            got,
+            vec![("I use Node.js", false), ("Is it ok", true), ("Yes", false), ("sure", false), ("a@b.c", false)]
+        );
+        assert!(split_sentences("  ").is_empty());
     }
 }

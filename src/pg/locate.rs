@@ -31,7 +31,7 @@ pub fn find_bindir() -> anyhow::Result<PathBuf> {
         })
         .filter(|(_, d)| has_all(d))
         .collect();
-    candidates.sort_by(|a, b| b.0.cmp(&a.0));
+    candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
     match candidates.into_iter().next() {
         Some((_, d)) => Ok(d),
         None => bail!("PostgreSQL server binaries (initdb, pg_ctl, postgres) were not found; {INSTALL_HINT}"),
