@@ -17,11 +17,25 @@ CREATE TABLE episodes (
     metadata         jsonb NOT NULL DEFAULT '{}'::jsonb,
     provenance       jsonb NOT NULL DEFAULT '{}'::jsonb,
     idempotency_key  text,
+    -- Per-subject ingest sequence: assigned under the subject's counter row lock, so seqs
+    -- become visible in order and compile can keep a plain cursor (see subject_counters).
+    seq              bigint NOT NULL,
     occurred_at      timestamptz NOT NULL DEFAULT now(),
     created_at       timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (tenant_id, subject_id, id),
     CHECK (jsonb_typeof(payload) = 'object'),
     CHECK (char_length(subject_id) BETWEEN 1 AND 256)
+);
+
+CREATE UNIQUE INDEX episodes_subject_seq ON episodes (tenant_id, subject_id, seq);
+
+-- The last seq handed out per subject. Ingest increments it inside its own transaction, so a
+-- later seq can only commit after every earlier one: a compile cursor never skips an episode.
+CREATE TABLE subject_counters (
+    tenant_id   text NOT NULL,
+    subject_id  text NOT NULL,
+    last_seq    bigint NOT NULL,
+    PRIMARY KEY (tenant_id, subject_id)
 );
 
 -- A key names one episode per (tenant, subject).

@@ -178,7 +178,7 @@ pub fn split_sentences(line: &str) -> Vec<(String, bool)> {
             continue;
         }
         // A dot inside a token (e.g. "Node.js", "15.2", "a@b.c") does not end a sentence.
-        if c == '.' && chars.peek().is_some_and(|n| !n.is_whitespace()) {
+        if c == '.' && chars.peek().is_some_and(|n| !n.is_whitespace() && !matches!(n, '.' | '!' | '?' | ';')) {
             cur.push(c);
             continue;
         }

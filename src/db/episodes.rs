@@ -8,22 +8,33 @@ use crate::model::episode::{Episode, Inserted, NewEpisode};
 const COLUMNS: &str =
     "id, subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, created_at";
 
-/// Inserts an episode; with an idempotency key already used for the subject, returns the stored row.
+/// Inserts an episode with the given seq, or with the subject's next seq when `seq` is None
+/// (one statement: the counter row stays locked until the insert commits). With an idempotency
+/// key already used for the subject, returns the stored row (the consumed seq is a harmless gap).
 pub async fn insert(
     conn: &mut PgConnection,
     tenant: &str,
     id: Uuid,
+    seq: Option<i64>,
     e: &NewEpisode,
 ) -> sqlx::Result<(Episode, Inserted)> {
     let key = e.effective_key();
+    let seq_source = if seq.is_some() {
+        "(SELECT $12::bigint AS last_seq)"
+    } else {
+        "(INSERT INTO subject_counters (tenant_id, subject_id, last_seq) VALUES ($1, $2, 1) \
+          ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = subject_counters.last_seq + 1 \
+          RETURNING last_seq)"
+    };
     let sql = format!(
-        "INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, \
-         provenance, idempotency_key, occurred_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now())) \
+        "WITH c AS {seq_source} \
+         INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, \
+         provenance, idempotency_key, occurred_at, seq) \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now()), c.last_seq FROM c \
          ON CONFLICT (tenant_id, subject_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
          RETURNING {COLUMNS}"
     );
-    let row: Option<Episode> = sqlx::query_as(&sql)
+    let mut q = sqlx::query_as(&sql)
         .bind(tenant)
         .bind(&e.subject_id)
         .bind(id)
@@ -34,9 +45,11 @@ pub async fn insert(
         .bind(sqlx::types::Json(&e.metadata))
         .bind(sqlx::types::Json(&e.provenance))
         .bind(&key)
-        .bind(e.occurred_at)
-        .fetch_optional(&mut *conn)
-        .await?;
+        .bind(e.occurred_at);
+    if let Some(seq) = seq {
+        q = q.bind(seq);
+    }
+    let row: Option<Episode> = q.fetch_optional(&mut *conn).await?;
     if let Some(row) = row {
         return Ok((row, Inserted::New));
     }
@@ -51,6 +64,22 @@ pub async fn insert(
         .fetch_one(&mut *conn)
         .await?;
     Ok((existing, Inserted::Existing))
+}
+
+/// Reserves `count` consecutive seqs for a subject; returns the first. Locks the counter row
+/// until the caller's transaction ends.
+pub async fn reserve_seqs(conn: &mut PgConnection, tenant: &str, subject_id: &str, count: i64) -> sqlx::Result<i64> {
+    let last: i64 = sqlx::query_scalar(
+        "INSERT INTO subject_counters (tenant_id, subject_id, last_seq) VALUES ($1, $2, $3) \
+         ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = subject_counters.last_seq + $3 \
+         RETURNING last_seq",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(count)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok(last - count + 1)
 }
 
 /// One page of a subject's episodes in (occurred_at, created_at, id) order, plus whether more exist.

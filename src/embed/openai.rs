@@ -242,11 +242,11 @@ mod tests {
                     .unwrap_or(0);
                 let mut buf = vec![0u8; len];
                 reader.read_exact(&mut buf).unwrap();
-                let body = serde_json::from_slice(&buf).unwrap_or(serde_json::Value::Null);
+                let json = serde_json::from_slice(&buf).unwrap_or(serde_json::Value::Null);
                 tx.send(Seen {
                     request_line: request_line.trim_end().to_string(),
                     headers,
-                    body,
+                    body: json,
                 })
                 .unwrap();
                 let reason = if status == 200 { "OK" } else { "Error" };

@@ -1,5 +1,6 @@
 //! Recording episodes, singly or in atomic batches.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use sqlx::{PgConnection, PgPool};
@@ -40,7 +41,7 @@ pub async fn ingest_one(
 ) -> sqlx::Result<(Episode, Inserted)> {
     let mut conn = pool.acquire().await?;
     ensure_tenant(&mut conn, known, tenant).await?;
-    db::episodes::insert(&mut conn, tenant, new_id(), episode).await
+    db::episodes::insert(&mut conn, tenant, new_id(), None, episode).await
 }
 
 /// Records a batch in input order inside one transaction; returns each row and the count of new rows.
@@ -54,10 +55,24 @@ pub async fn ingest_batch(
     // Outside the transaction, so a rolled-back batch cannot leave the cache wrong.
     ensure_tenant(&mut conn, known, tenant).await?;
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    // Reserve seqs per subject in sorted order (a fixed lock order avoids deadlocks between
+    // batches), then insert in input order so seqs follow the input within each subject.
+    let mut per_subject: BTreeMap<&str, i64> = BTreeMap::new();
+    for e in episodes {
+        *per_subject.entry(e.subject_id.as_str()).or_default() += 1;
+    }
+    let mut next_seq: BTreeMap<&str, i64> = BTreeMap::new();
+    for (subject, count) in &per_subject {
+        let first = db::episodes::reserve_seqs(&mut tx, tenant, subject, *count).await?;
+        next_seq.insert(subject, first);
+    }
     let mut rows = Vec::with_capacity(episodes.len());
     let mut created = 0;
     for e in episodes {
-        let (row, inserted) = db::episodes::insert(&mut tx, tenant, new_id(), e).await?;
+        let slot = next_seq.entry(e.subject_id.as_str()).or_default();
+        let seq = *slot;
+        *slot += 1;
+        let (row, inserted) = db::episodes::insert(&mut tx, tenant, new_id(), Some(seq), e).await?;
         if inserted == Inserted::New {
             created += 1;
         }
