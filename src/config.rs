@@ -22,6 +22,76 @@ pub enum Command {
     Migrate(DbArgs),
     /// Manage the embedded Postgres cluster by hand.
     Pg(PgArgs),
+    /// Re-embed every memory and episode whose vector came from another model (resumable).
+    Reembed(ReembedArgs),
+}
+
+/// Which embedder to use.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum EmbedderKind {
+    /// all-MiniLM-L6-v2, run locally (needs the model files from scripts/bootstrap).
+    Minilm,
+    /// Deterministic feature hashing: fast, not semantic (tests, offline).
+    Hash,
+    /// Any OpenAI-compatible /v1/embeddings endpoint.
+    Openai,
+}
+
+/// Embedding settings.
+#[derive(Debug, Clone, Args)]
+pub struct EmbedArgs {
+    /// Embedder: minilm (default), hash, openai.
+    #[arg(long, env = "MNEMO_EMBEDDER", value_enum, default_value_t = EmbedderKind::Minilm)]
+    pub embedder: EmbedderKind,
+    /// Directory with model.safetensors, tokenizer.json, config.json (default: DATA_DIR/models/all-MiniLM-L6-v2).
+    #[arg(long, env = "MNEMO_MODEL_DIR")]
+    pub model_dir: Option<PathBuf>,
+    /// Vector length of the hash embedder.
+    #[arg(long, env = "MNEMO_HASH_DIMS", default_value_t = 384)]
+    pub hash_dims: usize,
+    /// Base URL of the OpenAI-compatible endpoint.
+    #[arg(long, env = "MNEMO_OPENAI_URL", default_value = "https://api.openai.com")]
+    pub openai_url: String,
+    /// Embedding model name sent to the endpoint.
+    #[arg(long, env = "MNEMO_OPENAI_MODEL", default_value = "text-embedding-3-small")]
+    pub openai_model: String,
+    /// Bearer token for the endpoint.
+    #[arg(long, env = "MNEMO_OPENAI_API_KEY", hide_env_values = true)]
+    pub openai_api_key: Option<String>,
+    /// Expected vector length (learned from the first response when unset).
+    #[arg(long, env = "MNEMO_OPENAI_DIMS")]
+    pub openai_dims: Option<usize>,
+}
+
+impl EmbedArgs {
+    /// The embedder configuration these settings describe.
+    pub fn to_config(&self, data_dir: &std::path::Path) -> crate::embed::EmbedderConfig {
+        use crate::embed::EmbedderConfig;
+        match self.embedder {
+            EmbedderKind::Hash => EmbedderConfig::Hash { dims: self.hash_dims },
+            EmbedderKind::Minilm => EmbedderConfig::MiniLm {
+                model_dir: self.model_dir.clone().unwrap_or_else(|| data_dir.join("models/all-MiniLM-L6-v2")),
+            },
+            EmbedderKind::Openai => EmbedderConfig::OpenAi {
+                url: self.openai_url.clone(),
+                model: self.openai_model.clone(),
+                api_key: self.openai_api_key.clone(),
+                dims: self.openai_dims,
+            },
+        }
+    }
+}
+
+/// `mnemo reembed`.
+#[derive(Debug, Clone, Args)]
+pub struct ReembedArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    #[command(flatten)]
+    pub embed: EmbedArgs,
+    /// Rows per embedding batch.
+    #[arg(long, default_value_t = 256)]
+    pub batch: i64,
 }
 
 /// `mnemo pg start|stop|status`.
@@ -90,6 +160,17 @@ pub struct ServeArgs {
     /// Per-request timeout, in seconds.
     #[arg(long, env = "MNEMO_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
+    #[command(flatten)]
+    pub embed: EmbedArgs,
+    /// Most episodes one compile batch reads.
+    #[arg(long, env = "MNEMO_COMPILE_BATCH_SIZE", default_value_t = 500, value_parser = clap::value_parser!(i64).range(1..=10000))]
+    pub compile_batch_size: i64,
+    /// Finished compile jobs are deleted after this many hours.
+    #[arg(long, env = "MNEMO_COMPILE_JOB_RETENTION_HOURS", default_value_t = 168)]
+    pub compile_job_retention_hours: i64,
+    /// A compile job whose worker sent no heartbeat for this many seconds is taken over.
+    #[arg(long, env = "MNEMO_COMPILE_JOB_STALE_SECS", default_value_t = 60)]
+    pub compile_job_stale_secs: i64,
 }
 
 impl ServeArgs {
@@ -119,6 +200,18 @@ mod tests {
             log_format: LogFormat::Text,
             max_body_bytes: 1024,
             request_timeout_secs: 30,
+            embed: EmbedArgs {
+                embedder: EmbedderKind::Hash,
+                model_dir: None,
+                hash_dims: 384,
+                openai_url: String::new(),
+                openai_model: String::new(),
+                openai_api_key: None,
+                openai_dims: None,
+            },
+            compile_batch_size: 500,
+            compile_job_retention_hours: 168,
+            compile_job_stale_secs: 60,
         }
     }
 

@@ -1,7 +1,9 @@
 //! mnemo: a self-hosted memory service for AI agents, speaking the Statewave v1 HTTP API.
 
+pub mod compile;
 pub mod config;
 pub mod db;
+pub mod embed;
 pub mod error;
 pub mod http;
 pub mod model;
@@ -27,10 +29,18 @@ pub async fn serve<F>(listener: TcpListener, state: AppState, shutdown: F) -> st
 where
     F: Future<Output = ()> + Send + 'static,
 {
-    axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let worker = state
+        .config
+        .run_worker
+        .then(|| tokio::spawn(services::jobs::run_worker(state.clone(), stop_rx)));
+    let result = axum::serve(listener, app(state).into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown)
+        .await;
+    // The worker finishes its current batch (a transaction) before it stops.
+    let _ = stop_tx.send(true);
+    if let Some(w) = worker {
+        let _ = w.await;
+    }
+    result
 }

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use sqlx::postgres::PgConnectOptions;
 use tracing_subscriber::EnvFilter;
 
-use mnemo::config::{Cli, Command, DbArgs, LogFormat, PgAction, PgArgs, ServeArgs};
+use mnemo::config::{Cli, Command, DbArgs, LogFormat, PgAction, PgArgs, ReembedArgs, ServeArgs};
 use mnemo::pg::Cluster;
 use mnemo::{db, AppState, RuntimeConfig};
 
@@ -55,8 +55,11 @@ async fn shutdown_signal() {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     args.check_exposure().map_err(anyhow::Error::msg)?;
+    // Load the model before starting anything: a missing model is a clear, early error.
+    let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
+    tracing::info!(model = embedder.model_id(), "embedder ready");
     let (opts, cluster) = open_database(&args.db).await?;
-    let result = serve_with(&args, opts).await;
+    let result = serve_with(&args, opts, embedder).await;
     if let Some(c) = cluster {
         // Stop the embedded server on every exit path, success or error.
         if let Err(e) = c.stop().await {
@@ -68,7 +71,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     result
 }
 
-async fn serve_with(args: &ServeArgs, opts: PgConnectOptions) -> anyhow::Result<()> {
+async fn serve_with(
+    args: &ServeArgs,
+    opts: PgConnectOptions,
+    embedder: std::sync::Arc<dyn mnemo::embed::Embedder>,
+) -> anyhow::Result<()> {
     let pool = db::pool::connect(opts, args.db.db_max_connections).await.context("connecting to Postgres")?;
     db::pool::migrate(&pool).await.context("applying migrations")?;
     let config = RuntimeConfig {
@@ -79,8 +86,12 @@ async fn serve_with(args: &ServeArgs, opts: PgConnectOptions) -> anyhow::Result<
             .map(|k| Sha256::digest(k.as_bytes()).into()),
         max_body_bytes: args.max_body_bytes,
         request_timeout_secs: args.request_timeout_secs,
+        compile_batch_size: args.compile_batch_size,
+        job_stale_secs: args.compile_job_stale_secs,
+        job_retention_hours: args.compile_job_retention_hours,
+        ..RuntimeConfig::default()
     };
-    let state = AppState::new(pool.clone(), config);
+    let state = AppState::new(pool.clone(), config, embedder);
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("binding {}", args.addr))?;
@@ -107,6 +118,21 @@ async fn migrate(args: DbArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn reembed(args: ReembedArgs) -> anyhow::Result<()> {
+    let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
+    let (opts, cluster) = open_database(&args.db).await?;
+    let result = async {
+        let pool = db::pool::connect(opts, 2).await?;
+        db::pool::migrate(&pool).await?;
+        mnemo::services::reembed::run(&pool, &embedder, args.batch).await
+    }
+    .await;
+    if let Some(c) = cluster {
+        c.stop().await?;
+    }
+    result
+}
+
 async fn pg(args: PgArgs) -> anyhow::Result<()> {
     let cluster = Cluster::new(&args.data_dir)?;
     match args.action {
@@ -128,13 +154,14 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let format = match &cli.command {
         Command::Serve(a) => a.log_format,
-        Command::Migrate(_) | Command::Pg(_) => LogFormat::Text,
+        Command::Migrate(_) | Command::Pg(_) | Command::Reembed(_) => LogFormat::Text,
     };
     init_logging(format);
     let result = match cli.command {
         Command::Serve(a) => serve(a).await,
         Command::Migrate(a) => migrate(a).await,
         Command::Pg(a) => pg(a).await,
+        Command::Reembed(a) => reembed(a).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -4,6 +4,9 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use sqlx::PgPool;
+use tokio::sync::Notify;
+
+use crate::embed::Embedder;
 
 /// Settings the HTTP layer needs at run time.
 #[derive(Debug, Clone)]
@@ -14,6 +17,16 @@ pub struct RuntimeConfig {
     pub max_body_bytes: usize,
     /// Per-request timeout in seconds.
     pub request_timeout_secs: u64,
+    /// Most episodes one compile batch reads.
+    pub compile_batch_size: i64,
+    /// A job without a heartbeat for this long is considered dead.
+    pub job_stale_secs: i64,
+    /// Finished jobs are deleted after this many hours.
+    pub job_retention_hours: i64,
+    /// How often an idle worker looks for jobs, in milliseconds.
+    pub job_poll_ms: u64,
+    /// Whether this process runs a compile worker.
+    pub run_worker: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -22,6 +35,11 @@ impl Default for RuntimeConfig {
             api_key_sha256: None,
             max_body_bytes: 1024 * 1024,
             request_timeout_secs: 30,
+            compile_batch_size: 500,
+            job_stale_secs: 60,
+            job_retention_hours: 168,
+            job_poll_ms: 500,
+            run_worker: true,
         }
     }
 }
@@ -32,15 +50,20 @@ pub struct AppState {
     pub pool: PgPool,
     pub config: Arc<RuntimeConfig>,
     pub tenants: Arc<KnownTenants>,
+    pub embedder: Arc<dyn Embedder>,
+    /// Wakes the local compile worker when a job is submitted here.
+    pub job_notify: Arc<Notify>,
 }
 
 impl AppState {
     /// Builds the state around a connected pool.
-    pub fn new(pool: PgPool, config: RuntimeConfig) -> Self {
+    pub fn new(pool: PgPool, config: RuntimeConfig, embedder: Arc<dyn Embedder>) -> Self {
         AppState {
             pool,
             config: Arc::new(config),
             tenants: Arc::new(KnownTenants::default()),
+            embedder,
+            job_notify: Arc::new(Notify::new()),
         }
     }
 }

@@ -177,8 +177,8 @@ pub fn split_sentences(line: &str) -> Vec<(String, bool)> {
             cur.push(c);
             continue;
         }
-        // A dot inside a token (e.g. "Node.js", "15.2", "a@b.c") does not end a sentence.
-        if c == '.' && chars.peek().is_some_and(|n| !n.is_whitespace() && !matches!(n, '.' | '!' | '?' | ';')) {
+        // Inside a token ("Node.js", "15.2", "a@b.c", "x.com/?q=1") these do not end a sentence.
+        if c != ';' && chars.peek().is_some_and(|n| !n.is_whitespace() && !matches!(n, '.' | '!' | '?' | ';')) {
             cur.push(c);
             continue;
         }
@@ -363,11 +363,17 @@ mod tests {
 
     #[test]
     fn split_sentences_keeps_internal_dots() {
-        let got = split_sentences("I use Node.js. Is it ok?! Yes; sure... a@b.c");
+        let got = split_sentences("I use Node.js. Is it ok?! Yes;sure... a@b.c x.com/?q=1 Yahoo!");
         let got: Vec<(&str, bool)> = got.iter().map(|(t, q)| (t.trim(), *q)).collect();
         assert_eq!(
             got,
-            vec![("I use Node.js", false), ("Is it ok", true), ("Yes", false), ("sure", false), ("a@b.c", false)]
+            vec![
+                ("I use Node.js", false),
+                ("Is it ok", true),
+                ("Yes", false),
+                ("sure", false),
+                ("a@b.c x.com/?q=1 Yahoo", false)
+            ]
         );
         assert!(split_sentences("  ").is_empty());
     }

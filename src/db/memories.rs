@@ -38,3 +38,96 @@ pub async fn page(
     }
     Ok((rows, has_more))
 }
+
+/// Active, unexpired memories whose content contains `q` (case-insensitive), newest first.
+pub async fn search_text(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    q: Option<&str>,
+    kind: Option<&str>,
+    limit: i64,
+) -> sqlx::Result<Vec<Memory>> {
+    let pattern = q.map(|q| format!("%{}%", escape_like(q)));
+    let sql = format!(
+        "SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
+         AND (valid_to IS NULL OR valid_to > now()) AND ($3::text IS NULL OR content ILIKE $3 ESCAPE '\\') \
+         AND ($4::text IS NULL OR kind = $4) ORDER BY created_at DESC, id DESC LIMIT $5"
+    );
+    sqlx::query_as(&sql).bind(tenant).bind(subject_id).bind(pattern).bind(kind).bind(limit).fetch_all(conn).await
+}
+
+/// Escapes LIKE wildcards so user text matches literally.
+pub fn escape_like(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+}
+
+/// Semantic lane: (id, similarity in 0..1) of the nearest active memories embedded with `model`.
+pub async fn nearest(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    query_vector: &str,
+    model: &str,
+    kind: Option<&str>,
+    limit: i64,
+) -> sqlx::Result<Vec<(uuid::Uuid, f64)>> {
+    sqlx::query_as(
+        "SELECT id, 1 - (embedding <=> $3::vector) / 2 AS sim FROM memories \
+         WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND (valid_to IS NULL OR valid_to > now()) \
+         AND embedding_model = $4 AND ($5::text IS NULL OR kind = $5) \
+         ORDER BY embedding <=> $3::vector, id LIMIT $6",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(query_vector)
+    .bind(model)
+    .bind(kind)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// Full-text lane: (id, ts_rank_cd) of active memories matching `q`.
+pub async fn full_text(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    q: &str,
+    kind: Option<&str>,
+    limit: i64,
+) -> sqlx::Result<Vec<(uuid::Uuid, f64)>> {
+    sqlx::query_as(
+        "SELECT id, ts_rank_cd(content_tsv, plainto_tsquery('english', $3))::float8 AS r FROM memories \
+         WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND (valid_to IS NULL OR valid_to > now()) \
+         AND content_tsv @@ plainto_tsquery('english', $3) AND ($4::text IS NULL OR kind = $4) \
+         ORDER BY r DESC, id LIMIT $5",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(q)
+    .bind(kind)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// Memories of the tenant by id, in no particular order.
+pub async fn by_ids(conn: &mut PgConnection, tenant: &str, ids: &[uuid::Uuid]) -> sqlx::Result<Vec<Memory>> {
+    let sql = format!("SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = $1 AND id = ANY($2)");
+    sqlx::query_as(&sql).bind(tenant).bind(ids).fetch_all(conn).await
+}
+
+/// Replaces a memory's sensitivity labels; None when the tenant has no such memory.
+pub async fn set_labels(
+    conn: &mut PgConnection,
+    tenant: &str,
+    id: uuid::Uuid,
+    labels: &[String],
+) -> sqlx::Result<Option<Memory>> {
+    let sql = format!(
+        "UPDATE memories SET sensitivity_labels = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2 \
+         RETURNING {MEMORY_COLUMNS}"
+    );
+    sqlx::query_as(&sql).bind(tenant).bind(id).bind(labels).fetch_optional(conn).await
+}

@@ -1,7 +1,10 @@
 //! Every SQL query of mnemo. Each function takes an executor and the tenant first.
 
+pub mod compile;
 pub mod episodes;
+pub mod jobs;
 pub mod memories;
 pub mod pool;
+pub mod reembed;
 pub mod subjects;
 pub mod tenants;

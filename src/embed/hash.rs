@@ -18,10 +18,7 @@ impl HashEmbedder {
     /// Creates an embedder producing `dims`-long vectors (a `dims` of 0 is treated as 1).
     pub fn new(dims: usize) -> Self {
         let dims = dims.max(1);
-        Self {
-            dims,
-            model_id: format!("hash:{dims}"),
-        }
+        Self { dims, model_id: format!("hash:{dims}") }
     }
 
     /// Embeds one text (the per-text step of `embed`).
@@ -46,10 +43,7 @@ impl HashEmbedder {
 
     fn add_feature(&self, v: &mut [f32], kind: u8, feature: &str, weight: f32) {
         // The kind prefix keeps the word "the" and the trigram "the" in different buckets.
-        let digest = Sha256::new()
-            .chain_update([kind, b':'])
-            .chain_update(feature.as_bytes())
-            .finalize();
+        let digest = Sha256::new().chain_update([kind, b':']).chain_update(feature.as_bytes()).finalize();
         let mut first = [0u8; 8];
         first.copy_from_slice(&digest[..8]);
         let h = u64::from_le_bytes(first);
@@ -62,9 +56,7 @@ impl HashEmbedder {
 
 /// Lower-cased alphanumeric runs of `text`.
 fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase)
 }
 
 impl Embedder for HashEmbedder {
@@ -86,6 +78,7 @@ impl Embedder for HashEmbedder {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is the test failure
 mod tests {
     use super::super::cosine;
     use super::*;

@@ -53,16 +53,8 @@ impl fmt::Debug for EmbedderConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Hash { dims } => f.debug_struct("Hash").field("dims", dims).finish(),
-            Self::MiniLm { model_dir } => f
-                .debug_struct("MiniLm")
-                .field("model_dir", model_dir)
-                .finish(),
-            Self::OpenAi {
-                url,
-                model,
-                api_key,
-                dims,
-            } => f
+            Self::MiniLm { model_dir } => f.debug_struct("MiniLm").field("model_dir", model_dir).finish(),
+            Self::OpenAi { url, model, api_key, dims } => f
                 .debug_struct("OpenAi")
                 .field("url", url)
                 .field("model", model)
@@ -83,17 +75,9 @@ pub fn build(config: &EmbedderConfig) -> anyhow::Result<Arc<dyn Embedder>> {
             Arc::new(hash::HashEmbedder::new(*dims))
         }
         EmbedderConfig::MiniLm { model_dir } => Arc::new(minilm::MiniLmEmbedder::load(model_dir)?),
-        EmbedderConfig::OpenAi {
-            url,
-            model,
-            api_key,
-            dims,
-        } => Arc::new(openai::OpenAiEmbedder::new(
-            url.clone(),
-            model.clone(),
-            api_key.clone(),
-            *dims,
-        )?),
+        EmbedderConfig::OpenAi { url, model, api_key, dims } => {
+            Arc::new(openai::OpenAiEmbedder::new(url.clone(), model.clone(), api_key.clone(), *dims)?)
+        }
     })
 }
 
@@ -129,6 +113,7 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is the test failure
 mod tests {
     use super::*;
 
@@ -157,12 +142,7 @@ mod tests {
     fn build_minilm_missing_files_names_file_and_bootstrap() {
         let dir = std::env::temp_dir().join(format!("mnemo-embed-empty-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let err = build(&EmbedderConfig::MiniLm {
-            model_dir: dir.clone(),
-        })
-        .err()
-        .unwrap()
-        .to_string();
+        let err = build(&EmbedderConfig::MiniLm { model_dir: dir.clone() }).err().unwrap().to_string();
         assert!(err.contains("model.safetensors"), "{err}");
         assert!(err.contains("scripts/bootstrap"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);

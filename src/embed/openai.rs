@@ -53,12 +53,7 @@ pub fn endpoint_url(url: &str) -> String {
 impl OpenAiEmbedder {
     /// Creates a client; `dims` is the expected vector length, or `None` to learn it from the first response.
     /// An empty `api_key` counts as none. No request is made until `embed`.
-    pub fn new(
-        url: String,
-        model: String,
-        api_key: Option<String>,
-        dims: Option<usize>,
-    ) -> anyhow::Result<Self> {
+    pub fn new(url: String, model: String, api_key: Option<String>, dims: Option<usize>) -> anyhow::Result<Self> {
         if url.trim().is_empty() {
             bail!("OpenAI embedder URL is empty");
         }
@@ -91,10 +86,7 @@ impl OpenAiEmbedder {
     /// One HTTP request for at most `MAX_BATCH` texts; returns raw (unnormalised) vectors in input order.
     fn request(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<f32>>> {
         let body = serde_json::json!({ "model": self.model, "input": texts });
-        let mut req = self
-            .agent
-            .post(&self.endpoint)
-            .set("Content-Type", "application/json");
+        let mut req = self.agent.post(&self.endpoint).set("Content-Type", "application/json");
         if let Some(key) = &self.api_key {
             req = req.set("Authorization", &format!("Bearer {key}"));
         }
@@ -103,21 +95,12 @@ impl OpenAiEmbedder {
             Err(ureq::Error::Status(code, resp)) => {
                 let text = resp.into_string().unwrap_or_default();
                 let snippet: String = text.chars().take(ERROR_BODY_LIMIT).collect();
-                bail!(
-                    "embedding request to {} failed with HTTP {code}: {}",
-                    self.endpoint,
-                    self.redact(&snippet)
-                );
+                bail!("embedding request to {} failed with HTTP {code}: {}", self.endpoint, self.redact(&snippet));
             }
-            Err(e) => bail!(
-                "embedding request to {} failed: {}",
-                self.endpoint,
-                self.redact(&e.to_string())
-            ),
+            Err(e) => bail!("embedding request to {} failed: {}", self.endpoint, self.redact(&e.to_string())),
         };
-        let parsed: EmbeddingResponse = resp
-            .into_json()
-            .with_context(|| format!("invalid embeddings response from {}", self.endpoint))?;
+        let parsed: EmbeddingResponse =
+            resp.into_json().with_context(|| format!("invalid embeddings response from {}", self.endpoint))?;
 
         if parsed.data.len() != texts.len() {
             bail!(
@@ -148,10 +131,7 @@ impl OpenAiEmbedder {
             None => *self.learned_dims.get_or_init(|| len),
         };
         if len != expected || len == 0 {
-            bail!(
-                "embedding from {} has {len} dimensions, expected {expected}",
-                self.model_id
-            );
+            bail!("embedding from {} has {len} dimensions, expected {expected}", self.model_id);
         }
         Ok(())
     }
@@ -164,9 +144,7 @@ impl Embedder for OpenAiEmbedder {
 
     /// The configured dims; otherwise the length learned from the first response, or 0 before any response.
     fn dims(&self) -> usize {
-        self.configured_dims
-            .or_else(|| self.learned_dims.get().copied())
-            .unwrap_or(0)
+        self.configured_dims.or_else(|| self.learned_dims.get().copied()).unwrap_or(0)
     }
 
     fn is_semantic(&self) -> bool {
@@ -189,6 +167,7 @@ impl Embedder for OpenAiEmbedder {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a failed unwrap is the test failure
 mod tests {
     use super::*;
     use std::io::{BufRead, BufReader, Read, Write};
@@ -205,10 +184,7 @@ mod tests {
 
     impl Seen {
         fn header(&self, name: &str) -> Option<&str> {
-            self.headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.as_str())
+            self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
         }
     }
 
@@ -243,12 +219,7 @@ mod tests {
                 let mut buf = vec![0u8; len];
                 reader.read_exact(&mut buf).unwrap();
                 let json = serde_json::from_slice(&buf).unwrap_or(serde_json::Value::Null);
-                tx.send(Seen {
-                    request_line: request_line.trim_end().to_string(),
-                    headers,
-                    body: json,
-                })
-                .unwrap();
+                tx.send(Seen { request_line: request_line.trim_end().to_string(), headers, body: json }).unwrap();
                 let reason = if status == 200 { "OK" } else { "Error" };
                 let mut stream = stream;
                 write!(
@@ -285,18 +256,14 @@ mod tests {
         let seen = rx.recv().unwrap();
         assert_eq!(seen.request_line, "POST /v1/embeddings HTTP/1.1");
         assert_eq!(seen.header("authorization"), Some("Bearer sk-test"));
-        assert_eq!(
-            seen.body,
-            serde_json::json!({"model": "test-model", "input": ["text 0", "text 1"]})
-        );
+        assert_eq!(seen.body, serde_json::json!({"model": "test-model", "input": ["text 0", "text 1"]}));
     }
 
     #[test]
     fn no_key_means_no_auth_header() {
         let body = r#"{"data":[{"index":0,"embedding":[1.0,1.0]}]}"#;
         let (url, rx) = serve(vec![(200, body.to_string())]);
-        let e = OpenAiEmbedder::new(format!("{url}/v1/"), "m".into(), Some(String::new()), None)
-            .unwrap();
+        let e = OpenAiEmbedder::new(format!("{url}/v1/"), "m".into(), Some(String::new()), None).unwrap();
         e.embed(&texts(1)).unwrap();
         let seen = rx.recv().unwrap();
         assert_eq!(seen.request_line, "POST /v1/embeddings HTTP/1.1");
@@ -360,8 +327,7 @@ mod tests {
     #[test]
     fn connection_refused_is_err() {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let e = OpenAiEmbedder::new(format!("http://127.0.0.1:{port}"), "m".into(), None, None)
-            .unwrap();
+        let e = OpenAiEmbedder::new(format!("http://127.0.0.1:{port}"), "m".into(), None, None).unwrap();
         assert!(e.embed(&texts(1)).is_err());
     }
 

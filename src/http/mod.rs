@@ -1,8 +1,10 @@
 //! The HTTP surface: routes, extractors and middleware. Handlers are thin.
 
+pub mod compile;
 pub mod episodes;
 pub mod extract;
 pub mod input;
+pub mod memories;
 pub mod meta;
 pub mod middleware;
 pub mod subjects;
@@ -29,6 +31,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/version", get(meta::version))
         .route("/v1/episodes", post(episodes::create))
         .route("/v1/episodes/batch", post(episodes::create_batch))
+        .route("/v1/memories/compile", post(compile::compile))
+        .route("/v1/memories/compile/{job_id}", get(compile::status))
+        .route("/v1/memories/search", get(memories::search))
+        .route("/v1/memories/{id}/labels", axum::routing::patch(memories::set_labels))
         .route("/v1/timeline", get(timeline::get))
         .route("/v1/subjects", get(subjects::list))
         .fallback(middleware::not_found);

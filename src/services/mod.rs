@@ -1,3 +1,7 @@
 //! Business logic: plain Rust over the store, no HTTP types.
 
+pub mod compile;
 pub mod episodes;
+pub mod jobs;
+pub mod memories;
+pub mod reembed;

@@ -65,7 +65,8 @@ pub async fn spawn_with(config: RuntimeConfig) -> TestApp {
     let opts = fresh_database().await;
     let pool = db::pool::connect(opts.clone(), 10).await.expect("pool");
     db::pool::migrate(&pool).await.expect("migrate");
-    let state = AppState::new(pool.clone(), config);
+    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
+    let state = AppState::new(pool.clone(), config, embedder);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = oneshot::channel::<()>();

@@ -1,0 +1,10 @@
+//! Compiling episodes into memories: pure extraction, claims and supersession rules.
+//! The database side lives in `services::compile`.
+
+pub mod candidates;
+pub mod claims;
+pub mod heuristic;
+pub mod pipeline;
+pub mod scope;
+pub mod supersede;
+pub mod text;

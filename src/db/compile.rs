@@ -1,0 +1,307 @@
+//! Compile-side queries: the per-subject lock and cursor, pending episodes, memory writes,
+//! the active set that supersession looks at, and supersession records.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::model::memory::{Memory, MEMORY_COLUMNS};
+
+/// Takes the transaction-scoped advisory lock that serialises compile and erasure of one subject.
+pub async fn lock_subject(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7))")
+        .bind(tenant)
+        .bind(subject_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The last compiled seq of a subject (0 when never compiled).
+pub async fn cursor(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<i64> {
+    let seq: Option<i64> =
+        sqlx::query_scalar("SELECT compiled_seq FROM compile_cursors WHERE tenant_id = $1 AND subject_id = $2")
+            .bind(tenant)
+            .bind(subject_id)
+            .fetch_optional(conn)
+            .await?;
+    Ok(seq.unwrap_or(0))
+}
+
+/// Moves the cursor forward to `seq`.
+pub async fn advance_cursor(conn: &mut PgConnection, tenant: &str, subject_id: &str, seq: i64) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO compile_cursors (tenant_id, subject_id, compiled_seq) VALUES ($1, $2, $3) \
+         ON CONFLICT (tenant_id, subject_id) DO UPDATE SET compiled_seq = GREATEST(compile_cursors.compiled_seq, $3), \
+         updated_at = now()",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(seq)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// An episode waiting to be compiled.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PendingEpisode {
+    pub id: Uuid,
+    pub seq: i64,
+    pub source: String,
+    pub payload: Value,
+    pub occurred_at: DateTime<Utc>,
+}
+
+/// Up to `limit` episodes after the cursor, oldest first.
+pub async fn pending(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    after_seq: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<PendingEpisode>> {
+    sqlx::query_as(
+        "SELECT id, seq, source, payload, occurred_at FROM episodes \
+         WHERE tenant_id = $1 AND subject_id = $2 AND seq > $3 ORDER BY seq LIMIT $4",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(after_seq)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// How many episodes remain after `after_seq`.
+pub async fn remaining(conn: &mut PgConnection, tenant: &str, subject_id: &str, after_seq: i64) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND seq > $3")
+        .bind(tenant)
+        .bind(subject_id)
+        .bind(after_seq)
+        .fetch_one(conn)
+        .await
+}
+
+/// Column arrays for a multi-row memory insert (one entry per memory).
+#[derive(Debug, Default)]
+pub struct MemoryRows {
+    pub ids: Vec<Uuid>,
+    pub kinds: Vec<String>,
+    pub contents: Vec<String>,
+    pub summaries: Vec<String>,
+    pub confidences: Vec<f64>,
+    pub valid_from: Vec<DateTime<Utc>>,
+    pub valid_to: Vec<Option<DateTime<Utc>>>,
+    pub source_episode: Vec<Uuid>,
+    pub metadata: Vec<sqlx::types::Json<Value>>,
+    pub claim_key: Vec<Option<String>>,
+    pub claim_bucket: Vec<Option<String>>,
+    pub claim_single: Vec<bool>,
+    pub order_tiebreak: Vec<String>,
+    /// pgvector text form (`[0.1,0.2,...]`), or None when not embedded.
+    pub embedding: Vec<Option<String>>,
+}
+
+/// Inserts memories in one statement; `recorded_at` is the transaction time.
+pub async fn insert_memories(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    rows: &MemoryRows,
+    embedding_model: &str,
+) -> sqlx::Result<()> {
+    if rows.ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO memories (tenant_id, subject_id, id, kind, content, summary, confidence, valid_from, valid_to, \
+         asserted_valid_to, source_episode_ids, metadata, claim_key, claim_bucket, claim_single, order_at, \
+         order_tiebreak, embedding, embedding_model) \
+         SELECT $1, $2, u.id, u.kind, u.content, u.summary, u.confidence, u.valid_from, u.valid_to, u.valid_to, \
+         ARRAY[u.source], u.metadata, u.claim_key, u.claim_bucket, u.claim_single, u.valid_from, u.tiebreak, \
+         u.embedding::vector, CASE WHEN u.embedding IS NULL THEN NULL ELSE $17 END \
+         FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::timestamptz[], \
+         $9::timestamptz[], $10::uuid[], $11::jsonb[], $12::text[], $13::text[], $14::bool[], $15::text[], $16::text[]) \
+         AS u(id, kind, content, summary, confidence, valid_from, valid_to, source, metadata, claim_key, \
+         claim_bucket, claim_single, tiebreak, embedding)",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(&rows.ids)
+    .bind(&rows.kinds)
+    .bind(&rows.contents)
+    .bind(&rows.summaries)
+    .bind(&rows.confidences)
+    .bind(&rows.valid_from)
+    .bind(&rows.valid_to)
+    .bind(&rows.source_episode)
+    .bind(&rows.metadata)
+    .bind(&rows.claim_key)
+    .bind(&rows.claim_bucket)
+    .bind(&rows.claim_single)
+    .bind(&rows.order_tiebreak)
+    .bind(&rows.embedding)
+    .bind(embedding_model)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Stores episode vectors (idempotent per episode).
+pub async fn insert_episode_embeddings(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    ids: &[Uuid],
+    vectors: &[String],
+    model: &str,
+) -> sqlx::Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO episode_embeddings (tenant_id, subject_id, episode_id, embedding_model, embedding) \
+         SELECT $1, $2, u.id, $5, u.v::vector FROM UNNEST($3::uuid[], $4::text[]) AS u(id, v) \
+         ON CONFLICT (tenant_id, subject_id, episode_id) DO UPDATE \
+         SET embedding = EXCLUDED.embedding, embedding_model = EXCLUDED.embedding_model",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(ids)
+    .bind(vectors)
+    .bind(model)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The part of an active memory that supersession looks at.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ActiveRow {
+    pub id: Uuid,
+    pub kind: String,
+    pub content: String,
+    pub valid_from: DateTime<Utc>,
+    pub valid_to: Option<DateTime<Utc>>,
+    pub order_at: DateTime<Utc>,
+    pub order_tiebreak: String,
+    pub claim: Option<Value>,
+    pub claim_bucket: Option<String>,
+}
+
+/// Every active, unexpired memory of the subject.
+pub async fn active_rows(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<ActiveRow>> {
+    sqlx::query_as(
+        "SELECT id, kind, content, valid_from, valid_to, order_at, order_tiebreak, metadata->'claim' AS claim, \
+         claim_bucket FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
+         AND (valid_to IS NULL OR valid_to > now())",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .fetch_all(conn)
+    .await
+}
+
+/// Marks losers superseded: status, valid_to and transaction-time end; the row is otherwise kept.
+pub async fn supersede(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    ids: &[Uuid],
+    valid_to: &[DateTime<Utc>],
+) -> sqlx::Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE memories m SET status = 'superseded', valid_to = u.valid_to, superseded_at = now(), updated_at = now() \
+         FROM UNNEST($3::uuid[], $4::timestamptz[]) AS u(id, valid_to) \
+         WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.id = u.id AND m.status = 'active'",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(ids)
+    .bind(valid_to)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// One supersession decision to record.
+#[derive(Debug, Clone)]
+pub struct RecordRow {
+    pub superseded: Uuid,
+    pub superseding: Uuid,
+    pub rule: String,
+    pub claim_key: Option<String>,
+    pub score: Option<f64>,
+    pub threshold: Option<f64>,
+    pub details: Value,
+}
+
+/// Writes supersession records (ids and rule data only, never memory text).
+pub async fn insert_records(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    job_id: Option<&str>,
+    records: &[RecordRow],
+) -> sqlx::Result<()> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = records.iter().map(|_| crate::services::episodes::new_id()).collect();
+    let superseded: Vec<Uuid> = records.iter().map(|r| r.superseded).collect();
+    let superseding: Vec<Uuid> = records.iter().map(|r| r.superseding).collect();
+    let rules: Vec<String> = records.iter().map(|r| r.rule.clone()).collect();
+    let keys: Vec<Option<String>> = records.iter().map(|r| r.claim_key.clone()).collect();
+    let scores: Vec<Option<f64>> = records.iter().map(|r| r.score).collect();
+    let thresholds: Vec<Option<f64>> = records.iter().map(|r| r.threshold).collect();
+    let details: Vec<sqlx::types::Json<Value>> = records.iter().map(|r| sqlx::types::Json(r.details.clone())).collect();
+    sqlx::query(
+        "INSERT INTO supersession_records (tenant_id, subject_id, id, superseded_memory_id, superseding_memory_id, \
+         rule, claim_key, score, threshold, compile_job_id, details) \
+         SELECT $1, $2, u.id, u.a, u.b, u.rule, u.key, u.score, u.threshold, $3, u.details \
+         FROM UNNEST($4::uuid[], $5::uuid[], $6::uuid[], $7::text[], $8::text[], $9::float8[], $10::float8[], \
+         $11::jsonb[]) AS u(id, a, b, rule, key, score, threshold, details)",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(job_id)
+    .bind(&ids)
+    .bind(&superseded)
+    .bind(&superseding)
+    .bind(&rules)
+    .bind(&keys)
+    .bind(&scores)
+    .bind(&thresholds)
+    .bind(&details)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Reads memories by id (in the given order is not guaranteed; callers sort).
+pub async fn memories_by_ids(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    ids: &[Uuid],
+) -> sqlx::Result<Vec<Memory>> {
+    let sql = format!(
+        "SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND id = ANY($3) \
+         ORDER BY order_at, order_tiebreak, id"
+    );
+    sqlx::query_as(&sql).bind(tenant).bind(subject_id).bind(ids).fetch_all(conn).await
+}
+
+/// The tenant's configuration document (`{}` when none).
+pub async fn tenant_config(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<Value> {
+    let v: Option<Value> = sqlx::query_scalar("SELECT config FROM tenant_configs WHERE tenant_id = $1")
+        .bind(tenant)
+        .fetch_optional(conn)
+        .await?;
+    Ok(v.unwrap_or_else(|| Value::Object(Default::default())))
+}

@@ -1,0 +1,136 @@
+//! The `compile_jobs` queue: submit, claim with SKIP LOCKED, heartbeat, finish, retention.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+/// A compile job row.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct JobRow {
+    pub tenant_id: String,
+    pub subject_id: String,
+    pub id: String,
+    pub status: String,
+    pub memories_created: i32,
+    pub error: Option<String>,
+    pub attempts: i32,
+    pub created_at: DateTime<Utc>,
+    pub heartbeat_at: Option<DateTime<Utc>>,
+}
+
+const COLS: &str = "tenant_id, subject_id, id, status, memories_created, error, attempts, created_at, heartbeat_at";
+
+/// Serialises job submission for one subject (a short lock, separate from the compile lock).
+pub async fn lock_submit(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 8))")
+        .bind(tenant)
+        .bind(subject_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Pending or running jobs of a subject, newest first.
+pub async fn open_jobs(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<JobRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {COLS} FROM compile_jobs WHERE tenant_id = $1 AND subject_id = $2 \
+         AND status IN ('pending', 'running') ORDER BY created_at DESC"
+    ))
+    .bind(tenant)
+    .bind(subject_id)
+    .fetch_all(conn)
+    .await
+}
+
+/// Creates a pending job.
+pub async fn insert(conn: &mut PgConnection, tenant: &str, subject_id: &str, id: &str) -> sqlx::Result<JobRow> {
+    sqlx::query_as(&format!(
+        "INSERT INTO compile_jobs (tenant_id, subject_id, id, status) VALUES ($1, $2, $3, 'pending') RETURNING {COLS}"
+    ))
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(id)
+    .fetch_one(conn)
+    .await
+}
+
+/// Marks a non-terminal job failed (guarded, so a finished job is never rewritten).
+pub async fn fail(conn: &mut PgConnection, tenant: &str, id: &str, error: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE compile_jobs SET status = 'failed', error = $3, completed_at = now() \
+         WHERE tenant_id = $1 AND id = $2 AND status IN ('pending', 'running')",
+    )
+    .bind(tenant)
+    .bind(id)
+    .bind(error)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Claims the oldest pending job, or a running one whose heartbeat is older than `stale_secs`
+/// (its worker died); other workers skip the locked row.
+pub async fn claim_next(conn: &mut PgConnection, stale_secs: i64) -> sqlx::Result<Option<JobRow>> {
+    sqlx::query_as(&format!(
+        "UPDATE compile_jobs j SET status = 'running', started_at = COALESCE(j.started_at, now()), \
+         heartbeat_at = now(), attempts = j.attempts + 1 \
+         FROM (SELECT tenant_id, subject_id, id FROM compile_jobs \
+               WHERE status = 'pending' OR (status = 'running' \
+                     AND COALESCE(heartbeat_at, created_at) < now() - make_interval(secs => $1::float8)) \
+               ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1) c \
+         WHERE j.tenant_id = c.tenant_id AND j.subject_id = c.subject_id AND j.id = c.id \
+         RETURNING {}",
+        COLS.split(", ").map(|c| format!("j.{c}")).collect::<Vec<_>>().join(", ")
+    ))
+    .bind(stale_secs as f64)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Records progress and proves the worker alive.
+pub async fn heartbeat(conn: &mut PgConnection, tenant: &str, id: &str, memories_created: i32) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE compile_jobs SET heartbeat_at = now(), memories_created = $3 \
+         WHERE tenant_id = $1 AND id = $2 AND status = 'running'",
+    )
+    .bind(tenant)
+    .bind(id)
+    .bind(memories_created)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Marks a running job completed.
+pub async fn complete(conn: &mut PgConnection, tenant: &str, id: &str, memories_created: i32) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE compile_jobs SET status = 'completed', memories_created = $3, completed_at = now(), heartbeat_at = now() \
+         WHERE tenant_id = $1 AND id = $2 AND status = 'running'",
+    )
+    .bind(tenant)
+    .bind(id)
+    .bind(memories_created)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// One job of the tenant.
+pub async fn get(conn: &mut PgConnection, tenant: &str, id: &str) -> sqlx::Result<Option<JobRow>> {
+    sqlx::query_as(&format!("SELECT {COLS} FROM compile_jobs WHERE tenant_id = $1 AND id = $2"))
+        .bind(tenant)
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Deletes finished jobs older than `hours`; returns how many.
+pub async fn delete_finished(conn: &mut PgConnection, hours: i64) -> sqlx::Result<u64> {
+    let r = sqlx::query(
+        "DELETE FROM compile_jobs WHERE status IN ('completed', 'failed') \
+         AND completed_at < now() - make_interval(hours => $1::int)",
+    )
+    .bind(hours as i32)
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected())
+}

@@ -1,0 +1,79 @@
+//! `GET /v1/memories/search` and `PATCH /v1/memories/{id}/labels`.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::db;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::http::extract::{JsonBody, Tenant};
+use crate::http::input::{object_at, Query};
+use crate::services::memories::{normalize_labels, search as run_search, SearchQuery};
+use crate::state::AppState;
+
+/// Most labels a memory may carry.
+const MAX_LABELS: usize = 32;
+
+/// Searches a subject's active memories.
+pub async fn search(State(st): State<AppState>, Tenant(tenant): Tenant, RawQuery(raw): RawQuery) -> ApiResult<Json<Value>> {
+    let mut q = Query::parse(raw.as_deref());
+    let query = SearchQuery {
+        subject_id: q.req_str("subject_id", 1, 256),
+        q: q.opt_str("q", 4000).filter(|s| !s.is_empty()),
+        kind: q.opt_str("kind", 64).filter(|s| !s.is_empty()),
+        semantic: q.bool("semantic", false),
+        hybrid: q.bool("hybrid", true),
+        limit: q.int("limit", 1, 500, 20),
+    };
+    // Accepted for SDK compatibility; mnemo has no entity lane or LLM reranker yet.
+    let _ = (q.opt_str("entity_weight", 32), q.opt_str("entity_max_distance", 32), q.bool("rerank", false));
+    let _ = q.int("rerank_pool", 1, 1000, 60);
+    q.finish()?;
+    let (memories, mode) = run_search(&st.pool, &st.embedder, &tenant, &query).await?;
+    Ok(Json(json!({ "memories": memories, "search_mode": mode })))
+}
+
+/// Replaces a memory's sensitivity labels (normalised and sorted).
+pub async fn set_labels(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<Value>> {
+    let id = Uuid::parse_str(&id).map_err(|_| {
+        ApiError::validation(vec![FieldError {
+            loc: vec!["path".into(), "memory_id".into()],
+            msg: "must be a UUID".into(),
+            kind: "uuid_parsing",
+        }])
+    })?;
+    let mut errors = Vec::new();
+    let mut labels = Vec::new();
+    if let Some(mut r) = object_at(&body, vec!["body".into()], &mut errors) {
+        let loc = r.child_loc("sensitivity_labels");
+        for (i, v) in r.req_array("sensitivity_labels", 0, 1000).iter().enumerate() {
+            match v.as_str() {
+                Some(s) if s.chars().count() <= 128 && !s.contains('\0') => labels.push(s.to_string()),
+                _ => {
+                    let mut l = loc.clone();
+                    l.push(i.to_string());
+                    r.errors().push(FieldError { loc: l, msg: "must be a string of at most 128 characters".into(), kind: "string_type" });
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors));
+    }
+    let labels = normalize_labels(&labels);
+    if labels.len() > MAX_LABELS {
+        return Err(ApiError::bad_request("too_many_labels", format!("at most {MAX_LABELS} labels per memory")));
+    }
+    let mut conn = st.pool.acquire().await?;
+    match db::memories::set_labels(&mut conn, &tenant, id, &labels).await? {
+        Some(m) => Ok(Json(json!(m))),
+        None => Err(ApiError::client(StatusCode::NOT_FOUND, "http_error", "memory not found")),
+    }
+}

@@ -1,0 +1,208 @@
+//! Compiling a subject's pending episodes into memories, one bounded batch per transaction.
+//!
+//! A batch: take the subject's advisory lock, read up to `batch_size` episodes after the
+//! cursor, extract drafts (pure), embed them off the async threads, insert, decide
+//! supersessions among the related active memories, record every decision, move the cursor,
+//! commit. Any failure rolls the whole batch back, so episodes are never consumed by a
+//! failed compile.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::compile::claims::{parse_claim, Cardinality, Registry};
+use crate::compile::pipeline::{compile_episode, EpisodeInput, MemoryDraft};
+use crate::compile::scope::related;
+use crate::compile::supersede::{resolve, MemoryView, Rule};
+use crate::compile::text::episode_text;
+use crate::db;
+use crate::db::compile::{MemoryRows, RecordRow};
+use crate::embed::Embedder;
+use crate::model::memory::Memory;
+use crate::services::episodes::new_id;
+
+/// Why a compile failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    /// The compiler or embedder could not do its work (502 `compilation_failed`).
+    #[error("compilation failed: {0:#}")]
+    Failed(anyhow::Error),
+    /// The database failed (500).
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+}
+
+/// The result of one batch.
+#[derive(Debug, Clone)]
+pub struct BatchOutcome {
+    pub memories: Vec<Memory>,
+    pub has_more: bool,
+    pub remaining: i64,
+}
+
+/// Formats a vector in pgvector's text form.
+pub fn vector_literal(v: &[f32]) -> String {
+    let parts: Vec<String> = v.iter().map(|x| format!("{x}")).collect();
+    format!("[{}]", parts.join(","))
+}
+
+/// Embeds texts on the blocking pool, de-duplicating identical texts.
+pub async fn embed_texts(embedder: &Arc<dyn Embedder>, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+    let mut unique: Vec<String> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let slots: Vec<usize> = texts
+        .iter()
+        .map(|t| {
+            *index.entry(t.clone()).or_insert_with(|| {
+                unique.push(t.clone());
+                unique.len() - 1
+            })
+        })
+        .collect();
+    let e = embedder.clone();
+    let vectors = tokio::task::spawn_blocking(move || e.embed(&unique)).await??;
+    slots
+        .into_iter()
+        .map(|i| vectors.get(i).cloned().ok_or_else(|| anyhow::anyhow!("embedder returned too few vectors")))
+        .collect()
+}
+
+fn rows_from(drafts: &[MemoryDraft], vectors: &[Vec<f32>], ids: &[Uuid]) -> MemoryRows {
+    let mut rows = MemoryRows::default();
+    for ((d, v), id) in drafts.iter().zip(vectors).zip(ids) {
+        rows.ids.push(*id);
+        rows.kinds.push(d.kind.to_string());
+        rows.contents.push(d.content.clone());
+        rows.summaries.push(d.summary.clone());
+        rows.confidences.push(d.confidence);
+        rows.valid_from.push(d.valid_from);
+        rows.valid_to.push(d.valid_to);
+        rows.source_episode.push(d.source_episode_id);
+        rows.metadata.push(sqlx::types::Json(Value::Object(d.metadata.clone())));
+        rows.claim_key.push(d.claim.as_ref().map(|c| c.key.clone()));
+        rows.claim_bucket.push(d.claim.as_ref().map(|c| c.bucket()));
+        rows.claim_single.push(d.claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Single));
+        rows.order_tiebreak.push(d.order_tiebreak.clone());
+        rows.embedding.push(Some(vector_literal(v)));
+    }
+    rows
+}
+
+/// The tenant's claim registry: built-ins plus its `claim_keys`.
+pub fn registry_for(config: &Value) -> Registry {
+    match config.get("claim_keys") {
+        Some(keys) => Registry::builtin().with_tenant_keys(keys),
+        None => Registry::builtin(),
+    }
+}
+
+/// Compiles one batch of the subject's pending episodes.
+pub async fn compile_batch(
+    pool: &PgPool,
+    embedder: &Arc<dyn Embedder>,
+    tenant: &str,
+    subject_id: &str,
+    batch_size: i64,
+    job_id: Option<&str>,
+) -> Result<BatchOutcome, CompileError> {
+    let mut tx = pool.begin().await?;
+    db::compile::lock_subject(&mut tx, tenant, subject_id).await?;
+    let cursor = db::compile::cursor(&mut tx, tenant, subject_id).await?;
+    let pending = db::compile::pending(&mut tx, tenant, subject_id, cursor, batch_size).await?;
+    let Some(last_seq) = pending.last().map(|e| e.seq) else {
+        tx.commit().await?;
+        return Ok(BatchOutcome { memories: Vec::new(), has_more: false, remaining: 0 });
+    };
+    let config = db::compile::tenant_config(&mut tx, tenant).await?;
+    let registry = registry_for(&config);
+
+    let mut drafts = Vec::new();
+    let mut episode_texts = Vec::new();
+    for e in &pending {
+        let input = EpisodeInput {
+            id: e.id,
+            seq: e.seq,
+            source: e.source.clone(),
+            payload: e.payload.clone(),
+            occurred_at: e.occurred_at,
+        };
+        drafts.extend(compile_episode(&input, &registry));
+        let text = episode_text(&e.payload);
+        if !text.trim().is_empty() {
+            episode_texts.push((e.id, text));
+        }
+    }
+
+    let mut texts: Vec<String> = drafts.iter().map(|d| d.content.clone()).collect();
+    texts.extend(episode_texts.iter().map(|(_, t)| t.clone()));
+    let vectors = embed_texts(embedder, texts).await.map_err(CompileError::Failed)?;
+    let (memory_vectors, episode_vectors) = vectors.split_at(drafts.len());
+
+    let ids: Vec<Uuid> = drafts.iter().map(|_| new_id()).collect();
+    let model = embedder.model_id().to_string();
+    db::compile::insert_memories(&mut tx, tenant, subject_id, &rows_from(&drafts, memory_vectors, &ids), &model).await?;
+    let ep_ids: Vec<Uuid> = episode_texts.iter().map(|(id, _)| *id).collect();
+    let ep_vecs: Vec<String> = episode_vectors.iter().map(|v| vector_literal(v)).collect();
+    db::compile::insert_episode_embeddings(&mut tx, tenant, subject_id, &ep_ids, &ep_vecs, &model).await?;
+
+    apply_supersession(&mut tx, &registry, tenant, subject_id, &ids, job_id).await?;
+
+    db::compile::advance_cursor(&mut tx, tenant, subject_id, last_seq).await?;
+    let remaining = db::compile::remaining(&mut tx, tenant, subject_id, last_seq).await?;
+    let memories = db::compile::memories_by_ids(&mut tx, tenant, subject_id, &ids).await?;
+    tx.commit().await?;
+    Ok(BatchOutcome { memories, has_more: remaining > 0, remaining })
+}
+
+async fn apply_supersession(
+    conn: &mut sqlx::PgConnection,
+    registry: &Registry,
+    tenant: &str,
+    subject_id: &str,
+    new_ids: &[Uuid],
+    job_id: Option<&str>,
+) -> Result<(), CompileError> {
+    let active = db::compile::active_rows(conn, tenant, subject_id).await?;
+    let views: Vec<MemoryView> = active
+        .into_iter()
+        .map(|r| MemoryView {
+            id: r.id,
+            kind: r.kind,
+            content: r.content,
+            valid_from: Some(r.valid_from),
+            valid_to: r.valid_to,
+            order: (r.order_at, r.order_tiebreak),
+            claim: r.claim.as_ref().and_then(|c| parse_claim(c, registry)),
+        })
+        .collect();
+    let new: HashSet<Uuid> = new_ids.iter().copied().collect();
+    let scope = related(views, &new);
+    let decisions = resolve(&scope, Utc::now());
+    let mut losers = Vec::new();
+    let mut valid_to = Vec::new();
+    let mut records = Vec::new();
+    for d in &decisions {
+        if d.rule != Rule::WideningSkipped {
+            if let Some(t) = d.new_valid_to {
+                losers.push(d.superseded);
+                valid_to.push(t);
+            }
+        }
+        records.push(RecordRow {
+            superseded: d.superseded,
+            superseding: d.superseding,
+            rule: d.rule.as_str().to_string(),
+            claim_key: d.claim_key.clone(),
+            score: d.score,
+            threshold: d.threshold,
+            details: d.details.clone(),
+        });
+    }
+    db::compile::supersede(conn, tenant, subject_id, &losers, &valid_to).await?;
+    db::compile::insert_records(conn, tenant, subject_id, job_id, &records).await?;
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! Async compile jobs: submission with attach/supersede, and the worker that drains them.
+//!
+//! Jobs live in Postgres. Every mnemo process runs a worker that claims jobs with
+//! `FOR UPDATE SKIP LOCKED`, so replicas share the work and a job outlives the process
+//! that accepted it: a pending job waits for any worker, and a running job whose heartbeat
+//! went stale (its worker died) is claimed again.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use tokio::sync::watch;
+
+use crate::db;
+use crate::db::jobs::JobRow;
+use crate::services::compile::{compile_batch, CompileError};
+use crate::state::AppState;
+
+/// Static message for compiler/provider failures (no internal detail reaches clients).
+pub const COMPILATION_FAILED: &str =
+    "Compilation failed: the compiler or embedding provider is unavailable or misconfigured. \
+     The episodes were left uncompiled; see the server logs.";
+/// Static message for other failures.
+pub const INTERNAL_FAILURE: &str = "An internal error occurred during compilation.";
+/// Upper bound on batches per job.
+const MAX_ITERATIONS: usize = 2000;
+/// Jobs that crashed their worker this many times are failed instead of retried forever.
+const MAX_ATTEMPTS: i32 = 5;
+
+fn new_job_id() -> String {
+    format!("{:016x}", rand::random::<u64>())
+}
+
+/// Submits a job, or attaches to a live one of the same subject (`true` when attached).
+pub async fn submit(pool: &PgPool, tenant: &str, subject_id: &str, stale_secs: i64) -> sqlx::Result<(JobRow, bool)> {
+    let mut tx = pool.begin().await?;
+    db::jobs::lock_submit(&mut tx, tenant, subject_id).await?;
+    let now = chrono::Utc::now();
+    for job in db::jobs::open_jobs(&mut tx, tenant, subject_id).await? {
+        let last_sign = job.heartbeat_at.unwrap_or(job.created_at);
+        if (now - last_sign).num_seconds() < stale_secs {
+            tx.commit().await?;
+            return Ok((job, true));
+        }
+        db::jobs::fail(&mut tx, tenant, &job.id, "superseded: no heartbeat from its worker").await?;
+    }
+    let job = db::jobs::insert(&mut tx, tenant, subject_id, &new_job_id()).await?;
+    tx.commit().await?;
+    Ok((job, false))
+}
+
+/// Runs jobs until `shutdown` flips to true.
+pub async fn run_worker(state: AppState, mut shutdown: watch::Receiver<bool>) {
+    let mut last_cleanup = std::time::Instant::now() - Duration::from_secs(3600);
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        if last_cleanup.elapsed() >= Duration::from_secs(3600) {
+            last_cleanup = std::time::Instant::now();
+            cleanup(&state).await;
+        }
+        match claim(&state).await {
+            Ok(Some(job)) => {
+                drain(&state, job).await;
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "claiming a compile job failed"),
+        }
+        tokio::select! {
+            _ = state.job_notify.notified() => {}
+            _ = tokio::time::sleep(Duration::from_millis(state.config.job_poll_ms)) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+async fn claim(state: &AppState) -> sqlx::Result<Option<JobRow>> {
+    let mut conn = state.pool.acquire().await?;
+    db::jobs::claim_next(&mut conn, state.config.job_stale_secs).await
+}
+
+async fn cleanup(state: &AppState) {
+    let Ok(mut conn) = state.pool.acquire().await else { return };
+    match db::jobs::delete_finished(&mut conn, state.config.job_retention_hours).await {
+        Ok(n) if n > 0 => tracing::info!(deleted = n, "expired compile jobs removed"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "compile job retention failed"),
+    }
+}
+
+async fn drain(state: &AppState, job: JobRow) {
+    let pool = &state.pool;
+    if job.attempts > MAX_ATTEMPTS {
+        finish_failed(pool, &job, INTERNAL_FAILURE).await;
+        return;
+    }
+    let mut created = job.memories_created;
+    for _ in 0..MAX_ITERATIONS {
+        let outcome = compile_batch(
+            pool,
+            &state.embedder,
+            &job.tenant_id,
+            &job.subject_id,
+            state.config.compile_batch_size,
+            Some(&job.id),
+        )
+        .await;
+        match outcome {
+            Ok(batch) => {
+                created += batch.memories.len() as i32;
+                if let Ok(mut conn) = pool.acquire().await {
+                    let _ = db::jobs::heartbeat(&mut conn, &job.tenant_id, &job.id, created).await;
+                }
+                if !batch.has_more {
+                    break;
+                }
+            }
+            Err(CompileError::Failed(e)) => {
+                tracing::error!(job_id = %job.id, error = %format!("{e:#}"), "compile job failed");
+                finish_failed(pool, &job, COMPILATION_FAILED).await;
+                return;
+            }
+            Err(CompileError::Db(e)) => {
+                tracing::error!(job_id = %job.id, error = %e, "compile job failed");
+                finish_failed(pool, &job, INTERNAL_FAILURE).await;
+                return;
+            }
+        }
+    }
+    match pool.acquire().await {
+        Ok(mut conn) => {
+            if let Err(e) = db::jobs::complete(&mut conn, &job.tenant_id, &job.id, created).await {
+                tracing::error!(job_id = %job.id, error = %e, "marking job completed failed");
+            }
+        }
+        Err(e) => tracing::error!(job_id = %job.id, error = %e, "marking job completed failed"),
+    }
+}
+
+async fn finish_failed(pool: &PgPool, job: &JobRow, message: &str) {
+    if let Ok(mut conn) = pool.acquire().await {
+        if let Err(e) = db::jobs::fail(&mut conn, &job.tenant_id, &job.id, message).await {
+            tracing::error!(job_id = %job.id, error = %e, "marking job failed failed");
+        }
+    }
+}

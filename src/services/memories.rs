@@ -1,0 +1,101 @@
+//! Memory search (text, semantic, hybrid) and label edits.
+
+use std::collections::{BTreeMap, HashMap};
+
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::db;
+use crate::embed::Embedder;
+use crate::model::memory::Memory;
+use crate::services::compile::{embed_texts, vector_literal};
+
+/// A search request after validation.
+#[derive(Debug, Clone)]
+pub struct SearchQuery {
+    pub subject_id: String,
+    pub q: Option<String>,
+    pub kind: Option<String>,
+    pub semantic: bool,
+    pub hybrid: bool,
+    pub limit: i64,
+}
+
+/// Weight of the semantic lane in hybrid search (the full-text lane gets the rest).
+const SEMANTIC_WEIGHT: f64 = 0.6;
+
+/// Runs a search; returns the memories and which mode ran (`text`, `semantic`, `text_fallback`).
+pub async fn search(
+    pool: &PgPool,
+    embedder: &std::sync::Arc<dyn Embedder>,
+    tenant: &str,
+    query: &SearchQuery,
+) -> anyhow::Result<(Vec<Memory>, &'static str)> {
+    let mut conn = pool.acquire().await?;
+    let text_search = |mode| async move {
+        let mut conn = pool.acquire().await?;
+        let rows = db::memories::search_text(
+            &mut conn,
+            tenant,
+            &query.subject_id,
+            query.q.as_deref(),
+            query.kind.as_deref(),
+            query.limit,
+        )
+        .await?;
+        anyhow::Ok((rows, mode))
+    };
+    let Some(q) = query.q.as_deref().filter(|q| query.semantic && !q.trim().is_empty()) else {
+        return text_search("text").await;
+    };
+    if !embedder.is_semantic() {
+        return text_search("text_fallback").await;
+    }
+    let vector = match embed_texts(embedder, vec![q.to_string()]).await {
+        Ok(mut v) if !v.is_empty() => vector_literal(&v.remove(0)),
+        Ok(_) | Err(_) => return text_search("text_fallback").await,
+    };
+    let pool_size = query.limit * 4;
+    let kind = query.kind.as_deref();
+    let semantic =
+        db::memories::nearest(&mut conn, tenant, &query.subject_id, &vector, embedder.model_id(), kind, pool_size).await?;
+    let mut scores: HashMap<Uuid, f64> = HashMap::new();
+    if query.hybrid {
+        let lexical = db::memories::full_text(&mut conn, tenant, &query.subject_id, q, kind, pool_size).await?;
+        for (id, sim) in &semantic {
+            *scores.entry(*id).or_default() += SEMANTIC_WEIGHT * sim;
+        }
+        for (id, r) in &lexical {
+            *scores.entry(*id).or_default() += (1.0 - SEMANTIC_WEIGHT) * (r / (1.0 + r));
+        }
+    } else {
+        scores.extend(semantic.iter().copied());
+    }
+    // Rounded scores with id as the tie-break give a total, repeatable order.
+    let mut ranked: Vec<(i64, Uuid)> = scores.into_iter().map(|(id, s)| (-(s * 1e6).round() as i64, id)).collect();
+    ranked.sort();
+    ranked.truncate(query.limit as usize);
+    let ids: Vec<Uuid> = ranked.iter().map(|(_, id)| *id).collect();
+    let mut by_id: BTreeMap<Uuid, Memory> =
+        db::memories::by_ids(&mut conn, tenant, &ids).await?.into_iter().map(|m| (m.id, m)).collect();
+    let rows = ids.iter().filter_map(|id| by_id.remove(id)).collect();
+    Ok((rows, "semantic"))
+}
+
+/// Trims, lower-cases, de-duplicates and sorts labels; blanks are dropped.
+pub fn normalize_labels(labels: &[String]) -> Vec<String> {
+    let set: std::collections::BTreeSet<String> =
+        labels.iter().map(|l| l.trim().to_lowercase()).filter(|l| !l.is_empty()).collect();
+    set.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_normalised() {
+        let raw = vec![" PII.Email ".to_string(), "pii.email".into(), "".into(), "  ".into(), "a".into()];
+        assert_eq!(normalize_labels(&raw), vec!["a".to_string(), "pii.email".into()]);
+    }
+}

@@ -1,0 +1,80 @@
+//! `mnemo reembed`: moves every vector to the configured model, resumably, with progress.
+//!
+//! Rows are visited in key order and skipped once they carry the current model id, so an
+//! interrupted run simply continues where it stopped when started again.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::compile::text::episode_text;
+use crate::db;
+use crate::db::reembed::Key;
+use crate::embed::Embedder;
+use crate::services::compile::{embed_texts, vector_literal};
+
+fn progress(label: &str, done: i64, total: i64) {
+    let mut err = std::io::stderr();
+    let _ = write!(err, "\r{label}: {done}/{total}");
+    let _ = err.flush();
+}
+
+/// Re-embeds all memories and episodes not embedded with the embedder's model.
+pub async fn run(pool: &PgPool, embedder: &Arc<dyn Embedder>, batch: i64) -> anyhow::Result<()> {
+    let model = embedder.model_id().to_string();
+    let mut conn = pool.acquire().await?;
+    let (mem_total, ep_total) = db::reembed::count(&mut conn, &model).await?;
+    let start: Key = (String::new(), String::new(), Uuid::nil());
+
+    let mut after = start.clone();
+    let mut done = 0;
+    loop {
+        let rows = db::reembed::memories(&mut conn, &model, &after, batch).await?;
+        let Some(last) = rows.last() else { break };
+        after = (last.tenant_id.clone(), last.subject_id.clone(), last.id);
+        let texts: Vec<String> = rows.iter().map(|r| r.content.as_str().unwrap_or_default().to_string()).collect();
+        let vectors = embed_texts(embedder, texts).await?;
+        let mut tx = pool.begin().await?;
+        for (row, v) in rows.iter().zip(&vectors) {
+            db::reembed::set_memory_embedding(&mut tx, row, &vector_literal(v), &model).await?;
+        }
+        tx.commit().await?;
+        done += rows.len() as i64;
+        progress("memories", done, mem_total);
+    }
+    eprintln!();
+
+    let mut after = start;
+    let mut done = 0;
+    loop {
+        let rows = db::reembed::episodes(&mut conn, &model, &after, batch).await?;
+        let Some(last) = rows.last() else { break };
+        after = (last.tenant_id.clone(), last.subject_id.clone(), last.id);
+        let with_text: Vec<(&db::reembed::Pending, String)> = rows
+            .iter()
+            .map(|r| (r, episode_text(&r.content)))
+            .filter(|(_, t)| !t.trim().is_empty())
+            .collect();
+        let vectors = embed_texts(embedder, with_text.iter().map(|(_, t)| t.clone()).collect()).await?;
+        let mut tx = pool.begin().await?;
+        for ((row, _), v) in with_text.iter().zip(&vectors) {
+            db::compile::insert_episode_embeddings(
+                &mut tx,
+                &row.tenant_id,
+                &row.subject_id,
+                &[row.id],
+                &[vector_literal(v)],
+                &model,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        done += rows.len() as i64;
+        progress("episodes", done, ep_total);
+    }
+    eprintln!();
+    tracing::info!(model = %model, "re-embedding complete");
+    Ok(())
+}
