@@ -60,12 +60,17 @@ pub async fn spawn() -> TestApp {
     spawn_with(RuntimeConfig::default()).await
 }
 
-/// Starts a server with the given settings.
+/// Starts a server with the given settings and the hash embedder.
 pub async fn spawn_with(config: RuntimeConfig) -> TestApp {
+    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
+    spawn_full(config, embedder).await
+}
+
+/// Starts a server with the given settings and embedder.
+pub async fn spawn_full(config: RuntimeConfig, embedder: std::sync::Arc<dyn mnemo::embed::Embedder>) -> TestApp {
     let opts = fresh_database().await;
     let pool = db::pool::connect(opts.clone(), 10).await.expect("pool");
     db::pool::migrate(&pool).await.expect("migrate");
-    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let state = AppState::new(pool.clone(), config, embedder);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -121,6 +126,40 @@ impl TestApp {
     pub async fn get_as(&self, tenant: &str, path: &str) -> (u16, Value) {
         let r = self.client.get(self.url(path)).header("X-Tenant-ID", tenant).send().await.unwrap();
         split(r).await
+    }
+
+    /// PATCHes JSON and returns (status, body).
+    pub async fn patch_as(&self, tenant: &str, path: &str, body: &Value) -> (u16, Value) {
+        let r = self.client.patch(self.url(path)).header("X-Tenant-ID", tenant).json(body).send().await.unwrap();
+        split(r).await
+    }
+
+    /// Posts episodes for a subject (one batch) and compiles until `has_more` is false.
+    pub async fn ingest_and_compile(&self, subject: &str, texts: &[&str]) -> Vec<Value> {
+        let eps: Vec<Value> = texts.iter().map(|t| episode(subject, t)).collect();
+        let (s, b) = self.post("/v1/episodes/batch", &serde_json::json!({ "episodes": eps })).await;
+        assert_eq!(s, 201, "{b}");
+        self.compile_all(subject).await
+    }
+
+    /// Compiles a subject until `has_more` is false; returns every memory created.
+    pub async fn compile_all(&self, subject: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        loop {
+            let (s, b) = self.post("/v1/memories/compile", &serde_json::json!({ "subject_id": subject })).await;
+            assert_eq!(s, 200, "{b}");
+            out.extend(b["memories"].as_array().unwrap().iter().cloned());
+            if b["has_more"] == false {
+                return out;
+            }
+        }
+    }
+
+    /// Every memory of a subject (timeline, all statuses).
+    pub async fn memories(&self, subject: &str) -> Vec<Value> {
+        let (s, b) = self.get(&format!("/v1/timeline?subject_id={subject}&limit=200")).await;
+        assert_eq!(s, 200, "{b}");
+        b["memories"].as_array().unwrap().clone()
     }
 
     /// Number of rows in a table.
