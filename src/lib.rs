@@ -2,6 +2,7 @@
 
 pub mod compile;
 pub mod config;
+pub mod context;
 pub mod db;
 pub mod embed;
 pub mod error;

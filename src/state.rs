@@ -7,6 +7,7 @@ use sqlx::PgPool;
 use tokio::sync::Notify;
 
 use crate::embed::Embedder;
+use crate::services::context::TaskVectorCache;
 
 /// Settings the HTTP layer needs at run time.
 #[derive(Debug, Clone)]
@@ -53,6 +54,8 @@ pub struct AppState {
     pub embedder: Arc<dyn Embedder>,
     /// Wakes the local compile worker when a job is submitted here.
     pub job_notify: Arc<Notify>,
+    /// Task embeddings already computed (context calls repeat tasks).
+    pub task_vectors: Arc<TaskVectorCache>,
 }
 
 impl AppState {
@@ -64,6 +67,7 @@ impl AppState {
             tenants: Arc::new(KnownTenants::default()),
             embedder,
             job_notify: Arc::new(Notify::new()),
+            task_vectors: Arc::new(TaskVectorCache::default()),
         }
     }
 }

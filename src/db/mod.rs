@@ -1,6 +1,7 @@
 //! Every SQL query of mnemo. Each function takes an executor and the tenant first.
 
 pub mod compile;
+pub mod context;
 pub mod episodes;
 pub mod jobs;
 pub mod memories;

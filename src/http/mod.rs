@@ -1,6 +1,7 @@
 //! The HTTP surface: routes, extractors and middleware. Handlers are thin.
 
 pub mod compile;
+pub mod context;
 pub mod episodes;
 pub mod extract;
 pub mod input;
@@ -31,6 +32,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/version", get(meta::version))
         .route("/v1/episodes", post(episodes::create))
         .route("/v1/episodes/batch", post(episodes::create_batch))
+        .route("/v1/context", post(context::context))
         .route("/v1/memories/compile", post(compile::compile))
         .route("/v1/memories/compile/{job_id}", get(compile::status))
         .route("/v1/memories/search", get(memories::search))

@@ -1,7 +1,9 @@
 //! Business logic: plain Rust over the store, no HTTP types.
 
 pub mod compile;
+pub mod context;
 pub mod episodes;
 pub mod jobs;
 pub mod memories;
+pub mod query_terms;
 pub mod reembed;

@@ -1,0 +1,147 @@
+//! Exact cl100k_base token counting for context bundles.
+//!
+//! The BPE table is embedded in `tiktoken-rs` and parsed once on first use. Counting uses
+//! `encode_ordinary`: stored text is data, so strings such as `<|endoftext|>` count as plain text.
+//!
+//! Fallback: if the table cannot be loaded (or the tokenizer panics on pathological input), counts
+//! become the estimate `ceil(bytes / 2)`. English averages about four bytes per token, so the
+//! estimate overshoots typical text, and because `truncate` and the packer measure with this same
+//! function, `count(bundle) <= max_tokens` still holds for every bundle they produce.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::LazyLock;
+
+use tiktoken_rs::CoreBPE;
+
+/// Parsed once; `None` means the embedded table failed to load and the estimate is used.
+static BPE: LazyLock<Option<CoreBPE>> = LazyLock::new(|| tiktoken_rs::cl100k_base().ok());
+
+/// Token count of `text` under cl100k_base (or the documented byte estimate when the BPE is unavailable).
+pub fn count(text: &str) -> usize {
+    if text.is_empty() {
+        return 0;
+    }
+    match encode(text) {
+        Some(tokens) => tokens.len(),
+        None => estimate(text),
+    }
+}
+
+/// The longest prefix of `text` (on a char boundary) whose token count is at most `max_tokens`.
+pub fn truncate(text: &str, max_tokens: usize) -> String {
+    if max_tokens == 0 || text.is_empty() {
+        return String::new();
+    }
+    let Some(tokens) = encode(text) else {
+        return truncate_estimate(text, max_tokens);
+    };
+    if tokens.len() <= max_tokens {
+        return text.to_owned();
+    }
+    // Decoding a token prefix yields a byte prefix of `text`; it may end inside a multi-byte char.
+    let mut end = decoded_len(&tokens[..max_tokens]).min(text.len());
+    end = floor_char_boundary(text, end);
+    // Re-tokenising a cut piece can take more tokens than the tokens it came from, so back off.
+    while end > 0 && count(&text[..end]) > max_tokens {
+        end = floor_char_boundary(text, end - 1);
+    }
+    text[..end].to_owned()
+}
+
+/// Encodes with the BPE, or `None` when it is unavailable or panicked (regex stack limits on huge input).
+fn encode(text: &str) -> Option<Vec<tiktoken_rs::Rank>> {
+    let bpe = BPE.as_ref()?;
+    catch_unwind(AssertUnwindSafe(|| bpe.encode_ordinary(text))).ok()
+}
+
+/// Byte length of the decoded tokens; 0 if decoding fails, which makes `truncate` start from empty.
+fn decoded_len(tokens: &[tiktoken_rs::Rank]) -> usize {
+    BPE.as_ref().and_then(|bpe| bpe.decode_bytes(tokens).ok()).map_or(0, |bytes| bytes.len())
+}
+
+/// The fallback estimate, `ceil(bytes / 2)`.
+fn estimate(text: &str) -> usize {
+    text.len().div_ceil(2)
+}
+
+/// Truncation consistent with `estimate`: at most `2 * max_tokens` bytes, on a char boundary.
+fn truncate_estimate(text: &str, max_tokens: usize) -> String {
+    let end = floor_char_boundary(text, max_tokens.saturating_mul(2).min(text.len()));
+    text[..end].to_owned()
+}
+
+/// Largest char boundary `<= index` (stable replacement for the unstable `str::floor_char_boundary`).
+fn floor_char_boundary(text: &str, index: usize) -> usize {
+    let mut i = index.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn pinned_counts_match_tiktoken() {
+        // Values observed with tiktoken-rs 0.12.1 (cl100k_base), identical to OpenAI's tiktoken.
+        assert_eq!(count("hello world"), 2);
+        assert_eq!(count("## Task\n"), 3);
+        assert_eq!(count("## Task\n\n"), 3);
+        assert_eq!(count("\n"), 1);
+        assert_eq!(count("## About this user\n"), 5);
+        assert_eq!(count("- [2026-03-02] I work at Initech\n"), 15);
+        assert_eq!(count(""), 0);
+    }
+
+    #[test]
+    fn special_token_text_counts_as_ordinary_text() {
+        assert!(count("<|endoftext|>") > 1);
+    }
+
+    #[test]
+    fn bpe_is_loaded() {
+        assert!(BPE.is_some());
+    }
+
+    #[test]
+    fn truncate_returns_whole_text_when_it_fits() {
+        assert_eq!(truncate("hello world", 2), "hello world");
+        assert_eq!(truncate("hello world", 50), "hello world");
+        assert_eq!(truncate("hello world", 1), "hello");
+        assert_eq!(truncate("hello world", 0), "");
+        assert_eq!(truncate("", 5), "");
+    }
+
+    #[test]
+    fn truncate_respects_budget_and_char_boundaries() {
+        let text = "日本語のテキスト 😀😀 emoji and ümlauts — mixed ✓ content 漢字";
+        let total = count(text);
+        for max in 0..=total + 1 {
+            let t = truncate(text, max);
+            assert!(count(&t) <= max, "max {max}: {t:?}");
+            assert!(text.starts_with(&t));
+            if max >= total {
+                assert_eq!(t, text);
+            }
+        }
+    }
+
+    #[test]
+    fn truncate_makes_progress_on_multibyte_tokens() {
+        // Each emoji spans several tokens; a budget covering one whole emoji must keep it.
+        let one = count("😀");
+        assert_eq!(truncate("😀😀", one), "😀");
+        assert_eq!(truncate("😀😀", one - 1), "");
+    }
+
+    #[test]
+    fn estimate_fallback_is_consistent() {
+        assert_eq!(estimate("abc"), 2);
+        assert_eq!(truncate_estimate("abcdef", 2), "abcd");
+        assert_eq!(truncate_estimate("ééé", 1), "é");
+        assert!(estimate(&truncate_estimate("😀😀😀", 3)) <= 3);
+    }
+}

@@ -1,0 +1,199 @@
+//! Context retrieval: bounded candidate sets from every lane, scored in one query per table,
+//! all as of an instant (bitemporal visibility).
+//!
+//! A memory is visible at `as_of` when mnemo had recorded it by then, had not yet superseded
+//! it, and its validity as first asserted had not ended. Episodes are visible once recorded.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// Lane sizes: each lane contributes at most this many candidates.
+pub const LEXICAL_LANE: i64 = 100;
+pub const SEMANTIC_LANE: i64 = 100;
+pub const RECENT_FACTS: i64 = 50;
+pub const RECENT_EPISODES: i64 = 20;
+pub const SESSION_EPISODES: i64 = 30;
+
+/// The query inputs shared by both tables.
+#[derive(Debug, Clone)]
+pub struct Probe<'a> {
+    pub tenant: &'a str,
+    pub subject_id: &'a str,
+    pub as_of: DateTime<Utc>,
+    /// `to_tsquery` text (lexemes joined with `|`), or None when the task has no words.
+    pub tsquery: Option<String>,
+    /// The task vector in pgvector text form, with its model id, when the embedder is semantic.
+    pub vector: Option<(String, String)>,
+    pub session_id: Option<&'a str>,
+}
+
+/// A memory candidate with its raw relevance signals.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MemoryCandidate {
+    pub id: Uuid,
+    pub subject_id: String,
+    pub kind: String,
+    pub content: String,
+    pub summary: String,
+    pub confidence: f64,
+    pub valid_from: DateTime<Utc>,
+    pub valid_to: Option<DateTime<Utc>>,
+    pub asserted_valid_to: Option<DateTime<Utc>>,
+    pub superseded_at: Option<DateTime<Utc>>,
+    pub source_episode_ids: Vec<Uuid>,
+    pub metadata: Value,
+    pub status: String,
+    pub sensitivity_labels: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub claim_single: bool,
+    pub lex: f64,
+    pub sem: Option<f64>,
+}
+
+const MEMORY_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND recorded_at <= $3 \
+     AND (superseded_at IS NULL OR superseded_at > $3) AND status <> 'tombstoned' \
+     AND (asserted_valid_to IS NULL OR asserted_valid_to > $3)";
+
+/// Memory candidates: full-text, nearest vectors, every current single-valued claim, recent facts.
+pub async fn memory_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<MemoryCandidate>> {
+    let (vector, model) = match &p.vector {
+        Some((v, m)) => (Some(v.as_str()), Some(m.as_str())),
+        None => (None, None),
+    };
+    let sql = format!(
+        "WITH q AS (SELECT CASE WHEN $4::text IS NULL THEN NULL ELSE to_tsquery('english', $4) END AS q), \
+         vis AS (SELECT * FROM memories WHERE {MEMORY_VISIBLE}), \
+         ids AS ( \
+           (SELECT id FROM vis, q WHERE q.q IS NOT NULL AND content_tsv @@ q.q \
+              ORDER BY ts_rank_cd(content_tsv, q.q) DESC, id LIMIT {LEXICAL_LANE}) \
+           UNION (SELECT id FROM vis WHERE $5::text IS NOT NULL AND embedding_model = $6 \
+              ORDER BY embedding <=> $5::vector, id LIMIT {SEMANTIC_LANE}) \
+           UNION (SELECT id FROM vis WHERE claim_single) \
+           UNION (SELECT id FROM vis WHERE kind IN ('profile_fact', 'procedure') \
+              ORDER BY valid_from DESC, id DESC LIMIT {RECENT_FACTS})) \
+         SELECT vis.id, subject_id, kind, content, summary, confidence, valid_from, valid_to, asserted_valid_to, \
+           superseded_at, source_episode_ids, metadata, status, sensitivity_labels, created_at, updated_at, \
+           claim_single, COALESCE(ts_rank_cd(content_tsv, q.q), 0)::float8 AS lex, \
+           CASE WHEN $5::text IS NOT NULL AND embedding_model = $6 \
+             THEN (1 - (embedding <=> $5::vector))::float8 END AS sem \
+         FROM vis JOIN ids ON ids.id = vis.id, q"
+    );
+    sqlx::query_as(&sql)
+        .bind(p.tenant)
+        .bind(p.subject_id)
+        .bind(p.as_of)
+        .bind(&p.tsquery)
+        .bind(vector)
+        .bind(model)
+        .fetch_all(conn)
+        .await
+}
+
+/// An episode candidate with its raw relevance signals.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct EpisodeCandidate {
+    pub id: Uuid,
+    pub subject_id: String,
+    pub source: String,
+    #[sqlx(rename = "type")]
+    pub kind: String,
+    pub payload: Value,
+    pub metadata: Value,
+    pub provenance: Value,
+    pub session_id: Option<String>,
+    pub occurred_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub seq: i64,
+    pub lex: f64,
+    pub sem: Option<f64>,
+}
+
+const EPISODE_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND created_at <= $3";
+
+/// Episode candidates: full-text, nearest vectors, the most recent, the current session's.
+pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<EpisodeCandidate>> {
+    let (vector, model) = match &p.vector {
+        Some((v, m)) => (Some(v.as_str()), Some(m.as_str())),
+        None => (None, None),
+    };
+    let sql = format!(
+        "WITH q AS (SELECT CASE WHEN $4::text IS NULL THEN NULL ELSE to_tsquery('english', $4) END AS q), \
+         vis AS (SELECT * FROM episodes WHERE {EPISODE_VISIBLE}), \
+         ids AS ( \
+           (SELECT id FROM vis, q WHERE q.q IS NOT NULL AND search_tsv @@ q.q \
+              ORDER BY ts_rank_cd(search_tsv, q.q) DESC, id LIMIT {LEXICAL_LANE}) \
+           UNION (SELECT x.episode_id FROM episode_embeddings x JOIN vis ON vis.id = x.episode_id \
+              WHERE x.tenant_id = $1 AND x.subject_id = $2 AND $5::text IS NOT NULL AND x.embedding_model = $6 \
+              ORDER BY x.embedding <=> $5::vector, x.episode_id LIMIT {SEMANTIC_LANE}) \
+           UNION (SELECT id FROM vis ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {RECENT_EPISODES}) \
+           UNION (SELECT id FROM vis WHERE $7::text IS NOT NULL AND session_id = $7 \
+              ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {SESSION_EPISODES})) \
+         SELECT vis.id, vis.subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, \
+           vis.created_at, seq, COALESCE(ts_rank_cd(search_tsv, q.q), 0)::float8 AS lex, \
+           CASE WHEN $5::text IS NOT NULL AND x.embedding_model = $6 \
+             THEN (1 - (x.embedding <=> $5::vector))::float8 END AS sem \
+         FROM vis JOIN ids ON ids.id = vis.id \
+         LEFT JOIN episode_embeddings x ON x.tenant_id = $1 AND x.subject_id = $2 AND x.episode_id = vis.id, q"
+    );
+    sqlx::query_as(&sql)
+        .bind(p.tenant)
+        .bind(p.subject_id)
+        .bind(p.as_of)
+        .bind(&p.tsquery)
+        .bind(vector)
+        .bind(model)
+        .bind(p.session_id)
+        .fetch_all(conn)
+        .await
+}
+
+/// Episodes adjacent (by ingest seq) to the given ones, visible at `as_of`.
+pub async fn neighbours(conn: &mut PgConnection, p: &Probe<'_>, seqs: &[i64]) -> sqlx::Result<Vec<EpisodeCandidate>> {
+    if seqs.is_empty() {
+        return Ok(Vec::new());
+    }
+    sqlx::query_as(
+        "WITH q AS (SELECT CASE WHEN $4::text IS NULL THEN NULL ELSE to_tsquery('english', $4) END AS q) \
+         SELECT e.id, e.subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, e.created_at, \
+           seq, COALESCE(ts_rank_cd(search_tsv, q.q), 0)::float8 AS lex, NULL::float8 AS sem \
+         FROM episodes e, q WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.created_at <= $3 AND e.seq = ANY($5)",
+    )
+    .bind(p.tenant)
+    .bind(p.subject_id)
+    .bind(p.as_of)
+    .bind(&p.tsquery)
+    .bind(seqs)
+    .fetch_all(conn)
+    .await
+}
+
+/// Episodes that asserted a single-valued claim value superseded (by contradiction) as of `as_of`.
+pub async fn contradicted_sources(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar(
+        "SELECT DISTINCT e FROM memories m \
+         JOIN supersession_records r ON r.tenant_id = m.tenant_id AND r.subject_id = m.subject_id \
+              AND r.superseded_memory_id = m.id AND r.rule = 'claim_contradiction', \
+         unnest(m.source_episode_ids) e \
+         WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.superseded_at IS NOT NULL AND m.superseded_at <= $3",
+    )
+    .bind(p.tenant)
+    .bind(p.subject_id)
+    .bind(p.as_of)
+    .fetch_all(conn)
+    .await
+}
+
+/// For each given episode that backs at least one memory: whether any of them is visible at `as_of`.
+pub async fn backing_visible(conn: &mut PgConnection, p: &Probe<'_>, episodes: &[Uuid]) -> sqlx::Result<Vec<(Uuid, bool)>> {
+    if episodes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT e, bool_or({MEMORY_VISIBLE}) FROM memories, unnest(source_episode_ids) e \
+         WHERE tenant_id = $1 AND subject_id = $2 AND recorded_at <= $3 AND e = ANY($4) GROUP BY e"
+    );
+    sqlx::query_as(&sql).bind(p.tenant).bind(p.subject_id).bind(p.as_of).bind(episodes).fetch_all(conn).await
+}

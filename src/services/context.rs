@@ -1,0 +1,405 @@
+//! Assembling a context bundle: retrieve candidates from every lane, suppress what must not be
+//! shown, score, rank, pack under the exact token budget.
+//!
+//! Suppression, before scoring:
+//! - an episode (and its summary) that asserted a single-valued claim value later contradicted
+//!   never reaches the bundle: the old value must not come back through the raw record;
+//! - an episode whose memories are all superseded or expired is dropped (its newer
+//!   replacement carries the content), as is an episode compiled from structured candidates
+//!   (its memories represent it);
+//! - an episode and its own summary carry the same words: only one of them is kept, the raw
+//!   line when the whole text fits in it (it also shows source and session), else the summary.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::compile::pipeline::is_structured;
+use crate::compile::text::episode_text;
+use crate::context::pack::pack;
+use crate::context::render::{episode_line, memory_line, Line, Section};
+use crate::context::score::{rank, score, Kind, Signals};
+use crate::db;
+use crate::db::context::{EpisodeCandidate, MemoryCandidate, Probe};
+use crate::embed::Embedder;
+use crate::model::episode::Episode;
+use crate::model::memory::Memory;
+use crate::services::compile::{embed_texts, vector_literal};
+use crate::services::query_terms::tsquery_for;
+
+/// A validated context request.
+#[derive(Debug, Clone)]
+pub struct ContextRequest {
+    pub subject_id: String,
+    pub task: String,
+    pub max_tokens: usize,
+    pub session_id: Option<String>,
+    pub as_of: Option<DateTime<Utc>>,
+}
+
+/// One session among the included episodes.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub episode_count: usize,
+    #[serde(serialize_with = "crate::model::time::serialize")]
+    pub first_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::model::time::serialize")]
+    pub last_at: DateTime<Utc>,
+}
+
+/// An included item with its rank and score (for receipts).
+#[derive(Debug, Clone)]
+pub struct Selected {
+    pub id: Uuid,
+    pub is_memory: bool,
+    pub score: f64,
+}
+
+/// The assembled bundle.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    pub facts: Vec<Memory>,
+    pub procedures: Vec<Memory>,
+    pub episodes: Vec<Episode>,
+    pub assembled_context: String,
+    pub token_estimate: usize,
+    pub sessions: Vec<SessionInfo>,
+    pub as_of: DateTime<Utc>,
+    pub selected: Vec<Selected>,
+}
+
+/// Relevance a neighbouring turn inherits from a strong match (the answer often sits next to the question).
+const NEIGHBOUR_SHARE: f64 = 0.5;
+/// How many of the best-matching episodes lend relevance to their neighbours.
+const NEIGHBOUR_SOURCES: usize = 5;
+/// Extra relevance for items of a session in which several items matched.
+const SESSION_MATCH_BOOST: f64 = 0.2;
+/// Cosine at or above which an item counts as related to the task (for the caveat).
+const RELATED_COSINE: f64 = 0.35;
+/// Episode text up to this many chars fits on one line (the line shows the first 150).
+const EPISODE_LINE_CHARS: usize = 150;
+
+enum Item {
+    Memory(MemoryCandidate),
+    Episode(EpisodeCandidate),
+}
+
+/// The memory as believed at `as_of` (a row superseded later was still active then).
+fn as_believed(m: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
+    let superseded_then = m.superseded_at.is_some_and(|t| t <= as_of);
+    let (status, valid_to) = if m.status == "superseded" && !superseded_then {
+        ("active".to_string(), m.asserted_valid_to)
+    } else {
+        (m.status.clone(), m.valid_to)
+    };
+    Memory {
+        id: m.id,
+        subject_id: m.subject_id.clone(),
+        kind: m.kind.clone(),
+        content: m.content.clone(),
+        summary: m.summary.clone(),
+        confidence: m.confidence,
+        valid_from: m.valid_from,
+        valid_to,
+        source_episode_ids: m.source_episode_ids.clone(),
+        metadata: m.metadata.clone(),
+        status,
+        sensitivity_labels: m.sensitivity_labels.clone(),
+        created_at: m.created_at,
+        updated_at: m.updated_at,
+    }
+}
+
+fn to_episode(e: &EpisodeCandidate) -> Episode {
+    Episode {
+        id: e.id,
+        subject_id: e.subject_id.clone(),
+        source: e.source.clone(),
+        kind: e.kind.clone(),
+        payload: e.payload.clone(),
+        metadata: e.metadata.clone(),
+        provenance: e.provenance.clone(),
+        session_id: e.session_id.clone(),
+        occurred_at: e.occurred_at,
+        created_at: e.created_at,
+    }
+}
+
+/// Task vectors by (model, task): repeated tasks are embedded once.
+#[derive(Default)]
+pub struct TaskVectorCache(std::sync::Mutex<HashMap<(String, String), String>>);
+
+const CACHE_CAP: usize = 4096;
+
+impl TaskVectorCache {
+    async fn get(&self, embedder: &Arc<dyn Embedder>, task: &str) -> anyhow::Result<String> {
+        let key = (embedder.model_id().to_string(), task.to_string());
+        if let Some(v) = self.0.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(v);
+        }
+        let mut vs = embed_texts(embedder, vec![task.to_string()]).await?;
+        let v = vector_literal(&vs.pop().ok_or_else(|| anyhow::anyhow!("no vector for the task"))?);
+        if let Ok(mut m) = self.0.lock() {
+            if m.len() >= CACHE_CAP {
+                m.clear();
+            }
+            m.insert(key, v.clone());
+        }
+        Ok(v)
+    }
+}
+
+/// Assembles the bundle for a request.
+pub async fn assemble(
+    pool: &PgPool,
+    embedder: &Arc<dyn Embedder>,
+    cache: &TaskVectorCache,
+    tenant: &str,
+    req: &ContextRequest,
+) -> anyhow::Result<Bundle> {
+    let as_of = req.as_of.unwrap_or_else(crate::model::time::now_micros);
+    let vector = if embedder.is_semantic() {
+        Some((cache.get(embedder, &req.task).await?, embedder.model_id().to_string()))
+    } else {
+        None
+    };
+    let probe = Probe {
+        tenant,
+        subject_id: &req.subject_id,
+        as_of,
+        tsquery: tsquery_for(&req.task),
+        vector,
+        session_id: req.session_id.as_deref(),
+    };
+    let mut conn = pool.acquire().await?;
+    let memories = db::context::memory_candidates(&mut conn, &probe).await?;
+    let mut episodes = db::context::episode_candidates(&mut conn, &probe).await?;
+
+    // Neighbouring turns of the strongest episode matches.
+    let max_ep_lex = episodes.iter().map(|e| e.lex).fold(0.0, f64::max);
+    let mut strong: Vec<&EpisodeCandidate> = episodes.iter().filter(|e| e.lex > 0.0).collect();
+    strong.sort_by(|a, b| b.lex.total_cmp(&a.lex).then(a.id.cmp(&b.id)));
+    let have: HashSet<i64> = episodes.iter().map(|e| e.seq).collect();
+    let mut lent: BTreeMap<i64, f64> = BTreeMap::new();
+    for e in strong.iter().take(NEIGHBOUR_SOURCES) {
+        let share = NEIGHBOUR_SHARE * e.lex / max_ep_lex.max(f64::EPSILON);
+        for s in [e.seq - 1, e.seq + 1] {
+            let v = lent.entry(s).or_insert(0.0);
+            *v = v.max(share);
+        }
+    }
+    let missing: Vec<i64> = lent.keys().copied().filter(|s| !have.contains(s)).collect();
+    episodes.extend(db::context::neighbours(&mut conn, &probe, &missing).await?);
+
+    // Suppression (see the module doc).
+    let contradicted: HashSet<Uuid> = db::context::contradicted_sources(&mut conn, &probe).await?.into_iter().collect();
+    let ep_ids: Vec<Uuid> = episodes.iter().map(|e| e.id).collect();
+    let backed: HashMap<Uuid, bool> = db::context::backing_visible(&mut conn, &probe, &ep_ids).await?.into_iter().collect();
+    drop(conn);
+    episodes.retain(|e| {
+        !contradicted.contains(&e.id) && backed.get(&e.id).copied().unwrap_or(true) && !is_structured(&e.payload)
+    });
+    let mut memories: Vec<MemoryCandidate> = memories
+        .into_iter()
+        .filter(|m| m.kind != "artifact_ref")
+        .filter(|m| !(m.kind == "episode_summary" && m.source_episode_ids.iter().any(|s| contradicted.contains(s))))
+        .collect();
+
+    // No double spending between an episode and its own summary.
+    let summary_of: HashMap<Uuid, usize> = memories
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.kind == "episode_summary" && m.source_episode_ids.len() == 1)
+        .map(|(i, m)| (m.source_episode_ids[0], i))
+        .collect();
+    let mut drop_summaries: HashSet<usize> = HashSet::new();
+    let mut drop_episodes: HashSet<Uuid> = HashSet::new();
+    let mut best_lex: HashMap<Uuid, (f64, Option<f64>)> = HashMap::new();
+    for e in &episodes {
+        if let Some(&i) = summary_of.get(&e.id) {
+            let m = &memories[i];
+            let joint = (e.lex.max(m.lex), max_opt(e.sem, m.sem));
+            if episode_text(&e.payload).chars().count() <= EPISODE_LINE_CHARS {
+                drop_summaries.insert(i);
+                best_lex.insert(e.id, joint);
+            } else {
+                drop_episodes.insert(e.id);
+                best_lex.insert(m.id, joint);
+            }
+        }
+    }
+    let mut idx = 0;
+    memories.retain(|_| {
+        let keep = !drop_summaries.contains(&idx);
+        idx += 1;
+        keep
+    });
+    episodes.retain(|e| !drop_episodes.contains(&e.id));
+    let mut seen = HashSet::new();
+    episodes.retain(|e| seen.insert(e.id));
+
+    // Sessions in which several items matched.
+    let mut session_hits: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &episodes {
+        if let Some(s) = &e.session_id {
+            if e.lex > 0.0 || e.sem.is_some_and(|c| c >= RELATED_COSINE) {
+                *session_hits.entry(s.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    let max_lex = memories.iter().map(|m| m.lex).chain(episodes.iter().map(|e| e.lex)).fold(0.0, f64::max);
+    let norm = |x: f64| if max_lex > 0.0 { x / max_lex } else { 0.0 };
+    let caveat = !req.task.trim().is_empty()
+        && max_lex <= 0.0
+        && !memories.iter().map(|m| m.sem).chain(episodes.iter().map(|e| e.sem)).any(|s| s.is_some_and(|c| c >= RELATED_COSINE));
+
+    let mut scored: Vec<(f64, Uuid, Item)> = Vec::new();
+    for m in memories {
+        let (lex, sem) = best_lex.get(&m.id).copied().unwrap_or((m.lex, m.sem));
+        let kind = match m.kind.as_str() {
+            "profile_fact" => Kind::Fact,
+            "procedure" => Kind::Procedure,
+            _ => Kind::Summary,
+        };
+        let s = score(&Signals {
+            kind,
+            lexical: norm(lex),
+            semantic: sem,
+            at: m.valid_from,
+            as_of,
+            confidence: m.confidence,
+            in_current_session: false,
+            context_boost: 0.0,
+            outcome: None,
+            current_claim: m.claim_single,
+        });
+        scored.push((s, m.id, Item::Memory(m)));
+    }
+    for e in episodes {
+        let (lex, sem) = best_lex.get(&e.id).copied().unwrap_or((e.lex, e.sem));
+        let mut boost = lent.get(&e.seq).copied().unwrap_or(0.0);
+        if e.session_id.as_ref().and_then(|s| session_hits.get(s)).is_some_and(|n| *n >= 2) {
+            boost += SESSION_MATCH_BOOST;
+        }
+        let outcome = e.metadata.get("outcome").and_then(|o| o.get("status")).and_then(|s| s.as_str()).and_then(|s| match s {
+            "succeeded" => Some(true),
+            "failed" => Some(false),
+            _ => None,
+        });
+        let s = score(&Signals {
+            kind: Kind::Episode,
+            lexical: norm(lex),
+            semantic: sem,
+            at: e.occurred_at,
+            as_of,
+            confidence: 1.0,
+            in_current_session: req.session_id.is_some() && e.session_id == req.session_id,
+            context_boost: boost.min(1.0),
+            outcome,
+            current_claim: false,
+        });
+        scored.push((s, e.id, Item::Episode(e)));
+    }
+    rank(&mut scored, |(s, id, _)| (*s, *id));
+
+    let lines: Vec<Line> = scored.iter().map(|(_, _, item)| line_for(item)).collect();
+    let packed = pack(&req.task, caveat, req.session_id.as_deref(), &lines, req.max_tokens);
+    let included: HashSet<Uuid> = packed.included.iter().copied().collect();
+    let mut by_id: HashMap<Uuid, (f64, Item)> = scored.into_iter().map(|(s, id, it)| (id, (s, it))).collect();
+
+    let mut bundle = Bundle {
+        facts: Vec::new(),
+        procedures: Vec::new(),
+        episodes: Vec::new(),
+        assembled_context: packed.text,
+        token_estimate: packed.token_estimate,
+        sessions: Vec::new(),
+        as_of,
+        selected: Vec::new(),
+    };
+    let mut summaries = Vec::new();
+    let mut sessions: BTreeMap<String, SessionInfo> = BTreeMap::new();
+    for id in &packed.included {
+        let Some((s, item)) = by_id.remove(id) else { continue };
+        bundle.selected.push(Selected { id: *id, is_memory: matches!(item, Item::Memory(_)), score: s });
+        match item {
+            Item::Memory(m) => match m.kind.as_str() {
+                "profile_fact" => bundle.facts.push(as_believed(&m, as_of)),
+                "procedure" => bundle.procedures.push(as_believed(&m, as_of)),
+                _ => summaries.push(as_believed(&m, as_of)),
+            },
+            Item::Episode(e) => {
+                if let Some(sid) = &e.session_id {
+                    let info = sessions.entry(sid.clone()).or_insert(SessionInfo {
+                        session_id: sid.clone(),
+                        episode_count: 0,
+                        first_at: e.created_at,
+                        last_at: e.created_at,
+                    });
+                    info.episode_count += 1;
+                    info.first_at = info.first_at.min(e.created_at);
+                    info.last_at = info.last_at.max(e.created_at);
+                }
+                bundle.episodes.push(to_episode(&e));
+            }
+        }
+    }
+    debug_assert!(included.len() == bundle.selected.len());
+    bundle.facts.extend(summaries);
+    bundle.episodes.sort_by(|a, b| (a.occurred_at, a.created_at, a.id).cmp(&(b.occurred_at, b.created_at, b.id)));
+    bundle.sessions = sessions.into_values().collect();
+    Ok(bundle)
+}
+
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+fn line_for(item: &Item) -> Line {
+    match item {
+        Item::Memory(m) => Line {
+            id: m.id,
+            section: match m.kind.as_str() {
+                "profile_fact" => Section::Facts,
+                "procedure" => Section::Procedures,
+                _ => Section::History,
+            },
+            text: memory_line(&m.kind, &m.content, Some(m.valid_from)),
+            session_id: None,
+            date: None,
+            order: m.valid_from.timestamp_micros(),
+        },
+        Item::Episode(e) => Line {
+            id: e.id,
+            section: Section::Interactions,
+            text: episode_line(&e.source, &e.kind, &episode_text(&e.payload), e.metadata.get("outcome")),
+            session_id: e.session_id.clone(),
+            date: Some(e.occurred_at.format("%Y-%m-%d").to_string()),
+            order: e.occurred_at.timestamp_micros(),
+        },
+    }
+}
+
+/// Ids of included items, by kind, for the response's `provenance`.
+pub fn provenance(bundle: &Bundle) -> serde_json::Value {
+    let ids = |v: &[Memory], kind: &str| -> Vec<String> {
+        v.iter().filter(|m| m.kind == kind).map(|m| m.id.to_string()).collect()
+    };
+    let episode_ids: BTreeSet<String> = bundle.episodes.iter().map(|e| e.id.to_string()).collect();
+    serde_json::json!({
+        "fact_ids": ids(&bundle.facts, "profile_fact"),
+        "summary_ids": ids(&bundle.facts, "episode_summary"),
+        "procedure_ids": ids(&bundle.procedures, "procedure"),
+        "episode_ids": bundle.episodes.iter().map(|e| e.id.to_string()).filter(|i| episode_ids.contains(i)).collect::<Vec<_>>(),
+    })
+}
