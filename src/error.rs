@@ -18,13 +18,7 @@ pub fn current_request_id() -> Option<String> {
 #[derive(Debug)]
 pub enum ApiError {
     /// A client error with its HTTP status, machine code and message.
-    Client {
-        status: StatusCode,
-        code: String,
-        message: String,
-        details: Option<Value>,
-        retry_after: Option<u64>,
-    },
+    Client { status: StatusCode, code: String, message: String, details: Option<Value>, retry_after: Option<u64> },
     /// A server-side failure; the cause is logged once and never sent to the client.
     Internal(anyhow::Error),
 }
@@ -35,22 +29,12 @@ pub type ApiResult<T> = Result<T, ApiError>;
 impl ApiError {
     /// A 4xx error with a code and message.
     pub fn client(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
-        ApiError::Client {
-            status,
-            code: code.to_string(),
-            message: message.into(),
-            details: None,
-            retry_after: None,
-        }
+        ApiError::Client { status, code: code.to_string(), message: message.into(), details: None, retry_after: None }
     }
 
     /// 422 `validation_error` with a pydantic-style details list.
     pub fn validation(errors: Vec<FieldError>) -> Self {
-        let summary = errors
-            .iter()
-            .map(|e| format!("{}: {}", e.loc_string(), e.msg))
-            .collect::<Vec<_>>()
-            .join("; ");
+        let summary = errors.iter().map(|e| format!("{}: {}", e.loc_string(), e.msg)).collect::<Vec<_>>().join("; ");
         let details = errors.iter().map(FieldError::to_json).collect::<Vec<_>>();
         ApiError::Client {
             status: StatusCode::UNPROCESSABLE_ENTITY,
@@ -107,13 +91,7 @@ pub fn envelope(code: &str, message: &str, details: Option<&Value>) -> Value {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         match self {
-            ApiError::Client {
-                status,
-                code,
-                message,
-                details,
-                retry_after,
-            } => {
+            ApiError::Client { status, code, message, details, retry_after } => {
                 let body = envelope(&code, &message, details.as_ref());
                 let mut resp = (status, axum::Json(body)).into_response();
                 if let Some(secs) = retry_after {

@@ -31,10 +31,7 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let worker = state
-        .config
-        .run_worker
-        .then(|| tokio::spawn(services::jobs::run_worker(state.clone(), stop_rx)));
+    let worker = state.config.run_worker.then(|| tokio::spawn(services::jobs::run_worker(state.clone(), stop_rx)));
     let result = axum::serve(listener, app(state).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)
         .await;

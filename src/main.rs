@@ -79,11 +79,7 @@ async fn serve_with(
     let pool = db::pool::connect(opts, args.db.db_max_connections).await.context("connecting to Postgres")?;
     db::pool::migrate(&pool).await.context("applying migrations")?;
     let config = RuntimeConfig {
-        api_key_sha256: args
-            .api_key
-            .as_deref()
-            .filter(|k| !k.is_empty())
-            .map(|k| Sha256::digest(k.as_bytes()).into()),
+        api_key_sha256: args.api_key.as_deref().filter(|k| !k.is_empty()).map(|k| Sha256::digest(k.as_bytes()).into()),
         max_body_bytes: args.max_body_bytes,
         request_timeout_secs: args.request_timeout_secs,
         compile_batch_size: args.compile_batch_size,
@@ -92,9 +88,7 @@ async fn serve_with(
         ..RuntimeConfig::default()
     };
     let state = AppState::new(pool.clone(), config, embedder);
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .with_context(|| format!("binding {}", args.addr))?;
+    let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, "mnemo listening");
     mnemo::serve(listener, state, shutdown_signal()).await?;
     pool.close().await;

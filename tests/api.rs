@@ -41,14 +41,8 @@ async fn request_id_is_echoed_or_generated() {
     assert_eq!(id.len(), 16);
     assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
     // Error bodies carry the same id.
-    let r = app
-        .client
-        .post(app.url("/v1/episodes"))
-        .header("X-Request-ID", "req-9")
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
+    let r =
+        app.client.post(app.url("/v1/episodes")).header("X-Request-ID", "req-9").json(&json!({})).send().await.unwrap();
     let (_, body) = split(r).await;
     assert_eq!(body["error"]["request_id"], "req-9");
 }
@@ -67,10 +61,7 @@ async fn unknown_route_and_wrong_method_use_the_envelope() {
 
 #[tokio::test]
 async fn api_key_is_required_when_configured() {
-    let cfg = RuntimeConfig {
-        api_key_sha256: Some(Sha256::digest(b"s3cret").into()),
-        ..RuntimeConfig::default()
-    };
+    let cfg = RuntimeConfig { api_key_sha256: Some(Sha256::digest(b"s3cret").into()), ..RuntimeConfig::default() };
     let app = spawn_with(cfg).await;
     let (s, body) = app.get("/v1/subjects").await;
     assert_eq!(s, 401);

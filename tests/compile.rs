@@ -142,12 +142,11 @@ async fn concurrent_compiles_never_duplicate_memories() {
     for s in set.join_all().await {
         assert_eq!(s.as_u16(), 200);
     }
-    let per_episode: Vec<(i64,)> = sqlx::query_as(
-        "SELECT count(*) FROM memories WHERE kind = 'episode_summary' GROUP BY source_episode_ids[1]",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
+    let per_episode: Vec<(i64,)> =
+        sqlx::query_as("SELECT count(*) FROM memories WHERE kind = 'episode_summary' GROUP BY source_episode_ids[1]")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
     assert_eq!(per_episode.len(), 40);
     assert!(per_episode.iter().all(|(n,)| *n == 1), "one summary per episode");
 }
@@ -182,9 +181,8 @@ async fn a_failed_compile_leaves_episodes_uncompiled_and_leaks_nothing() {
     // The same database served by a working embedder compiles the episode.
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let state = mnemo::AppState::new(app.pool.clone(), RuntimeConfig::default(), embedder);
-    let out = mnemo::services::compile::compile_batch(&state.pool, &state.embedder, "default", "u", 500, None)
-        .await
-        .unwrap();
+    let out =
+        mnemo::services::compile::compile_batch(&state.pool, &state.embedder, "default", "u", 500, None).await.unwrap();
     assert_eq!(out.memories.len(), 2);
 }
 
@@ -227,7 +225,8 @@ async fn async_compile_runs_as_a_job_and_attaches() {
 
 async fn spawn_worker_on(app: &common::TestApp) -> tokio::sync::watch::Sender<bool> {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
-    let state = mnemo::AppState::new(app.pool.clone(), RuntimeConfig { job_poll_ms: 20, ..RuntimeConfig::default() }, embedder);
+    let state =
+        mnemo::AppState::new(app.pool.clone(), RuntimeConfig { job_poll_ms: 20, ..RuntimeConfig::default() }, embedder);
     let (tx, rx) = tokio::sync::watch::channel(false);
     tokio::spawn(mnemo::services::jobs::run_worker(state, rx));
     tx
@@ -292,14 +291,19 @@ async fn labels_are_normalised_and_tenant_scoped() {
     let mems = app.ingest_and_compile("u", &["I live in Lisbon."]).await;
     let id = mems[0]["id"].as_str().unwrap();
     let (s, m) = app
-        .patch_as("default", &format!("/v1/memories/{id}/labels"), &json!({"sensitivity_labels": [" PII.Email", "pii.email", "", "a"]}))
+        .patch_as(
+            "default",
+            &format!("/v1/memories/{id}/labels"),
+            &json!({"sensitivity_labels": [" PII.Email", "pii.email", "", "a"]}),
+        )
         .await;
     assert_eq!(s, 200, "{m}");
     assert_eq!(m["sensitivity_labels"], json!(["a", "pii.email"]));
     let (s, _) = app.patch_as("other", &format!("/v1/memories/{id}/labels"), &json!({"sensitivity_labels": []})).await;
     assert_eq!(s, 404);
     let many: Vec<String> = (0..33).map(|i| format!("l{i}")).collect();
-    let (s, _) = app.patch_as("default", &format!("/v1/memories/{id}/labels"), &json!({"sensitivity_labels": many})).await;
+    let (s, _) =
+        app.patch_as("default", &format!("/v1/memories/{id}/labels"), &json!({"sensitivity_labels": many})).await;
     assert_eq!(s, 400);
     let (s, _) = app.patch_as("default", "/v1/memories/not-a-uuid/labels", &json!({"sensitivity_labels": []})).await;
     assert_eq!(s, 422);

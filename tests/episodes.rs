@@ -133,9 +133,15 @@ async fn bad_input_is_a_4xx_naming_the_field_and_writes_nothing() {
         (json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {"t": "a\u{0000}b"}}), "payload"),
         (json!({"subject_id": "u\u{0000}", "source": "chat", "type": "m", "payload": {}}), "subject_id"),
         (json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {}, "metadata": 3}), "metadata"),
-        (json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {}, "occurred_at": "soon"}), "occurred_at"),
+        (
+            json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {}, "occurred_at": "soon"}),
+            "occurred_at",
+        ),
         (json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {}, "session_id": 7}), "session_id"),
-        (json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {}, "idempotency_key": "k".repeat(513)}), "idempotency_key"),
+        (
+            json!({"subject_id": "u", "source": "chat", "type": "m", "payload": {}, "idempotency_key": "k".repeat(513)}),
+            "idempotency_key",
+        ),
         (json!([1, 2]), "body"),
     ];
     for (body, field) in cases {

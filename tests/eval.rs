@@ -50,7 +50,8 @@ impl Run<'_> {
             self.last_context = Some((req, b));
         }
         if step.get("delete_subject") == Some(&json!(true)) {
-            let r = self.app.client.delete(self.app.url(&format!("/v1/subjects/{}", self.subject))).send().await.unwrap();
+            let r =
+                self.app.client.delete(self.app.url(&format!("/v1/subjects/{}", self.subject))).send().await.unwrap();
             if r.status().as_u16() != 200 {
                 return Err(format!("delete_subject: {}", r.status()));
             }
@@ -71,7 +72,11 @@ impl Run<'_> {
         let text = bundle["assembled_context"].as_str().unwrap_or_default().to_string();
         let memories = self.app.memories(&self.subject).await;
         let strs = |k: &str| -> Vec<String> {
-            expect.get(k).and_then(Value::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default()
+            expect
+                .get(k)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+                .unwrap_or_default()
         };
         for s in strs("facts_contain") {
             if !facts.iter().any(|f| f.contains(&s)) {
@@ -99,7 +104,10 @@ impl Run<'_> {
             }
         }
         for s in strs("timeline_superseded_contain") {
-            if !memories.iter().any(|m| m["status"] == "superseded" && m["content"].as_str().unwrap_or_default().contains(&s)) {
+            if !memories
+                .iter()
+                .any(|m| m["status"] == "superseded" && m["content"].as_str().unwrap_or_default().contains(&s))
+            {
                 failures.push(format!("no superseded memory contains {s:?}"));
             }
         }
@@ -152,7 +160,8 @@ impl Run<'_> {
             }
         }
         if let Some(n) = count("receipt_count") {
-            let exists: Option<String> = sqlx::query_scalar("SELECT to_regclass('receipts')::text").fetch_one(&self.app.pool).await.unwrap();
+            let exists: Option<String> =
+                sqlx::query_scalar("SELECT to_regclass('receipts')::text").fetch_one(&self.app.pool).await.unwrap();
             let got: i64 = if exists.is_some() {
                 sqlx::query_scalar("SELECT count(*) FROM receipts WHERE subject_id = $1")
                     .bind(&self.subject)

@@ -299,7 +299,7 @@ fn name_fact(c: &Captures, clause: &str, intro: bool) -> Option<ExtractedFact> {
     let name = n.as_str().trim();
     let words: Vec<&str> = name.split_whitespace().collect();
     let first = words.first()?.to_lowercase();
-    let followed_ok = clause[n.end()..].chars().next().map_or(true, |ch| ch.is_whitespace() || ".,;:!)".contains(ch));
+    let followed_ok = clause[n.end()..].chars().next().is_none_or(|ch| ch.is_whitespace() || ".,;:!)".contains(ch));
     let possessive = name.ends_with("'s") || name.ends_with("’s");
     if words.len() > 4 || in_list(TITLES, &first) || possessive || !followed_ok {
         return None;

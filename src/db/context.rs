@@ -187,7 +187,11 @@ pub async fn contradicted_sources(conn: &mut PgConnection, p: &Probe<'_>) -> sql
 }
 
 /// For each given episode that backs at least one memory: whether any of them is visible at `as_of`.
-pub async fn backing_visible(conn: &mut PgConnection, p: &Probe<'_>, episodes: &[Uuid]) -> sqlx::Result<Vec<(Uuid, bool)>> {
+pub async fn backing_visible(
+    conn: &mut PgConnection,
+    p: &Probe<'_>,
+    episodes: &[Uuid],
+) -> sqlx::Result<Vec<(Uuid, bool)>> {
     if episodes.is_empty() {
         return Ok(Vec::new());
     }

@@ -54,15 +54,10 @@ pub async fn insert(
         return Ok((row, Inserted::New));
     }
     // The conflict target only fires with a key, so a missing row means the key exists.
-    let sql = format!(
-        "SELECT {COLUMNS} FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND idempotency_key = $3"
-    );
-    let existing: Episode = sqlx::query_as(&sql)
-        .bind(tenant)
-        .bind(&e.subject_id)
-        .bind(&key)
-        .fetch_one(&mut *conn)
-        .await?;
+    let sql =
+        format!("SELECT {COLUMNS} FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND idempotency_key = $3");
+    let existing: Episode =
+        sqlx::query_as(&sql).bind(tenant).bind(&e.subject_id).bind(&key).fetch_one(&mut *conn).await?;
     Ok((existing, Inserted::Existing))
 }
 
@@ -96,13 +91,8 @@ pub async fn page(
         "SELECT {COLUMNS} FROM episodes WHERE tenant_id = $1 AND subject_id = $2 \
          ORDER BY occurred_at {dir}, created_at {dir}, id {dir} LIMIT $3 OFFSET $4"
     );
-    let mut rows: Vec<Episode> = sqlx::query_as(&sql)
-        .bind(tenant)
-        .bind(subject_id)
-        .bind(limit + 1)
-        .bind(offset)
-        .fetch_all(&mut *conn)
-        .await?;
+    let mut rows: Vec<Episode> =
+        sqlx::query_as(&sql).bind(tenant).bind(subject_id).bind(limit + 1).bind(offset).fetch_all(&mut *conn).await?;
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     if newest_first {

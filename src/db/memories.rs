@@ -15,22 +15,13 @@ pub async fn page(
     active_only: bool,
 ) -> sqlx::Result<(Vec<Memory>, bool)> {
     let dir = if newest_first { "DESC" } else { "ASC" };
-    let filter = if active_only {
-        "AND status = 'active' AND (valid_to IS NULL OR valid_to > now())"
-    } else {
-        ""
-    };
+    let filter = if active_only { "AND status = 'active' AND (valid_to IS NULL OR valid_to > now())" } else { "" };
     let sql = format!(
         "SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = $1 AND subject_id = $2 {filter} \
          ORDER BY created_at {dir}, id {dir} LIMIT $3 OFFSET $4"
     );
-    let mut rows: Vec<Memory> = sqlx::query_as(&sql)
-        .bind(tenant)
-        .bind(subject_id)
-        .bind(limit + 1)
-        .bind(offset)
-        .fetch_all(&mut *conn)
-        .await?;
+    let mut rows: Vec<Memory> =
+        sqlx::query_as(&sql).bind(tenant).bind(subject_id).bind(limit + 1).bind(offset).fetch_all(&mut *conn).await?;
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     if newest_first {

@@ -3,6 +3,7 @@
 pub mod compile;
 pub mod context;
 pub mod episodes;
+pub mod erase;
 pub mod jobs;
 pub mod memories;
 pub mod pool;

@@ -62,7 +62,12 @@ pub async fn episodes(conn: &mut PgConnection, model: &str, after: &Key, limit: 
 }
 
 /// Writes one memory's new vector.
-pub async fn set_memory_embedding(conn: &mut PgConnection, row: &Pending, vector: &str, model: &str) -> sqlx::Result<()> {
+pub async fn set_memory_embedding(
+    conn: &mut PgConnection,
+    row: &Pending,
+    vector: &str,
+    model: &str,
+) -> sqlx::Result<()> {
     sqlx::query(
         "UPDATE memories SET embedding = $4::vector, embedding_model = $5 \
          WHERE tenant_id = $1 AND subject_id = $2 AND id = $3",

@@ -29,17 +29,11 @@ pub async fn list(
         "SELECT subject_id, sum(e)::bigint AS episode_count, sum(m)::bigint AS memory_count \
          FROM ({union}) s GROUP BY subject_id ORDER BY subject_id LIMIT $2 OFFSET $3"
     );
-    let rows: Vec<SubjectSummary> = sqlx::query_as(&sql)
+    let rows: Vec<SubjectSummary> =
+        sqlx::query_as(&sql).bind(tenant).bind(limit).bind(offset).fetch_all(&mut *conn).await?;
+    let total: i64 = sqlx::query_scalar(&format!("SELECT count(DISTINCT subject_id) FROM ({union}) s"))
         .bind(tenant)
-        .bind(limit)
-        .bind(offset)
-        .fetch_all(&mut *conn)
+        .fetch_one(&mut *conn)
         .await?;
-    let total: i64 = sqlx::query_scalar(&format!(
-        "SELECT count(DISTINCT subject_id) FROM ({union}) s"
-    ))
-    .bind(tenant)
-    .fetch_one(&mut *conn)
-    .await?;
     Ok((rows, total))
 }

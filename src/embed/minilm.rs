@@ -182,7 +182,10 @@ mod tests {
         let m = MODEL.get_or_init(|| model_dir().map(|d| MiniLmEmbedder::load(&d).unwrap())).as_ref();
         if m.is_none() {
             // scripts/test sets this: there the model must be present, a skip would hide a gap.
-            assert!(std::env::var("MNEMO_REQUIRE_MODEL").is_err(), "MNEMO_REQUIRE_MODEL is set but the model is missing");
+            assert!(
+                std::env::var("MNEMO_REQUIRE_MODEL").is_err(),
+                "MNEMO_REQUIRE_MODEL is set but the model is missing"
+            );
             eprintln!("SKIP: all-MiniLM-L6-v2 not found (set MNEMO_MINILM_DIR or run scripts/bootstrap)");
         }
         m

@@ -26,7 +26,11 @@ fn compile_error(e: CompileError) -> ApiError {
 }
 
 /// Compiles one bounded batch now, or queues a job (`"async": true`).
-pub async fn compile(State(st): State<AppState>, Tenant(tenant): Tenant, JsonBody(body): JsonBody) -> ApiResult<Response> {
+pub async fn compile(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
     let mut errors = Vec::new();
     let parsed = object_at(&body, vec!["body".into()], &mut errors)
         .map(|mut r| (r.req_str("subject_id", 1, 256), r.opt_bool("async").unwrap_or(false)));

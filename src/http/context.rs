@@ -16,7 +16,11 @@ use crate::state::AppState;
 pub const DEFAULT_MAX_TOKENS: i64 = 4000;
 
 /// Validates the request, applies the caller-identity gate, assembles the bundle.
-pub async fn context(State(st): State<AppState>, Tenant(tenant): Tenant, JsonBody(body): JsonBody) -> ApiResult<Json<Value>> {
+pub async fn context(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<Value>> {
     let mut errors = Vec::new();
     let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| {
         let req = ContextRequest {

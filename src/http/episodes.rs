@@ -61,7 +61,11 @@ fn parse_batch(body: &Value) -> ApiResult<Vec<NewEpisode>> {
 }
 
 /// Records one episode: 201 when new, 200 when the idempotency key already named one.
-pub async fn create(State(st): State<AppState>, Tenant(tenant): Tenant, JsonBody(body): JsonBody) -> ApiResult<Response> {
+pub async fn create(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Response> {
     let input = parse_one(&body)?;
     let (row, inserted) = svc::ingest_one(&st.pool, &st.tenants, &tenant, &input).await?;
     let status = match inserted {
@@ -79,9 +83,5 @@ pub async fn create_batch(
 ) -> ApiResult<Response> {
     let inputs = parse_batch(&body)?;
     let (rows, created) = svc::ingest_batch(&st.pool, &st.tenants, &tenant, &inputs).await?;
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({ "episodes_created": created, "episodes": rows })),
-    )
-        .into_response())
+    Ok((StatusCode::CREATED, Json(json!({ "episodes_created": created, "episodes": rows }))).into_response())
 }

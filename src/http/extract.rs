@@ -30,18 +30,13 @@ pub fn tenant_from_parts(parts: &Parts) -> Result<String, ApiError> {
     let Some(raw) = parts.headers.get(TENANT_HEADER) else {
         return Ok(DEFAULT_TENANT.to_string());
     };
-    let value = raw
-        .to_str()
-        .map_err(|_| ApiError::bad_request("invalid_tenant", "X-Tenant-ID must be visible ASCII"))?
-        .trim();
+    let value =
+        raw.to_str().map_err(|_| ApiError::bad_request("invalid_tenant", "X-Tenant-ID must be visible ASCII"))?.trim();
     if value.is_empty() {
         return Ok(DEFAULT_TENANT.to_string());
     }
     if value.len() > 256 || value.chars().any(|c| c.is_control()) {
-        return Err(ApiError::bad_request(
-            "invalid_tenant",
-            "X-Tenant-ID must be 1-256 printable characters",
-        ));
+        return Err(ApiError::bad_request("invalid_tenant", "X-Tenant-ID must be 1-256 printable characters"));
     }
     Ok(value.to_string())
 }

@@ -20,19 +20,11 @@ fn err(loc: &[String], field: &str, msg: impl Into<String>, kind: &'static str) 
 }
 
 /// Reads `value` as an object at `loc`, or records an error and returns None.
-pub fn object_at<'a>(
-    value: &'a Value,
-    loc: Vec<String>,
-    errors: &'a mut Vec<FieldError>,
-) -> Option<Reader<'a>> {
+pub fn object_at<'a>(value: &'a Value, loc: Vec<String>, errors: &'a mut Vec<FieldError>) -> Option<Reader<'a>> {
     match value.as_object() {
         Some(obj) => Some(Reader { obj, loc, errors }),
         None => {
-            errors.push(FieldError {
-                loc,
-                msg: "must be a JSON object".into(),
-                kind: "dict_type",
-            });
+            errors.push(FieldError { loc, msg: "must be a JSON object".into(), kind: "dict_type" });
             None
         }
     }
@@ -217,10 +209,7 @@ pub fn parse_datetime(s: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f%:z") {
         return Some(t.with_timezone(&Utc));
     }
-    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|n| n.and_utc())
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|n| n.and_utc())
 }
 
 /// A parsed query string with typed, validated accessors.
@@ -244,11 +233,7 @@ impl Query {
     }
 
     fn push(&mut self, name: &str, msg: impl Into<String>, kind: &'static str) {
-        self.errors.push(FieldError {
-            loc: vec!["query".into(), name.into()],
-            msg: msg.into(),
-            kind,
-        });
+        self.errors.push(FieldError { loc: vec!["query".into(), name.into()], msg: msg.into(), kind });
     }
 
     /// A required string parameter of `min..=max` chars.

@@ -17,7 +17,11 @@ use crate::state::AppState;
 const MAX_LABELS: usize = 32;
 
 /// Searches a subject's active memories.
-pub async fn search(State(st): State<AppState>, Tenant(tenant): Tenant, RawQuery(raw): RawQuery) -> ApiResult<Json<Value>> {
+pub async fn search(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
     let mut q = Query::parse(raw.as_deref());
     let query = SearchQuery {
         subject_id: q.req_str("subject_id", 1, 256),
@@ -59,7 +63,11 @@ pub async fn set_labels(
                 _ => {
                     let mut l = loc.clone();
                     l.push(i.to_string());
-                    r.errors().push(FieldError { loc: l, msg: "must be a string of at most 128 characters".into(), kind: "string_type" });
+                    r.errors().push(FieldError {
+                        loc: l,
+                        msg: "must be a string of at most 128 characters".into(),
+                        kind: "string_type",
+                    });
                 }
             }
         }

@@ -28,11 +28,7 @@ fn new_request_id() -> String {
 
 /// Echoes or assigns `X-Request-ID`, scopes it for error bodies, fills empty error bodies, logs the request.
 pub async fn request_context(req: Request, next: Next) -> Response {
-    let id = req
-        .headers()
-        .get("x-request-id")
-        .and_then(valid_request_id)
-        .unwrap_or_else(new_request_id);
+    let id = req.headers().get("x-request-id").and_then(valid_request_id).unwrap_or_else(new_request_id);
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let started = Instant::now();
@@ -45,8 +41,7 @@ pub async fn request_context(req: Request, next: Next) -> Response {
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }
-    resp.headers_mut()
-        .insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    resp.headers_mut().insert("x-content-type-options", HeaderValue::from_static("nosniff"));
     let status = resp.status().as_u16();
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     // Method, path, status and timing only: never bodies, keys or query strings.
@@ -78,9 +73,7 @@ fn fill_empty_error(resp: Response) -> Response {
 
 fn query_api_key(req: &Request) -> Option<String> {
     let q = req.uri().query()?;
-    form_urlencoded::parse(q.as_bytes())
-        .find(|(k, _)| k == "api_key")
-        .map(|(_, v)| v.into_owned())
+    form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "api_key").map(|(_, v)| v.into_owned())
 }
 
 /// Checks `X-API-Key` (or `?api_key=`) in constant time when an operator key is configured.

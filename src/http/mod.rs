@@ -39,16 +39,17 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/memories/{id}/labels", axum::routing::patch(memories::set_labels))
         .route("/v1/timeline", get(timeline::get))
         .route("/v1/subjects", get(subjects::list))
+        .route("/v1/subjects/{subject_id}", axum::routing::delete(subjects::delete))
         .fallback(middleware::not_found);
     routes
         .layer(
             ServiceBuilder::new()
                 .layer(axum::middleware::from_fn(middleware::request_context))
-                .layer(axum::middleware::from_fn_with_state(
-                    state.clone(),
-                    middleware::require_api_key,
+                .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::require_api_key))
+                .layer(TimeoutLayer::with_status_code(
+                    axum::http::StatusCode::REQUEST_TIMEOUT,
+                    Duration::from_secs(cfg.request_timeout_secs),
                 ))
-                .layer(TimeoutLayer::with_status_code(axum::http::StatusCode::REQUEST_TIMEOUT, Duration::from_secs(cfg.request_timeout_secs)))
                 .layer(DefaultBodyLimit::max(cfg.max_body_bytes)),
         )
         .with_state(state)

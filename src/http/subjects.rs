@@ -1,6 +1,6 @@
 //! `GET /v1/subjects`.
 
-use axum::extract::{RawQuery, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -11,7 +11,11 @@ use crate::http::input::Query;
 use crate::state::AppState;
 
 /// Lists the tenant's subjects with episode and memory counts.
-pub async fn list(State(st): State<AppState>, Tenant(tenant): Tenant, RawQuery(raw): RawQuery) -> ApiResult<Json<Value>> {
+pub async fn list(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
     let mut q = Query::parse(raw.as_deref());
     let limit = q.int("limit", 1, 200, 50);
     let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
@@ -19,4 +23,27 @@ pub async fn list(State(st): State<AppState>, Tenant(tenant): Tenant, RawQuery(r
     let mut conn = st.pool.acquire().await?;
     let (subjects, total) = db::subjects::list(&mut conn, &tenant, limit, offset).await?;
     Ok(Json(json!({ "subjects": subjects, "total": total })))
+}
+
+/// Deletes every row of a subject in the tenant; 200 with counts even when nothing existed.
+pub async fn delete(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(subject_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let mut q = Query::parse(None);
+    if subject_id.is_empty() || subject_id.chars().count() > 256 || subject_id.contains('\0') {
+        q.errors.push(crate::error::FieldError {
+            loc: vec!["path".into(), "subject_id".into()],
+            msg: "must be 1-256 characters without NUL".into(),
+            kind: "string_length",
+        });
+    }
+    q.finish()?;
+    let erased = crate::services::erase::erase_subject(&st.pool, &tenant, &subject_id).await?;
+    Ok(Json(json!({
+        "subject_id": subject_id,
+        "episodes_deleted": erased.count("episodes"),
+        "memories_deleted": erased.count("memories"),
+    })))
 }

@@ -11,7 +11,11 @@ use crate::http::input::Query;
 use crate::state::AppState;
 
 /// Returns one page of each collection with `*_has_more` flags.
-pub async fn get(State(st): State<AppState>, Tenant(tenant): Tenant, RawQuery(raw): RawQuery) -> ApiResult<Json<Value>> {
+pub async fn get(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
     let mut q = Query::parse(raw.as_deref());
     let subject_id = q.req_str("subject_id", 1, 256);
     let limit = q.int("limit", 1, 200, 100);
@@ -22,16 +26,8 @@ pub async fn get(State(st): State<AppState>, Tenant(tenant): Tenant, RawQuery(ra
     let mut conn = st.pool.acquire().await?;
     let (episodes, episodes_has_more) =
         db::episodes::page(&mut conn, &tenant, &subject_id, limit, offset, newest_first).await?;
-    let (memories, memories_has_more) = db::memories::page(
-        &mut conn,
-        &tenant,
-        &subject_id,
-        limit,
-        offset,
-        newest_first,
-        status == "active",
-    )
-    .await?;
+    let (memories, memories_has_more) =
+        db::memories::page(&mut conn, &tenant, &subject_id, limit, offset, newest_first, status == "active").await?;
     Ok(Json(json!({
         "subject_id": subject_id,
         "episodes": episodes,

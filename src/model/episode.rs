@@ -48,9 +48,7 @@ impl NewEpisode {
             return Some(k.clone());
         }
         match self.metadata.get("idempotency_key") {
-            Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_IDEMPOTENCY_KEY => {
-                Some(s.clone())
-            }
+            Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_IDEMPOTENCY_KEY => Some(s.clone()),
             _ => None,
         }
     }

@@ -56,14 +56,7 @@ impl Cluster {
         if socket_dir.join(format!(".s.PGSQL.{PORT}")).as_os_str().len() > MAX_SOCKET_PATH {
             socket_dir = PathBuf::from(format!("/tmp/mnemo-sock-{}", short_hash(&root)));
         }
-        Ok(Cluster {
-            bindir,
-            pgdata: root.join("data"),
-            root,
-            socket_dir,
-            owner,
-            settings: Vec::new(),
-        })
+        Ok(Cluster { bindir, pgdata: root.join("data"), root, socket_dir, owner, settings: Vec::new() })
     }
 
     /// Adds a server setting written to the cluster's config before each start.
@@ -87,12 +80,7 @@ impl Cluster {
     }
 
     async fn run(&self, bin: &str, args: &[&str]) -> anyhow::Result<std::process::Output> {
-        let out = self
-            .command(bin)
-            .args(args)
-            .output()
-            .await
-            .with_context(|| format!("running {bin}"))?;
+        let out = self.command(bin).args(args).output().await.with_context(|| format!("running {bin}"))?;
         Ok(out)
     }
 
@@ -129,7 +117,10 @@ impl Cluster {
         self.own_dir(&self.root)?;
         let pgdata = self.pgdata.to_string_lossy().to_string();
         let out = self
-            .run("initdb", &["-D", &pgdata, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions"])
+            .run(
+                "initdb",
+                &["-D", &pgdata, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions"],
+            )
             .await?;
         if !out.status.success() {
             bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr).trim());
@@ -161,7 +152,8 @@ impl Cluster {
         let lock_path = self.root.with_extension("lock");
         let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)?;
         // Several processes (tests, a crashed predecessor) may race to start the same cluster.
-        let lock = tokio::task::spawn_blocking(move || fs4::fs_std::FileExt::lock_exclusive(&lock).map(|_| lock)).await??;
+        let lock =
+            tokio::task::spawn_blocking(move || fs4::fs_std::FileExt::lock_exclusive(&lock).map(|_| lock)).await??;
         let outcome = self.start_locked().await;
         drop(lock);
         outcome
@@ -180,9 +172,7 @@ impl Cluster {
             let _ = self.run("pg_ctl", &["stop", "-D", &pgdata, "-m", "fast", "-w"]).await?;
         }
         let log = self.root.join("postgres.log").to_string_lossy().to_string();
-        let out = self
-            .run("pg_ctl", &["start", "-D", &pgdata, "-l", &log, "-w", "-t", "60"])
-            .await?;
+        let out = self.run("pg_ctl", &["start", "-D", &pgdata, "-l", &log, "-w", "-t", "60"]).await?;
         if !out.status.success() {
             let tail = std::fs::read_to_string(&log).unwrap_or_default();
             let tail: Vec<&str> = tail.lines().rev().take(5).collect();

@@ -144,7 +144,8 @@ pub async fn compile_batch(
 
     let ids: Vec<Uuid> = drafts.iter().map(|_| new_id()).collect();
     let model = embedder.model_id().to_string();
-    db::compile::insert_memories(&mut tx, tenant, subject_id, &rows_from(&drafts, memory_vectors, &ids), &model).await?;
+    db::compile::insert_memories(&mut tx, tenant, subject_id, &rows_from(&drafts, memory_vectors, &ids), &model)
+        .await?;
     let ep_ids: Vec<Uuid> = episode_texts.iter().map(|(id, _)| *id).collect();
     let ep_vecs: Vec<String> = episode_vectors.iter().map(|v| vector_literal(v)).collect();
     db::compile::insert_episode_embeddings(&mut tx, tenant, subject_id, &ep_ids, &ep_vecs, &model).await?;

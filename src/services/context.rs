@@ -199,7 +199,8 @@ pub async fn assemble(
     // Suppression (see the module doc).
     let contradicted: HashSet<Uuid> = db::context::contradicted_sources(&mut conn, &probe).await?.into_iter().collect();
     let ep_ids: Vec<Uuid> = episodes.iter().map(|e| e.id).collect();
-    let backed: HashMap<Uuid, bool> = db::context::backing_visible(&mut conn, &probe, &ep_ids).await?.into_iter().collect();
+    let backed: HashMap<Uuid, bool> =
+        db::context::backing_visible(&mut conn, &probe, &ep_ids).await?.into_iter().collect();
     drop(conn);
     episodes.retain(|e| {
         !contradicted.contains(&e.id) && backed.get(&e.id).copied().unwrap_or(true) && !is_structured(&e.payload)
@@ -257,7 +258,11 @@ pub async fn assemble(
     let norm = |x: f64| if max_lex > 0.0 { x / max_lex } else { 0.0 };
     let caveat = !req.task.trim().is_empty()
         && max_lex <= 0.0
-        && !memories.iter().map(|m| m.sem).chain(episodes.iter().map(|e| e.sem)).any(|s| s.is_some_and(|c| c >= RELATED_COSINE));
+        && !memories
+            .iter()
+            .map(|m| m.sem)
+            .chain(episodes.iter().map(|e| e.sem))
+            .any(|s| s.is_some_and(|c| c >= RELATED_COSINE));
 
     let mut scored: Vec<(f64, Uuid, Item)> = Vec::new();
     for m in memories {
@@ -287,11 +292,12 @@ pub async fn assemble(
         if e.session_id.as_ref().and_then(|s| session_hits.get(s)).is_some_and(|n| *n >= 2) {
             boost += SESSION_MATCH_BOOST;
         }
-        let outcome = e.metadata.get("outcome").and_then(|o| o.get("status")).and_then(|s| s.as_str()).and_then(|s| match s {
-            "succeeded" => Some(true),
-            "failed" => Some(false),
-            _ => None,
-        });
+        let outcome =
+            e.metadata.get("outcome").and_then(|o| o.get("status")).and_then(|s| s.as_str()).and_then(|s| match s {
+                "succeeded" => Some(true),
+                "failed" => Some(false),
+                _ => None,
+            });
         let s = score(&Signals {
             kind: Kind::Episode,
             lexical: norm(lex),
@@ -352,7 +358,7 @@ pub async fn assemble(
     }
     debug_assert!(included.len() == bundle.selected.len());
     bundle.facts.extend(summaries);
-    bundle.episodes.sort_by(|a, b| (a.occurred_at, a.created_at, a.id).cmp(&(b.occurred_at, b.created_at, b.id)));
+    bundle.episodes.sort_by_key(|a| (a.occurred_at, a.created_at, a.id));
     bundle.sessions = sessions.into_values().collect();
     Ok(bundle)
 }

@@ -58,7 +58,8 @@ pub async fn search(
     let pool_size = query.limit * 4;
     let kind = query.kind.as_deref();
     let semantic =
-        db::memories::nearest(&mut conn, tenant, &query.subject_id, &vector, embedder.model_id(), kind, pool_size).await?;
+        db::memories::nearest(&mut conn, tenant, &query.subject_id, &vector, embedder.model_id(), kind, pool_size)
+            .await?;
     let mut scores: HashMap<Uuid, f64> = HashMap::new();
     if query.hybrid {
         let lexical = db::memories::full_text(&mut conn, tenant, &query.subject_id, q, kind, pool_size).await?;

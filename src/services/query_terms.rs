@@ -6,11 +6,11 @@ use std::collections::BTreeSet;
 /// Words too common to say what a task is about.
 const STOPWORDS: &[&str] = &[
     "a", "about", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did",
-    "do", "does", "for", "from", "get", "had", "has", "have", "he", "her", "him", "his", "how", "i", "if", "in", "into",
-    "is", "it", "its", "just", "know", "me", "my", "need", "of", "on", "or", "our", "please", "she", "should", "so",
-    "tell", "that", "the", "their", "them", "then", "there", "they", "this", "to", "us", "user", "user's", "users",
-    "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you",
-    "your", "help", "want", "think",
+    "do", "does", "for", "from", "get", "had", "has", "have", "he", "her", "him", "his", "how", "i", "if", "in",
+    "into", "is", "it", "its", "just", "know", "me", "my", "need", "of", "on", "or", "our", "please", "she", "should",
+    "so", "tell", "that", "the", "their", "them", "then", "there", "they", "this", "to", "us", "user", "user's",
+    "users", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would",
+    "you", "your", "help", "want", "think",
 ];
 
 /// The content words of a task, lower-cased, de-duplicated, in sorted order.

@@ -52,11 +52,8 @@ pub async fn run(pool: &PgPool, embedder: &Arc<dyn Embedder>, batch: i64) -> any
         let rows = db::reembed::episodes(&mut conn, &model, &after, batch).await?;
         let Some(last) = rows.last() else { break };
         after = (last.tenant_id.clone(), last.subject_id.clone(), last.id);
-        let with_text: Vec<(&db::reembed::Pending, String)> = rows
-            .iter()
-            .map(|r| (r, episode_text(&r.content)))
-            .filter(|(_, t)| !t.trim().is_empty())
-            .collect();
+        let with_text: Vec<(&db::reembed::Pending, String)> =
+            rows.iter().map(|r| (r, episode_text(&r.content))).filter(|(_, t)| !t.trim().is_empty()).collect();
         let vectors = embed_texts(embedder, with_text.iter().map(|(_, t)| t.clone()).collect()).await?;
         let mut tx = pool.begin().await?;
         for ((row, _), v) in with_text.iter().zip(&vectors) {

@@ -82,13 +82,7 @@ pub async fn spawn_full(config: RuntimeConfig, embedder: std::sync::Arc<dyn mnem
         .await
         .expect("serve");
     });
-    TestApp {
-        base,
-        client: reqwest::Client::new(),
-        pool,
-        db_options: opts,
-        shutdown: Some(tx),
-    }
+    TestApp { base, client: reqwest::Client::new(), pool, db_options: opts, shutdown: Some(tx) }
 }
 
 impl TestApp {
@@ -105,14 +99,7 @@ impl TestApp {
 
     /// POSTs JSON as a tenant.
     pub async fn post_as(&self, tenant: &str, path: &str, body: &Value) -> (u16, Value) {
-        let r = self
-            .client
-            .post(self.url(path))
-            .header("X-Tenant-ID", tenant)
-            .json(body)
-            .send()
-            .await
-            .unwrap();
+        let r = self.client.post(self.url(path)).header("X-Tenant-ID", tenant).json(body).send().await.unwrap();
         split(r).await
     }
 
@@ -164,10 +151,7 @@ impl TestApp {
 
     /// Number of rows in a table.
     pub async fn count(&self, table: &str) -> i64 {
-        sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
-            .fetch_one(&self.pool)
-            .await
-            .unwrap()
+        sqlx::query_scalar(&format!("SELECT count(*) FROM {table}")).fetch_one(&self.pool).await.unwrap()
     }
 }
 

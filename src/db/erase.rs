@@ -1,0 +1,55 @@
+//! Erasure queries: delete every row of a subject, then prove none is left.
+
+use sqlx::PgConnection;
+
+/// Tables holding subject rows, in deletion order. `subject_counters` goes first: taking its
+/// row lock waits for in-flight ingests of the subject and holds back new ones until commit.
+pub const SUBJECT_TABLES: &[&str] = &[
+    "subject_counters",
+    "episodes",
+    "memories",
+    "episode_embeddings",
+    "supersession_records",
+    "compile_jobs",
+    "compile_cursors",
+];
+
+/// Allows episode deletes for the rest of this transaction (the append-only trigger checks it).
+pub async fn allow_episode_delete(conn: &mut PgConnection) -> sqlx::Result<()> {
+    sqlx::query("SELECT set_config('mnemo.erasure', 'on', true)").execute(conn).await?;
+    Ok(())
+}
+
+/// Deletes a subject's rows from one table; returns the count.
+pub async fn delete_from(conn: &mut PgConnection, table: &str, tenant: &str, subject_id: &str) -> sqlx::Result<u64> {
+    let r = sqlx::query(&format!("DELETE FROM {table} WHERE tenant_id = $1 AND subject_id = $2"))
+        .bind(tenant)
+        .bind(subject_id)
+        .execute(conn)
+        .await?;
+    Ok(r.rows_affected())
+}
+
+/// Every table of the schema with both `tenant_id` and `subject_id` columns, from the catalog,
+/// so a table added later cannot be forgotten by the check.
+pub async fn tables_with_subjects(conn: &mut PgConnection) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT c.table_name::text FROM information_schema.columns c \
+         JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name \
+         WHERE c.table_schema = current_schema() AND c.column_name = 'subject_id' AND t.table_type = 'BASE TABLE' \
+         AND EXISTS (SELECT 1 FROM information_schema.columns x WHERE x.table_schema = c.table_schema \
+                     AND x.table_name = c.table_name AND x.column_name = 'tenant_id') \
+         ORDER BY 1",
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// Rows of the subject left in a table.
+pub async fn remaining(conn: &mut PgConnection, table: &str, tenant: &str, subject_id: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar(&format!("SELECT count(*) FROM \"{table}\" WHERE tenant_id = $1 AND subject_id = $2"))
+        .bind(tenant)
+        .bind(subject_id)
+        .fetch_one(conn)
+        .await
+}
