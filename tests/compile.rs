@@ -308,3 +308,29 @@ async fn labels_are_normalised_and_tenant_scoped() {
     let (s, _) = app.patch_as("default", "/v1/memories/not-a-uuid/labels", &json!({"sensitivity_labels": []})).await;
     assert_eq!(s, 422);
 }
+
+#[tokio::test]
+async fn reembed_moves_every_vector_to_the_new_model_and_resumes() {
+    let app = spawn().await;
+    app.ingest_and_compile("u", &["I live in Lisbon.", "I use Vim.", "hello there"]).await;
+    app.post("/v1/episodes", &episode("v", "not compiled yet")).await;
+    let other = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 64 }).unwrap();
+    mnemo::services::reembed::run(&app.pool, &other, 2).await.unwrap();
+    let stale: i64 = sqlx::query_scalar("SELECT count(*) FROM memories WHERE embedding_model IS DISTINCT FROM $1")
+        .bind(other.model_id())
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(stale, 0);
+    let dims: i32 =
+        sqlx::query_scalar("SELECT max(vector_dims(embedding)) FROM memories").fetch_one(&app.pool).await.unwrap();
+    assert_eq!(dims, 64);
+    let eps: i64 = sqlx::query_scalar("SELECT count(*) FROM episode_embeddings WHERE embedding_model = $1")
+        .bind(other.model_id())
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(eps, 4, "uncompiled episodes get vectors too");
+    // A second run finds nothing left to do.
+    mnemo::services::reembed::run(&app.pool, &other, 2).await.unwrap();
+}

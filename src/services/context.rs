@@ -256,7 +256,9 @@ pub async fn assemble(
 
     let max_lex = memories.iter().map(|m| m.lex).chain(episodes.iter().map(|e| e.lex)).fold(0.0, f64::max);
     let norm = |x: f64| if max_lex > 0.0 { x / max_lex } else { 0.0 };
+    // The caveat speaks about "the items below": without candidates there are none.
     let caveat = !req.task.trim().is_empty()
+        && (!memories.is_empty() || !episodes.is_empty())
         && max_lex <= 0.0
         && !memories
             .iter()

@@ -1,0 +1,151 @@
+//! POST /v1/context through HTTP: validation, budget, determinism, as_of, gates, sessions, tenants.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{episode, spawn, spawn_full};
+use serde_json::{json, Value};
+
+fn facts(b: &Value) -> Vec<String> {
+    b["facts"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn bad_requests_are_422() {
+    let app = spawn().await;
+    for body in [
+        json!({"subject_id": "u"}),
+        json!({"subject_id": "u", "task": ""}),
+        json!({"subject_id": "u", "task": "x".repeat(4001)}),
+        json!({"subject_id": "u", "task": "t", "max_tokens": 0}),
+        json!({"subject_id": "u", "task": "t", "max_tokens": 128_001}),
+        json!({"subject_id": "u", "task": "t", "session_id": 5}),
+        json!({"subject_id": "u", "task": "t", "as_of": "not a time"}),
+        json!({"subject_id": "u", "task": "t", "query_id": "q".repeat(65)}),
+    ] {
+        let (s, b) = app.post("/v1/context", &body).await;
+        assert_eq!(s, 422, "{body} -> {b}");
+    }
+}
+
+#[tokio::test]
+async fn empty_subject_gives_the_task_only() {
+    let app = spawn().await;
+    let (s, b) = app.post("/v1/context", &json!({"subject_id": "nobody", "task": "Where does the user live?"})).await;
+    assert_eq!(s, 200);
+    assert_eq!(b["assembled_context"], "## Task\nWhere does the user live?\n");
+    assert_eq!(b["facts"], json!([]));
+    assert_eq!(b["receipt_emitted"], false);
+    assert!(b["token_estimate"].as_u64().unwrap() > 0);
+    // With memory that does not match the task, the bundle says so before the general items.
+    app.ingest_and_compile("nobody", &["I use Vim."]).await;
+    let (_, b) = app.post("/v1/context", &json!({"subject_id": "nobody", "task": "Where does the user live?"})).await;
+    let text = b["assembled_context"].as_str().unwrap();
+    assert!(text.contains("_No stored context is directly associated with this task."), "{text}");
+    assert!(text.contains("I use Vim"));
+}
+
+#[tokio::test]
+async fn budget_is_never_exceeded_and_bytes_repeat() {
+    let app = spawn().await;
+    let texts: Vec<String> = (0..60)
+        .map(|i| format!("Session note {i}: I use tool{i} and my project{i} runs on port {}.", 8000 + i))
+        .collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    app.ingest_and_compile("u", &refs).await;
+    let (_, first) = app.post("/v1/context", &json!({"subject_id": "u", "task": "Which tools and ports?"})).await;
+    let as_of = first["as_of"].clone();
+    for budget in [1, 5, 20, 60, 200, 800, 4000] {
+        let req = json!({"subject_id": "u", "task": "Which tools and ports?", "max_tokens": budget, "as_of": as_of});
+        let (s, a) = app.post("/v1/context", &req).await;
+        assert_eq!(s, 200);
+        assert!(a["token_estimate"].as_u64().unwrap() <= budget, "budget {budget}: {}", a["token_estimate"]);
+        for _ in 0..2 {
+            let (_, again) = app.post("/v1/context", &req).await;
+            assert_eq!(again, a, "same request, same data, same as_of: same bytes");
+        }
+    }
+}
+
+#[tokio::test]
+async fn as_of_shows_what_was_believed_then() {
+    let app = spawn().await;
+    app.ingest_and_compile("u", &["I work at Globex."]).await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let (_, mid) = app.post("/v1/context", &json!({"subject_id": "u", "task": "Where does the user work?"})).await;
+    let t_mid = mid["as_of"].clone();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    app.ingest_and_compile("u", &["I work at Initech now."]).await;
+
+    let (_, now) = app.post("/v1/context", &json!({"subject_id": "u", "task": "Where does the user work?"})).await;
+    let text = now["assembled_context"].as_str().unwrap();
+    assert!(text.contains("Initech") && !text.contains("Globex"), "{text}");
+
+    let (_, then) =
+        app.post("/v1/context", &json!({"subject_id": "u", "task": "Where does the user work?", "as_of": t_mid})).await;
+    let text = then["assembled_context"].as_str().unwrap();
+    assert!(text.contains("Globex") && !text.contains("Initech"), "{text}");
+    let globex = then["facts"].as_array().unwrap().iter().find(|m| m["content"] == "I work at Globex").unwrap();
+    assert_eq!(globex["status"], "active", "as believed at the time");
+    assert_eq!(globex["valid_to"], Value::Null);
+}
+
+#[tokio::test]
+async fn caller_identity_gate() {
+    let app = spawn().await;
+    sqlx::query("INSERT INTO tenant_configs (tenant_id, config, version) VALUES ('strict', '{\"require_caller_identity\": true}', 1)")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (s, b) = app.post_as("strict", "/v1/context", &json!({"subject_id": "u", "task": "t", "caller_id": "a"})).await;
+    assert_eq!(s, 401);
+    assert_eq!(b["error"]["code"], "http_error");
+    let ok = json!({"subject_id": "u", "task": "t", "caller_id": "bot-1", "caller_type": "agent"});
+    assert_eq!(app.post_as("strict", "/v1/context", &ok).await.0, 200);
+    assert_eq!(app.post("/v1/context", &json!({"subject_id": "u", "task": "t"})).await.0, 200);
+}
+
+#[tokio::test]
+async fn current_session_is_grouped_and_tenants_are_apart() {
+    let app = spawn().await;
+    let mut a = episode("u", "We were debugging the login timeout yesterday.");
+    a["session_id"] = json!("old");
+    let mut b = episode("u", "The login timeout is back again today.");
+    b["session_id"] = json!("now");
+    app.post("/v1/episodes/batch", &json!({"episodes": [a, b]})).await;
+    let (_, ctx) =
+        app.post("/v1/context", &json!({"subject_id": "u", "task": "login timeout", "session_id": "now"})).await;
+    let text = ctx["assembled_context"].as_str().unwrap();
+    assert!(text.contains("### Current session (now)"), "{text}");
+    assert!(text.contains("### Session old"), "{text}");
+    assert_eq!(ctx["sessions"].as_array().unwrap().len(), 2);
+    assert_eq!(ctx["provenance"]["episode_ids"].as_array().unwrap().len(), 2);
+    let (_, other) = app.post_as("other", "/v1/context", &json!({"subject_id": "u", "task": "login timeout"})).await;
+    assert_eq!(other["episodes"], json!([]));
+    assert!(!other["assembled_context"].as_str().unwrap().contains("login timeout is back"));
+}
+
+#[tokio::test]
+async fn semantic_lane_finds_what_words_do_not() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".mnemo/models/all-MiniLM-L6-v2");
+    if !dir.join("model.safetensors").exists() {
+        assert!(std::env::var("MNEMO_REQUIRE_MODEL").is_err(), "MNEMO_REQUIRE_MODEL is set but the model is missing");
+        eprintln!("SKIP: MiniLM model files not found; run scripts/bootstrap");
+        return;
+    }
+    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::MiniLm { model_dir: dir }).unwrap();
+    let app = spawn_full(mnemo::RuntimeConfig::default(), embedder).await;
+    let mut texts: Vec<String> = (0..40).map(|i| format!("Can you reformat this table for me? ({i})")).collect();
+    texts.insert(5, "By the way, my dog's name is Biscuit and she is a beagle.".into());
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    app.ingest_and_compile("u", &refs).await;
+    let (_, b) = app
+        .post("/v1/context", &json!({"subject_id": "u", "task": "What pet does the user have?", "max_tokens": 200}))
+        .await;
+    let text = b["assembled_context"].as_str().unwrap();
+    assert!(text.contains("Biscuit"), "{text}");
+    assert!(facts(&b).iter().any(|f| f.contains("Biscuit")));
+    let (_, s) = app.get("/v1/memories/search?subject_id=u&q=pet%20animal&semantic=true&limit=3").await;
+    assert_eq!(s["search_mode"], "semantic");
+    assert!(s["memories"][0]["content"].as_str().unwrap().contains("Biscuit"), "{s}");
+}
