@@ -5,9 +5,11 @@
 //! it, and its validity as first asserted had not ended. Episodes are visible once recorded.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
+
+use crate::model::episode::Episode;
+use crate::model::memory::Memory;
 
 /// Lane sizes: each lane contributes at most this many candidates.
 pub const LEXICAL_LANE: i64 = 100;
@@ -29,25 +31,13 @@ pub struct Probe<'a> {
     pub session_id: Option<&'a str>,
 }
 
-/// A memory candidate with its raw relevance signals.
+/// A memory candidate with its bitemporal columns and raw relevance signals.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MemoryCandidate {
-    pub id: Uuid,
-    pub subject_id: String,
-    pub kind: String,
-    pub content: String,
-    pub summary: String,
-    pub confidence: f64,
-    pub valid_from: DateTime<Utc>,
-    pub valid_to: Option<DateTime<Utc>>,
+    #[sqlx(flatten)]
+    pub memory: Memory,
     pub asserted_valid_to: Option<DateTime<Utc>>,
     pub superseded_at: Option<DateTime<Utc>>,
-    pub source_episode_ids: Vec<Uuid>,
-    pub metadata: Value,
-    pub status: String,
-    pub sensitivity_labels: Vec<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
     pub claim_single: bool,
     pub lex: f64,
     pub sem: Option<f64>,
@@ -92,20 +82,11 @@ pub async fn memory_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::
         .await
 }
 
-/// An episode candidate with its raw relevance signals.
+/// An episode candidate with its ingest seq and raw relevance signals.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct EpisodeCandidate {
-    pub id: Uuid,
-    pub subject_id: String,
-    pub source: String,
-    #[sqlx(rename = "type")]
-    pub kind: String,
-    pub payload: Value,
-    pub metadata: Value,
-    pub provenance: Value,
-    pub session_id: Option<String>,
-    pub occurred_at: DateTime<Utc>,
-    pub created_at: DateTime<Utc>,
+    #[sqlx(flatten)]
+    pub episode: Episode,
     pub seq: i64,
     pub lex: f64,
     pub sem: Option<f64>,

@@ -90,44 +90,14 @@ enum Item {
 }
 
 /// The memory as believed at `as_of` (a row superseded later was still active then).
-fn as_believed(m: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
-    let superseded_then = m.superseded_at.is_some_and(|t| t <= as_of);
-    let (status, valid_to) = if m.status == "superseded" && !superseded_then {
-        ("active".to_string(), m.asserted_valid_to)
-    } else {
-        (m.status.clone(), m.valid_to)
-    };
-    Memory {
-        id: m.id,
-        subject_id: m.subject_id.clone(),
-        kind: m.kind.clone(),
-        content: m.content.clone(),
-        summary: m.summary.clone(),
-        confidence: m.confidence,
-        valid_from: m.valid_from,
-        valid_to,
-        source_episode_ids: m.source_episode_ids.clone(),
-        metadata: m.metadata.clone(),
-        status,
-        sensitivity_labels: m.sensitivity_labels.clone(),
-        created_at: m.created_at,
-        updated_at: m.updated_at,
+fn as_believed(c: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
+    let mut m = c.memory.clone();
+    let superseded_then = c.superseded_at.is_some_and(|t| t <= as_of);
+    if m.status == "superseded" && !superseded_then {
+        m.status = "active".to_string();
+        m.valid_to = c.asserted_valid_to;
     }
-}
-
-fn to_episode(e: &EpisodeCandidate) -> Episode {
-    Episode {
-        id: e.id,
-        subject_id: e.subject_id.clone(),
-        source: e.source.clone(),
-        kind: e.kind.clone(),
-        payload: e.payload.clone(),
-        metadata: e.metadata.clone(),
-        provenance: e.provenance.clone(),
-        session_id: e.session_id.clone(),
-        occurred_at: e.occurred_at,
-        created_at: e.created_at,
-    }
+    m
 }
 
 /// Task vectors by (model, task): repeated tasks are embedded once.
@@ -183,7 +153,7 @@ pub async fn assemble(
     // Neighbouring turns of the strongest episode matches.
     let max_ep_lex = episodes.iter().map(|e| e.lex).fold(0.0, f64::max);
     let mut strong: Vec<&EpisodeCandidate> = episodes.iter().filter(|e| e.lex > 0.0).collect();
-    strong.sort_by(|a, b| b.lex.total_cmp(&a.lex).then(a.id.cmp(&b.id)));
+    strong.sort_by(|a, b| b.lex.total_cmp(&a.lex).then(a.episode.id.cmp(&b.episode.id)));
     let have: HashSet<i64> = episodes.iter().map(|e| e.seq).collect();
     let mut lent: BTreeMap<i64, f64> = BTreeMap::new();
     for e in strong.iter().take(NEIGHBOUR_SOURCES) {
@@ -198,39 +168,43 @@ pub async fn assemble(
 
     // Suppression (see the module doc).
     let contradicted: HashSet<Uuid> = db::context::contradicted_sources(&mut conn, &probe).await?.into_iter().collect();
-    let ep_ids: Vec<Uuid> = episodes.iter().map(|e| e.id).collect();
+    let ep_ids: Vec<Uuid> = episodes.iter().map(|e| e.episode.id).collect();
     let backed: HashMap<Uuid, bool> =
         db::context::backing_visible(&mut conn, &probe, &ep_ids).await?.into_iter().collect();
     drop(conn);
     episodes.retain(|e| {
-        !contradicted.contains(&e.id) && backed.get(&e.id).copied().unwrap_or(true) && !is_structured(&e.payload)
+        let id = e.episode.id;
+        !contradicted.contains(&id) && backed.get(&id).copied().unwrap_or(true) && !is_structured(&e.episode.payload)
     });
     let mut memories: Vec<MemoryCandidate> = memories
         .into_iter()
-        .filter(|m| m.kind != "artifact_ref")
-        .filter(|m| !(m.kind == "episode_summary" && m.source_episode_ids.iter().any(|s| contradicted.contains(s))))
+        .filter(|m| m.memory.kind != "artifact_ref")
+        .filter(|m| {
+            !(m.memory.kind == "episode_summary"
+                && m.memory.source_episode_ids.iter().any(|s| contradicted.contains(s)))
+        })
         .collect();
 
     // No double spending between an episode and its own summary.
     let summary_of: HashMap<Uuid, usize> = memories
         .iter()
         .enumerate()
-        .filter(|(_, m)| m.kind == "episode_summary" && m.source_episode_ids.len() == 1)
-        .map(|(i, m)| (m.source_episode_ids[0], i))
+        .filter(|(_, m)| m.memory.kind == "episode_summary" && m.memory.source_episode_ids.len() == 1)
+        .map(|(i, m)| (m.memory.source_episode_ids[0], i))
         .collect();
     let mut drop_summaries: HashSet<usize> = HashSet::new();
     let mut drop_episodes: HashSet<Uuid> = HashSet::new();
     let mut best_lex: HashMap<Uuid, (f64, Option<f64>)> = HashMap::new();
     for e in &episodes {
-        if let Some(&i) = summary_of.get(&e.id) {
+        if let Some(&i) = summary_of.get(&e.episode.id) {
             let m = &memories[i];
             let joint = (e.lex.max(m.lex), max_opt(e.sem, m.sem));
-            if episode_text(&e.payload).chars().count() <= EPISODE_LINE_CHARS {
+            if episode_text(&e.episode.payload).chars().count() <= EPISODE_LINE_CHARS {
                 drop_summaries.insert(i);
-                best_lex.insert(e.id, joint);
+                best_lex.insert(e.episode.id, joint);
             } else {
-                drop_episodes.insert(e.id);
-                best_lex.insert(m.id, joint);
+                drop_episodes.insert(e.episode.id);
+                best_lex.insert(m.memory.id, joint);
             }
         }
     }
@@ -240,14 +214,14 @@ pub async fn assemble(
         idx += 1;
         keep
     });
-    episodes.retain(|e| !drop_episodes.contains(&e.id));
+    episodes.retain(|e| !drop_episodes.contains(&e.episode.id));
     let mut seen = HashSet::new();
-    episodes.retain(|e| seen.insert(e.id));
+    episodes.retain(|e| seen.insert(e.episode.id));
 
     // Sessions in which several items matched.
     let mut session_hits: BTreeMap<String, usize> = BTreeMap::new();
     for e in &episodes {
-        if let Some(s) = &e.session_id {
+        if let Some(s) = &e.episode.session_id {
             if e.lex > 0.0 || e.sem.is_some_and(|c| c >= RELATED_COSINE) {
                 *session_hits.entry(s.clone()).or_default() += 1;
             }
@@ -268,8 +242,8 @@ pub async fn assemble(
 
     let mut scored: Vec<(f64, Uuid, Item)> = Vec::new();
     for m in memories {
-        let (lex, sem) = best_lex.get(&m.id).copied().unwrap_or((m.lex, m.sem));
-        let kind = match m.kind.as_str() {
+        let (lex, sem) = best_lex.get(&m.memory.id).copied().unwrap_or((m.lex, m.sem));
+        let kind = match m.memory.kind.as_str() {
             "profile_fact" => Kind::Fact,
             "procedure" => Kind::Procedure,
             _ => Kind::Summary,
@@ -278,41 +252,43 @@ pub async fn assemble(
             kind,
             lexical: norm(lex),
             semantic: sem,
-            at: m.valid_from,
+            at: m.memory.valid_from,
             as_of,
-            confidence: m.confidence,
+            confidence: m.memory.confidence,
             in_current_session: false,
             context_boost: 0.0,
             outcome: None,
             current_claim: m.claim_single,
         });
-        scored.push((s, m.id, Item::Memory(m)));
+        scored.push((s, m.memory.id, Item::Memory(m)));
     }
     for e in episodes {
-        let (lex, sem) = best_lex.get(&e.id).copied().unwrap_or((e.lex, e.sem));
+        let (lex, sem) = best_lex.get(&e.episode.id).copied().unwrap_or((e.lex, e.sem));
         let mut boost = lent.get(&e.seq).copied().unwrap_or(0.0);
-        if e.session_id.as_ref().and_then(|s| session_hits.get(s)).is_some_and(|n| *n >= 2) {
+        if e.episode.session_id.as_ref().and_then(|s| session_hits.get(s)).is_some_and(|n| *n >= 2) {
             boost += SESSION_MATCH_BOOST;
         }
         let outcome =
-            e.metadata.get("outcome").and_then(|o| o.get("status")).and_then(|s| s.as_str()).and_then(|s| match s {
-                "succeeded" => Some(true),
-                "failed" => Some(false),
-                _ => None,
+            e.episode.metadata.get("outcome").and_then(|o| o.get("status")).and_then(|s| s.as_str()).and_then(|s| {
+                match s {
+                    "succeeded" => Some(true),
+                    "failed" => Some(false),
+                    _ => None,
+                }
             });
         let s = score(&Signals {
             kind: Kind::Episode,
             lexical: norm(lex),
             semantic: sem,
-            at: e.occurred_at,
+            at: e.episode.occurred_at,
             as_of,
             confidence: 1.0,
-            in_current_session: req.session_id.is_some() && e.session_id == req.session_id,
+            in_current_session: req.session_id.is_some() && e.episode.session_id == req.session_id,
             context_boost: boost.min(1.0),
             outcome,
             current_claim: false,
         });
-        scored.push((s, e.id, Item::Episode(e)));
+        scored.push((s, e.episode.id, Item::Episode(e)));
     }
     rank(&mut scored, |(s, id, _)| (*s, *id));
 
@@ -337,12 +313,12 @@ pub async fn assemble(
         let Some((s, item)) = by_id.remove(id) else { continue };
         bundle.selected.push(Selected { id: *id, is_memory: matches!(item, Item::Memory(_)), score: s });
         match item {
-            Item::Memory(m) => match m.kind.as_str() {
+            Item::Memory(m) => match m.memory.kind.as_str() {
                 "profile_fact" => bundle.facts.push(as_believed(&m, as_of)),
                 "procedure" => bundle.procedures.push(as_believed(&m, as_of)),
                 _ => summaries.push(as_believed(&m, as_of)),
             },
-            Item::Episode(e) => {
+            Item::Episode(EpisodeCandidate { episode: e, .. }) => {
                 if let Some(sid) = &e.session_id {
                     let info = sessions.entry(sid.clone()).or_insert(SessionInfo {
                         session_id: sid.clone(),
@@ -354,7 +330,7 @@ pub async fn assemble(
                     info.first_at = info.first_at.min(e.created_at);
                     info.last_at = info.last_at.max(e.created_at);
                 }
-                bundle.episodes.push(to_episode(&e));
+                bundle.episodes.push(e);
             }
         }
     }
@@ -375,7 +351,7 @@ fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 
 fn line_for(item: &Item) -> Line {
     match item {
-        Item::Memory(m) => Line {
+        Item::Memory(MemoryCandidate { memory: m, .. }) => Line {
             id: m.id,
             section: match m.kind.as_str() {
                 "profile_fact" => Section::Facts,
@@ -387,7 +363,7 @@ fn line_for(item: &Item) -> Line {
             date: None,
             order: m.valid_from.timestamp_micros(),
         },
-        Item::Episode(e) => Line {
+        Item::Episode(EpisodeCandidate { episode: e, .. }) => Line {
             id: e.id,
             section: Section::Interactions,
             text: episode_line(&e.source, &e.kind, &episode_text(&e.payload), e.metadata.get("outcome")),

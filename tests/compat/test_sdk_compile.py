@@ -1,8 +1,8 @@
 """The Statewave SDK's compile, search and label calls against a live mnemo."""
 import asyncio
 import os
-import uuid
 
+from helpers import say, subject
 import pytest
 from statewave import AsyncStatewaveClient, StatewaveClient
 from statewave.client import NO_RETRY
@@ -10,14 +10,6 @@ from statewave.exceptions import StatewaveAPIError
 
 URL = os.environ["MNEMO_URL"]
 
-
-def subject():
-    return f"user:{uuid.uuid4().hex[:8]}"
-
-
-def say(c, sid, text, session="s1"):
-    return c.create_episode(sid, "chat", "message", {"messages": [{"role": "user", "content": text}]},
-                            session_id=session)
 
 
 def test_compile_memories_supersedes_employer():

@@ -1,20 +1,12 @@
 """The Statewave SDK's context and delete calls against a live mnemo."""
 import asyncio
 import os
-import uuid
 
+from helpers import say, subject
 from statewave import AsyncStatewaveClient, StatewaveClient
 
 URL = os.environ["MNEMO_URL"]
 
-
-def subject():
-    return f"user:{uuid.uuid4().hex[:8]}"
-
-
-def say(c, sid, text, session="s1"):
-    return c.create_episode(sid, "chat", "message", {"messages": [{"role": "user", "content": text}]},
-                            session_id=session)
 
 
 def test_get_context_and_string():
