@@ -17,6 +17,7 @@ pub const SEMANTIC_LANE: i64 = 100;
 pub const RECENT_FACTS: i64 = 50;
 pub const RECENT_EPISODES: i64 = 20;
 pub const SESSION_EPISODES: i64 = 30;
+pub const DATE_EPISODES: i64 = 30;
 
 /// The query inputs shared by both tables.
 #[derive(Debug, Clone)]
@@ -29,6 +30,8 @@ pub struct Probe<'a> {
     /// The task vector in pgvector text form, with its model id, when the embedder is semantic.
     pub vector: Option<(String, String)>,
     pub session_id: Option<&'a str>,
+    /// Starts (UTC midnight) of the days the task names; episodes of those days are candidates.
+    pub days: Vec<DateTime<Utc>>,
 }
 
 /// A memory candidate with its bitemporal columns and raw relevance signals.
@@ -111,7 +114,10 @@ pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx:
               ORDER BY x.embedding <=> $5::vector, x.episode_id LIMIT {SEMANTIC_LANE}) \
            UNION (SELECT id FROM vis ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {RECENT_EPISODES}) \
            UNION (SELECT id FROM vis WHERE $7::text IS NOT NULL AND session_id = $7 \
-              ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {SESSION_EPISODES})) \
+              ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {SESSION_EPISODES}) \
+           UNION (SELECT id FROM vis WHERE EXISTS (SELECT 1 FROM unnest($8::timestamptz[]) d \
+                  WHERE occurred_at >= d AND occurred_at < d + interval '1 day') \
+              ORDER BY occurred_at, id LIMIT {DATE_EPISODES})) \
          SELECT vis.id, vis.subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, \
            vis.created_at, seq, COALESCE(ts_rank_cd(search_tsv, q.q), 0)::float8 AS lex, \
            CASE WHEN $5::text IS NOT NULL AND x.embedding_model = $6 \
@@ -127,6 +133,7 @@ pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx:
         .bind(vector)
         .bind(model)
         .bind(p.session_id)
+        .bind(&p.days)
         .fetch_all(conn)
         .await
 }

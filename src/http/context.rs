@@ -29,6 +29,7 @@ pub async fn context(
             max_tokens: r.opt_int("max_tokens", 1, 128_000).unwrap_or(DEFAULT_MAX_TOKENS) as usize,
             session_id: r.opt_str("session_id", 256),
             as_of: r.opt_datetime("as_of").map(crate::model::time::truncate_micros),
+            options: Default::default(),
         };
         let _emit_receipt = r.opt_bool("emit_receipt");
         let _ids = (r.opt_str("query_id", 64), r.opt_str("task_id", 64), r.opt_str("parent_receipt_id", 26));

@@ -29,7 +29,7 @@ use crate::embed::Embedder;
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
 use crate::services::compile::{embed_texts, vector_literal};
-use crate::services::query_terms::tsquery_for;
+use crate::services::query_terms::{task_dates, tsquery_for};
 
 /// A validated context request.
 #[derive(Debug, Clone)]
@@ -39,6 +39,24 @@ pub struct ContextRequest {
     pub max_tokens: usize,
     pub session_id: Option<String>,
     pub as_of: Option<DateTime<Utc>>,
+    /// Which retrieval techniques run (all by default; the benchmark switches them off one by one).
+    pub options: RetrievalOptions,
+}
+
+/// Switches for each retrieval technique.
+#[derive(Debug, Clone, Copy)]
+pub struct RetrievalOptions {
+    pub lexical: bool,
+    pub semantic: bool,
+    pub neighbours: bool,
+    pub session_matches: bool,
+    pub dates: bool,
+}
+
+impl Default for RetrievalOptions {
+    fn default() -> Self {
+        RetrievalOptions { lexical: true, semantic: true, neighbours: true, session_matches: true, dates: true }
+    }
 }
 
 /// One session among the included episodes.
@@ -77,6 +95,8 @@ pub struct Bundle {
 const NEIGHBOUR_SHARE: f64 = 0.5;
 /// How many of the best-matching episodes lend relevance to their neighbours.
 const NEIGHBOUR_SOURCES: usize = 5;
+/// Extra relevance for items dated on a day the task names.
+const DATE_BOOST: f64 = 0.5;
 /// Extra relevance for items of a session in which several items matched.
 const SESSION_MATCH_BOOST: f64 = 0.2;
 /// Cosine at or above which an item counts as related to the task (for the caveat).
@@ -133,7 +153,8 @@ pub async fn assemble(
     req: &ContextRequest,
 ) -> anyhow::Result<Bundle> {
     let as_of = req.as_of.unwrap_or_else(crate::model::time::now_micros);
-    let vector = if embedder.is_semantic() {
+    let opts = req.options;
+    let vector = if opts.semantic && embedder.is_semantic() {
         Some((cache.get(embedder, &req.task).await?, embedder.model_id().to_string()))
     } else {
         None
@@ -142,10 +163,12 @@ pub async fn assemble(
         tenant,
         subject_id: &req.subject_id,
         as_of,
-        tsquery: tsquery_for(&req.task),
+        tsquery: if opts.lexical { tsquery_for(&req.task) } else { None },
         vector,
         session_id: req.session_id.as_deref(),
+        days: if opts.dates { day_starts(&req.task, as_of) } else { Vec::new() },
     };
+    let named_days: HashSet<chrono::NaiveDate> = probe.days.iter().map(|d| d.date_naive()).collect();
     let mut conn = pool.acquire().await?;
     let memories = db::context::memory_candidates(&mut conn, &probe).await?;
     let mut episodes = db::context::episode_candidates(&mut conn, &probe).await?;
@@ -156,7 +179,8 @@ pub async fn assemble(
     strong.sort_by(|a, b| b.lex.total_cmp(&a.lex).then(a.episode.id.cmp(&b.episode.id)));
     let have: HashSet<i64> = episodes.iter().map(|e| e.seq).collect();
     let mut lent: BTreeMap<i64, f64> = BTreeMap::new();
-    for e in strong.iter().take(NEIGHBOUR_SOURCES) {
+    let sources = if opts.neighbours { NEIGHBOUR_SOURCES } else { 0 };
+    for e in strong.iter().take(sources) {
         let share = NEIGHBOUR_SHARE * e.lex / max_ep_lex.max(f64::EPSILON);
         for s in [e.seq - 1, e.seq + 1] {
             let v = lent.entry(s).or_insert(0.0);
@@ -256,7 +280,7 @@ pub async fn assemble(
             as_of,
             confidence: m.memory.confidence,
             in_current_session: false,
-            context_boost: 0.0,
+            context_boost: if named_days.contains(&m.memory.valid_from.date_naive()) { DATE_BOOST } else { 0.0 },
             outcome: None,
             current_claim: m.claim_single,
         });
@@ -265,8 +289,13 @@ pub async fn assemble(
     for e in episodes {
         let (lex, sem) = best_lex.get(&e.episode.id).copied().unwrap_or((e.lex, e.sem));
         let mut boost = lent.get(&e.seq).copied().unwrap_or(0.0);
-        if e.episode.session_id.as_ref().and_then(|s| session_hits.get(s)).is_some_and(|n| *n >= 2) {
+        if opts.session_matches
+            && e.episode.session_id.as_ref().and_then(|s| session_hits.get(s)).is_some_and(|n| *n >= 2)
+        {
             boost += SESSION_MATCH_BOOST;
+        }
+        if named_days.contains(&e.episode.occurred_at.date_naive()) {
+            boost += DATE_BOOST;
         }
         let outcome =
             e.episode.metadata.get("outcome").and_then(|o| o.get("status")).and_then(|s| s.as_str()).and_then(|s| {
@@ -339,6 +368,10 @@ pub async fn assemble(
     bundle.episodes.sort_by_key(|a| (a.occurred_at, a.created_at, a.id));
     bundle.sessions = sessions.into_values().collect();
     Ok(bundle)
+}
+
+fn day_starts(task: &str, as_of: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+    task_dates(task, as_of).into_iter().filter_map(|d| d.and_hms_opt(0, 0, 0)).map(|t| t.and_utc()).collect()
 }
 
 fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {

@@ -2,6 +2,10 @@
 //! configuration (which stems them, so "working" finds "works").
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Datelike, Days, NaiveDate, Utc};
+use regex::Regex;
 
 /// Words too common to say what a task is about.
 const STOPWORDS: &[&str] = &[
@@ -30,9 +34,85 @@ pub fn tsquery_for(task: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.join(" | "))
 }
 
+const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+
+static ISO: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b").ok());
+static DAY_MONTH: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3,9})\.?,?\s+(\d{4})\b").ok());
+static MONTH_DAY: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)\b([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b").ok());
+static RELATIVE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)\b(today|yesterday)\b").ok());
+
+fn month_number(name: &str) -> Option<u32> {
+    let lower = name.to_lowercase();
+    let prefix: String = lower.chars().take(3).collect();
+    let full = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let i = MONTHS.iter().position(|m| *m == prefix)?;
+    // "mar" and "march" count, "marble" does not.
+    (lower.len() <= 4 || full[i].starts_with(&lower)).then_some(i as u32 + 1)
+}
+
+/// Calendar dates a task mentions (ISO, "2 March 2026", "March 2, 2026", today, yesterday),
+/// resolved against `as_of` for the relative ones; sorted, without duplicates.
+pub fn task_dates(task: &str, as_of: DateTime<Utc>) -> Vec<NaiveDate> {
+    let mut out = BTreeSet::new();
+    if let Some(re) = ISO.as_ref() {
+        for c in re.captures_iter(task) {
+            let (y, m, d) = (c[1].parse().ok(), c[2].parse().ok(), c[3].parse().ok());
+            if let (Some(y), Some(m), Some(d)) = (y, m, d) {
+                out.extend(NaiveDate::from_ymd_opt(y, m, d));
+            }
+        }
+    }
+    for (re, day_i, month_i) in [(DAY_MONTH.as_ref(), 1, 2), (MONTH_DAY.as_ref(), 2, 1)] {
+        let Some(re) = re else { continue };
+        for c in re.captures_iter(task) {
+            let d = c[day_i].parse().ok();
+            let m = month_number(&c[month_i]);
+            let y = c[3].parse().ok();
+            if let (Some(y), Some(m), Some(d)) = (y, m, d) {
+                out.extend(NaiveDate::from_ymd_opt(y, m, d));
+            }
+        }
+    }
+    if let Some(re) = RELATIVE.as_ref() {
+        let today = as_of.date_naive();
+        for c in re.captures_iter(task) {
+            let day =
+                if c[1].eq_ignore_ascii_case("today") { Some(today) } else { today.checked_sub_days(Days::new(1)) };
+            out.extend(day);
+        }
+    }
+    out.into_iter().filter(|d| d.year() > 1900).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_dates_in_tasks() {
+        let as_of = DateTime::parse_from_rfc3339("2026-03-10T12:00:00Z").unwrap().with_timezone(&Utc);
+        let d = |y, m, dd| NaiveDate::from_ymd_opt(y, m, dd).unwrap();
+        assert_eq!(task_dates("What happened on 2026-03-02?", as_of), vec![d(2026, 3, 2)]);
+        assert_eq!(task_dates("on 2 March 2026 and March 4th, 2026", as_of), vec![d(2026, 3, 2), d(2026, 3, 4)]);
+        assert_eq!(task_dates("what did we discuss yesterday", as_of), vec![d(2026, 3, 9)]);
+        assert!(task_dates("the marble 12 2026 thing", as_of).is_empty());
+        assert!(task_dates("2026-13-40", as_of).is_empty());
+    }
 
     #[test]
     fn builds_an_or_query_of_content_words() {
