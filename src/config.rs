@@ -24,6 +24,19 @@ pub enum Command {
     Pg(PgArgs),
     /// Re-embed every memory and episode whose vector came from another model (resumable).
     Reembed(ReembedArgs),
+    /// Exit 0 when the server at MNEMO_ADDR answers /healthz (for container healthchecks).
+    Healthcheck(HealthcheckArgs),
+}
+
+/// `mnemo healthcheck`.
+#[derive(Debug, Clone, Args)]
+pub struct HealthcheckArgs {
+    /// Address the server listens on (0.0.0.0 is probed on loopback).
+    #[arg(long, env = "MNEMO_ADDR", default_value = "127.0.0.1:8100")]
+    pub addr: SocketAddr,
+    /// Seconds to wait for the answer.
+    #[arg(long, default_value_t = 3)]
+    pub timeout_secs: u64,
 }
 
 /// Which embedder to use.

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use sqlx::postgres::PgConnectOptions;
 use tracing_subscriber::EnvFilter;
 
-use mnemo::config::{Cli, Command, DbArgs, LogFormat, PgAction, PgArgs, ReembedArgs, ServeArgs};
+use mnemo::config::{Cli, Command, DbArgs, HealthcheckArgs, LogFormat, PgAction, PgArgs, ReembedArgs, ServeArgs};
 use mnemo::pg::Cluster;
 use mnemo::{db, AppState, RuntimeConfig};
 
@@ -127,6 +127,31 @@ async fn reembed(args: ReembedArgs) -> anyhow::Result<()> {
     result
 }
 
+/// Sends `GET /healthz` over a plain TCP connection and checks for a 200 status line.
+async fn healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut addr = args.addr;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let probe = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").await?;
+        let mut buf = Vec::new();
+        stream.read_to_end(&mut buf).await?;
+        anyhow::Ok(buf)
+    };
+    let buf = tokio::time::timeout(std::time::Duration::from_secs(args.timeout_secs), probe)
+        .await
+        .map_err(|_| anyhow::anyhow!("no answer from {addr} within {}s", args.timeout_secs))??;
+    let status_line = String::from_utf8_lossy(&buf).lines().next().unwrap_or_default().to_string();
+    if status_line.split_whitespace().nth(1) == Some("200") {
+        Ok(())
+    } else {
+        anyhow::bail!("unhealthy: {status_line}")
+    }
+}
+
 async fn pg(args: PgArgs) -> anyhow::Result<()> {
     let cluster = Cluster::new(&args.data_dir)?;
     match args.action {
@@ -148,7 +173,7 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let format = match &cli.command {
         Command::Serve(a) => a.log_format,
-        Command::Migrate(_) | Command::Pg(_) | Command::Reembed(_) => LogFormat::Text,
+        Command::Migrate(_) | Command::Pg(_) | Command::Reembed(_) | Command::Healthcheck(_) => LogFormat::Text,
     };
     init_logging(format);
     let result = match cli.command {
@@ -156,6 +181,7 @@ async fn main() -> std::process::ExitCode {
         Command::Migrate(a) => migrate(a).await,
         Command::Pg(a) => pg(a).await,
         Command::Reembed(a) => reembed(a).await,
+        Command::Healthcheck(a) => healthcheck(a).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

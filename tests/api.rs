@@ -170,3 +170,21 @@ async fn episodes_are_append_only_in_the_database() {
     tx.commit().await.unwrap();
     assert_eq!(n, 1);
 }
+
+#[tokio::test]
+async fn healthcheck_command_probes_a_live_server() {
+    let app = spawn().await;
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let ok = tokio::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .args(["healthcheck", "--addr", &addr])
+        .status()
+        .await
+        .unwrap();
+    assert!(ok.success());
+    let down = tokio::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .args(["healthcheck", "--addr", "127.0.0.1:1"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!down.status.success());
+}

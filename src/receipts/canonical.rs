@@ -121,19 +121,30 @@ fn write_float(out: &mut String, f: f64) {
 }
 
 /// Shortest round-trip decimal digits of a finite positive f64 (no leading/trailing zeros) and the decimal exponent
-/// of the first digit, i.e. `f == 0.d1d2d3... * 10^(exp + 1)`.
-///
-/// Rust's `{:e}` produces the same shortest, closest digit string as Python's repr (David Gay's dtoa mode 0);
-/// only the layout differs (`1.5e-7` vs `1.5e-07`, `1e22` vs `1e+22`).
+/// of the first digit, i.e. `f == d1.d2d3... * 10^exp`, chosen as Python's repr (David Gay's dtoa, mode 0) does:
+/// the shortest digit string that reads back as `f`, and of those the closest to `f`, ties to even.
 fn shortest_digits(f: f64) -> Option<(String, i32)> {
-    let sci = format!("{f:e}");
+    let (digits, exp) = split_scientific(&format!("{f:e}"))?;
+    // Rust's shortest `{:e}` breaks exact ties upward (1425502010969177.25 -> ...177.3) where Python picks the even
+    // neighbour (...177.2). `{:.Ne}` is correctly rounded half-to-even, so at the same length it gives the closest
+    // string; use it whenever it still reads back as `f` (near powers of two it may not, and then Rust's is right).
+    let even = format!("{f:.prec$e}", prec = digits.len() - 1);
+    if even.parse::<f64>().ok() == Some(f) {
+        return split_scientific(&even);
+    }
+    Some((digits, exp))
+}
+
+/// Splits Rust's `{:e}` output (`d.ddde[-]x`) into its significant digits (trailing zeros dropped) and exponent.
+fn split_scientific(sci: &str) -> Option<(String, i32)> {
     let (mantissa, exp) = sci.split_once('e')?;
     let exp: i32 = exp.parse().ok()?;
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let digits = digits.trim_end_matches('0');
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) || digits.starts_with('0') {
         return None;
     }
-    Some((digits, exp))
+    Some((digits.to_owned(), exp))
 }
 
 /// Lays out digits the way CPython's `float_repr` does (format code 'r', with `.0` added to integral values):

@@ -83,6 +83,12 @@ impl SigningKeys {
     pub fn ids(&self) -> Vec<String> {
         self.keys.keys().cloned().collect()
     }
+
+    /// A fresh HMAC-SHA256 keyed with `key_id`, or None if it is not loaded.
+    fn mac(&self, key_id: &str) -> Option<Hmac<Sha256>> {
+        // HMAC accepts keys of any length, so construction cannot fail for a loaded key.
+        Hmac::<Sha256>::new_from_slice(self.keys.get(key_id)?).ok()
+    }
 }
 
 /// Signs a receipt body in place (key id and algorithm are set first so they are covered); false if it cannot.
@@ -90,18 +96,18 @@ impl SigningKeys {
 /// The signature is lower-case hex HMAC-SHA256(key, canonical_v1(body without `receipt_signature`)). Returns false,
 /// leaving the body unchanged, if the key id is not loaded or the body is not a JSON object.
 pub fn sign(body: &mut Value, keys: &SigningKeys, key_id: &str) -> bool {
-    if !keys.contains(key_id) {
+    let Some(mut mac) = keys.mac(key_id) else {
         return false;
-    }
+    };
     let Value::Object(map) = body else {
         return false;
     };
     map.insert(KEY_ID_FIELD.to_owned(), Value::String(key_id.to_owned()));
     map.insert(ALGORITHM_FIELD.to_owned(), Value::String(ALGORITHM.to_owned()));
     map.remove(SIGNATURE_FIELD);
-    let canonical = canonical_v1(body);
-    let signature = hmac_hex(keys, key_id, canonical.as_bytes());
-    if let (Value::Object(map), Some(signature)) = (body, signature) {
+    mac.update(canonical_v1(body).as_bytes());
+    let signature = hex::encode(mac.finalize().into_bytes());
+    if let Value::Object(map) = body {
         map.insert(SIGNATURE_FIELD.to_owned(), Value::String(signature));
     }
     true
@@ -109,9 +115,7 @@ pub fn sign(body: &mut Value, keys: &SigningKeys, key_id: &str) -> bool {
 
 /// HMAC over arbitrary bytes (for other signed documents, e.g. erasure certificates); None if the key is not loaded.
 pub fn hmac_hex(keys: &SigningKeys, key_id: &str, bytes: &[u8]) -> Option<String> {
-    let key = keys.keys.get(key_id)?;
-    // HMAC accepts keys of any length, so this never fails in practice.
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).ok()?;
+    let mut mac = keys.mac(key_id)?;
     mac.update(bytes);
     Some(hex::encode(mac.finalize().into_bytes()))
 }
@@ -155,14 +159,15 @@ pub fn verify(body: &Value, keys: &SigningKeys) -> Verification {
     if algorithm != ALGORITHM {
         return Verification::new(None, key_id, Some(algorithm), "unsupported_algorithm");
     }
+    let Some(mut mac) = key_id.as_deref().and_then(|id| keys.mac(id)) else {
+        return Verification::new(None, key_id, Some(algorithm), "key_unavailable");
+    };
     let mut unsigned = body.clone();
     if let Value::Object(map) = &mut unsigned {
         map.remove(SIGNATURE_FIELD);
     }
-    let expected = key_id.as_deref().and_then(|id| hmac_hex(keys, id, canonical_v1(&unsigned).as_bytes()));
-    let Some(expected) = expected else {
-        return Verification::new(None, key_id, Some(algorithm), "key_unavailable");
-    };
+    mac.update(canonical_v1(&unsigned).as_bytes());
+    let expected = hex::encode(mac.finalize().into_bytes());
     // Hex text is compared exactly (as Python's hmac.compare_digest on str does), so upper-case hex does not match.
     if bool::from(expected.as_bytes().ct_eq(signature.as_bytes())) {
         Verification::new(Some(true), key_id, Some(algorithm), "ok")
