@@ -9,6 +9,7 @@ pub mod error;
 pub mod http;
 pub mod model;
 pub mod pg;
+pub mod receipts;
 pub mod services;
 pub mod state;
 

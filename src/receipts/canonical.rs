@@ -6,7 +6,8 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{Number, Value};
+use anyhow::anyhow;
+use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
 /// Serialises `value` exactly as Python's `json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False)`.
@@ -17,6 +18,23 @@ pub fn canonical_v1(value: &Value) -> String {
     let mut out = String::new();
     write_value(&mut out, value);
     out
+}
+
+/// Parses JSON text like `serde_json::from_str`, but reads every float correctly rounded (and `-0` as the int 0).
+///
+/// Plain serde_json (without its `float_roundtrip` feature) parses 17-significant-digit floats only approximately,
+/// e.g. about 1 in 10 random scores in [0, 1) come back one ulp off, which changes canonical_v1 and breaks the
+/// signature. Use this to read stored receipt text that will be verified. Integers outside i64/u64 become f64, as in
+/// serde_json; nesting is limited to 128 levels.
+pub fn parse_exact(text: &str) -> anyhow::Result<Value> {
+    let mut parser = Parser { text, pos: 0 };
+    parser.skip_ws();
+    let value = parser.value(0)?;
+    parser.skip_ws();
+    if parser.pos != text.len() {
+        return Err(parser.error("trailing characters"));
+    }
+    Ok(value)
 }
 
 /// Lower-case hex SHA-256 of `bytes`.
@@ -34,9 +52,7 @@ fn write_value(out: &mut String, value: &Value) {
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
+                out.push_str(if i == 0 { "" } else { "," });
                 write_value(out, item);
             }
             out.push(']');
@@ -49,9 +65,7 @@ fn write_value(out: &mut String, value: &Value) {
             entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
             out.push('{');
             for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
+                out.push_str(if i == 0 { "" } else { "," });
                 write_string(out, key);
                 out.push(':');
                 write_value(out, item);
@@ -178,6 +192,460 @@ fn push_python_repr(out: &mut String, digits: &str, exp: i32) {
                 out.push('0');
             }
             out.push_str(".0");
+        }
+    }
+}
+
+/// Deepest nesting `parse_exact` accepts; bounds recursion like serde_json's own limit.
+const MAX_DEPTH: usize = 128;
+
+/// Recursive-descent JSON reader over `text` (RFC 8259 grammar, as serde_json accepts).
+struct Parser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn error(&self, what: &str) -> anyhow::Error {
+        anyhow!("invalid JSON: {what} at byte {}", self.pos)
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    /// Consumes `prefix` if the input continues with it.
+    fn eat(&mut self, prefix: &str) -> bool {
+        let found = self.text.as_bytes()[self.pos..].starts_with(prefix.as_bytes());
+        if found {
+            self.pos += prefix.len();
+        }
+        found
+    }
+
+    fn expect(&mut self, prefix: &str) -> anyhow::Result<()> {
+        if self.eat(prefix) {
+            Ok(())
+        } else {
+            Err(self.error(&format!("expected {prefix:?}")))
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> anyhow::Result<Value> {
+        if depth > MAX_DEPTH {
+            return Err(self.error("nesting too deep"));
+        }
+        match self.peek() {
+            Some(b'{') => {
+                let mut map = Map::new();
+                self.list("{", "}", |p| {
+                    let key = p.string()?;
+                    p.skip_ws();
+                    p.expect(":")?;
+                    p.skip_ws();
+                    // Duplicate keys: the last one wins, as in Python's json.loads and serde_json.
+                    map.insert(key, p.value(depth + 1)?);
+                    Ok(())
+                })?;
+                Ok(Value::Object(map))
+            }
+            Some(b'[') => {
+                let mut items = Vec::new();
+                self.list("[", "]", |p| p.value(depth + 1).map(|v| items.push(v)))?;
+                Ok(Value::Array(items))
+            }
+            Some(b'"') => self.string().map(Value::String),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ if self.eat("true") => Ok(Value::Bool(true)),
+            _ if self.eat("false") => Ok(Value::Bool(false)),
+            _ if self.eat("null") => Ok(Value::Null),
+            _ => Err(self.error("expected a value")),
+        }
+    }
+
+    /// Reads `open item (, item)* close`, calling `item` with the parser positioned at each item.
+    fn list(
+        &mut self,
+        open: &str,
+        close: &str,
+        mut item: impl FnMut(&mut Self) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        self.expect(open)?;
+        self.skip_ws();
+        if self.eat(close) {
+            return Ok(());
+        }
+        loop {
+            self.skip_ws();
+            item(self)?;
+            self.skip_ws();
+            if self.eat(close) {
+                return Ok(());
+            }
+            self.expect(",")?;
+        }
+    }
+
+    fn string(&mut self) -> anyhow::Result<String> {
+        self.expect("\"")?;
+        let mut out = String::new();
+        loop {
+            let start = self.pos;
+            while matches!(self.peek(), Some(b) if b != b'"' && b != b'\\' && b >= 0x20) {
+                self.pos += 1;
+            }
+            // The scan stops only at ASCII bytes or the end, so both ends are char boundaries.
+            out.push_str(&self.text[start..self.pos]);
+            match self.peek() {
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    self.pos += 1;
+                    out.push(self.escape()?);
+                }
+                Some(_) => return Err(self.error("control character in string")),
+                None => return Err(self.error("unterminated string")),
+            }
+        }
+    }
+
+    fn escape(&mut self) -> anyhow::Result<char> {
+        let byte = self.peek().ok_or_else(|| self.error("unterminated escape"))?;
+        self.pos += 1;
+        Ok(match byte {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let mut code = self.hex4()?;
+                if (0xD800..0xDC00).contains(&code) {
+                    // A high surrogate must be followed by an escaped low surrogate; together they are one char.
+                    self.expect("\\u")?;
+                    let low = self.hex4()?;
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return Err(self.error("unpaired surrogate"));
+                    }
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                }
+                char::from_u32(code).ok_or_else(|| self.error("unpaired surrogate"))?
+            }
+            _ => return Err(self.error("invalid escape")),
+        })
+    }
+
+    fn hex4(&mut self) -> anyhow::Result<u32> {
+        let digits = self.text.get(self.pos..self.pos + 4).filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()));
+        let code = digits.and_then(|d| u32::from_str_radix(d, 16).ok()).ok_or_else(|| self.error("bad \\u escape"))?;
+        self.pos += 4;
+        Ok(code)
+    }
+
+    fn number(&mut self) -> anyhow::Result<Value> {
+        let start = self.pos;
+        self.eat("-");
+        // JSON forbids leading zeros, so "0" stands alone and anything else starts with 1-9.
+        if !self.eat("0") && self.digits(b'1') == 0 {
+            return Err(self.error("invalid number"));
+        }
+        let mut is_float = false;
+        if self.eat(".") {
+            is_float = true;
+            self.require_digits()?;
+        }
+        if self.eat("e") || self.eat("E") {
+            is_float = true;
+            let _ = self.eat("+") || self.eat("-");
+            self.require_digits()?;
+        }
+        let token = &self.text[start..self.pos];
+        if !is_float {
+            // Like Python, "-0" is the int 0 (serde_json would make it the float -0.0).
+            if let Ok(n) = token.parse::<u64>() {
+                return Ok(Value::from(n));
+            }
+            if let Ok(n) = token.parse::<i64>() {
+                return Ok(Value::from(n));
+            }
+        }
+        // Rust's str::parse::<f64> is correctly rounded for every input, which serde_json's default path is not.
+        let float = token.parse::<f64>().map_err(|_| self.error("invalid number"))?;
+        Number::from_f64(float).map(Value::Number).ok_or_else(|| self.error("number out of range"))
+    }
+
+    /// Consumes a run of digits whose first is at least `first`; returns how many.
+    fn digits(&mut self, first: u8) -> usize {
+        let start = self.pos;
+        if matches!(self.peek(), Some(b) if (first..=b'9').contains(&b)) {
+            self.pos += 1;
+            while matches!(self.peek(), Some(b'0'..=b'9')) {
+                self.pos += 1;
+            }
+        }
+        self.pos - start
+    }
+
+    fn require_digits(&mut self) -> anyhow::Result<()> {
+        if self.digits(b'0') == 0 {
+            return Err(self.error("expected digits"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const CASES: &str = include_str!("../../tests/fixtures/receipts/canonical_cases.json");
+
+    fn float(f: f64) -> String {
+        canonical_v1(&Value::from(f))
+    }
+
+    #[test]
+    fn escapes_match_python() {
+        let s = "q\" b\\ n\n r\r t\t b\u{8} f\u{c} nul\u{0} soh\u{1} esc\u{1b} us\u{1f}";
+        let expected = r#""q\" b\\ n\n r\r t\t b\b f\f nul\u0000 soh\u0001 esc\u001b us\u001f""#;
+        assert_eq!(canonical_v1(&json!(s)), expected);
+        // Python leaves these literal with ensure_ascii=False.
+        assert_eq!(
+            canonical_v1(&json!("a/b\u{7f}\u{2028}\u{2029}é👋\u{e000}")),
+            "\"a/b\u{7f}\u{2028}\u{2029}é👋\u{e000}\""
+        );
+    }
+
+    #[test]
+    fn keys_sort_by_code_point() {
+        let value = json!({"B": 1, "a": 2, "é": 3, "Z": 4, "aa": 5, "a_b": 6, "\u{1F600}": 7, "\u{FFFF}": 8,
+            "\u{E000}": 9, "": 10, "_": 11});
+        let expected =
+            "{\"\":10,\"B\":1,\"Z\":4,\"_\":11,\"a\":2,\"a_b\":6,\"aa\":5,\"é\":3,\"\u{E000}\":9,\"\u{FFFF}\":8,\
+                        \"\u{1F600}\":7}";
+        assert_eq!(canonical_v1(&value), expected);
+    }
+
+    #[test]
+    fn compact_structure() {
+        let value = json!({"b": [1, 2.5, null, true, false, [], {}], "a": {"y": "", "x": -3}});
+        assert_eq!(canonical_v1(&value), r#"{"a":{"x":-3,"y":""},"b":[1,2.5,null,true,false,[],{}]}"#);
+    }
+
+    #[test]
+    fn float_repr_rules() {
+        let table: &[(f64, &str)] = &[
+            (1.0, "1.0"),
+            (12.0, "12.0"),
+            (0.1, "0.1"),
+            (-0.0, "-0.0"),
+            (0.0, "0.0"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (1.5e-7, "1.5e-07"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (1234567890123456.0, "1234567890123456.0"),
+            (123456789012345.0, "123456789012345.0"),
+            (1e22, "1e+22"),
+            (1e100, "1e+100"),
+            (123456789.123, "123456789.123"),
+            (17.345678, "17.345678"),
+            (0.30000000000000004, "0.30000000000000004"),
+            (-1.5, "-1.5"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (2.0f64.powi(60), "1.152921504606847e+18"),
+            // Exact ties: Python rounds the last digit to even, Rust's shortest `{:e}` rounds up.
+            (5702008043876709.0 / 4.0, "1425502010969177.2"),
+            (421823707942549.0 / 16.0, "26363981746409.312"),
+        ];
+        for (f, expected) in table {
+            assert_eq!(float(*f), *expected, "{f:e}");
+        }
+        assert_eq!(float(f64::NAN), "null");
+    }
+
+    #[test]
+    fn integers_stay_integers() {
+        assert_eq!(canonical_v1(&json!(12)), "12");
+        assert_eq!(canonical_v1(&json!(12.0)), "12.0");
+        assert_eq!(canonical_v1(&json!(u64::MAX)), "18446744073709551615");
+        assert_eq!(canonical_v1(&json!(i64::MIN)), "-9223372036854775808");
+    }
+
+    #[test]
+    fn serde_json_keeps_negative_zero_and_1e22_as_f64() {
+        for (text, bits) in [("-0.0", (-0.0f64).to_bits()), ("1e+22", 1e22f64.to_bits())] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert!(value.as_number().unwrap().is_f64());
+            assert_eq!(value.as_f64().unwrap().to_bits(), bits);
+            assert_eq!(canonical_v1(&value), text);
+            assert_eq!(canonical_v1(&serde_json::to_value(f64::from_bits(bits)).unwrap()), text);
+        }
+    }
+
+    #[test]
+    fn python_canonical_cases_match_byte_for_byte() {
+        let cases = parse_exact(CASES).unwrap();
+        let cases = cases.as_array().unwrap();
+        assert!(cases.len() > 300);
+        let mut serde_json_misparsed = 0;
+        for case in cases {
+            let expected = case["canonical"].as_str().unwrap();
+            assert_eq!(canonical_v1(&case["input"]), expected);
+            assert_eq!(canonical_v1(&parse_exact(expected).unwrap()), expected);
+            let via_serde: Value = serde_json::from_str(expected).unwrap();
+            serde_json_misparsed += usize::from(canonical_v1(&via_serde) != expected);
+        }
+        // Informational: how many would break if read with plain serde_json instead of parse_exact.
+        eprintln!("plain serde_json misreads {serde_json_misparsed} of {} canonical cases", cases.len());
+    }
+
+    #[test]
+    fn parse_exact_reads_floats_correctly_rounded() {
+        // serde_json's default parser reads this 17-digit score as 0.98381149223148 (one ulp off); parse_exact does not.
+        let text = "0.9838114922314801";
+        assert_eq!(parse_exact(text).unwrap().as_f64().unwrap().to_bits(), 0.9838114922314801f64.to_bits());
+        assert_eq!(canonical_v1(&parse_exact(text).unwrap()), text);
+    }
+
+    #[test]
+    fn parse_exact_accepts_json() {
+        let text = " {\"a\" : [1, -0, 1.5E+3, -2e-3, 18446744073709551616, true, false, null],\n\t\"s\": \
+                    \"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\udc4b\", \"k\": {\"k\": 1, \"k\": 2}} ";
+        let value = parse_exact(text).unwrap();
+        assert_eq!(
+            canonical_v1(&value),
+            "{\"a\":[1,0,1500.0,-0.002,1.8446744073709552e+19,true,false,null],\"k\":{\"k\":2},\"s\":\"\\\"\\\\/\\b\\f\\n\\r\\té👋\"}"
+        );
+        assert!(value["a"][1].is_u64());
+    }
+
+    #[test]
+    fn parse_exact_rejects_invalid_json() {
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        for bad in [
+            "",
+            "01",
+            "1.",
+            ".5",
+            "+1",
+            "-",
+            "1e",
+            "NaN",
+            "Infinity",
+            "1e400",
+            "[1,]",
+            "{\"a\":1,}",
+            "{a:1}",
+            "[1 2]",
+            "\"abc",
+            "\"\u{1}\"",
+            "\"\\x\"",
+            "\"\\ud83d\"",
+            "\"\\udc4b\"",
+            "\"\\ud83dx\"",
+            "\"\\u12g4\"",
+            "tru",
+            "1 2",
+            &deep,
+        ] {
+            assert!(parse_exact(bad).is_err(), "{bad:?}");
+        }
+        let nested = "[".repeat(100) + &"]".repeat(100);
+        assert!(parse_exact(&nested).is_ok());
+    }
+
+    #[test]
+    fn sha256_hex_known_vector() {
+        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+
+    /// Independent reference for Python's repr: the shortest correctly rounded (half-even) `{:.Ne}` that reads back,
+    /// laid out with Rust's exact fixed-point formatting instead of digit splicing.
+    fn reference_repr(f: f64) -> String {
+        if f == 0.0 {
+            return if f.is_sign_negative() { "-0.0" } else { "0.0" }.to_owned();
+        }
+        let sci = (0..17).map(|p| format!("{f:.p$e}")).find(|s| s.parse::<f64>().unwrap() == f).unwrap();
+        let (mantissa, exp) = sci.split_once('e').unwrap();
+        let exp: i32 = exp.parse().unwrap();
+        let sig_digits = mantissa.trim_start_matches('-').replace('.', "").len() as i32;
+        if (-4..16).contains(&exp) {
+            format!("{f:.prec$}", prec = (sig_digits - 1 - exp).max(1) as usize)
+        } else {
+            format!("{mantissa}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+        }
+    }
+
+    fn finite_f64() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            any::<u64>().prop_map(f64::from_bits),
+            -1.0f64..1.0,
+            (1u64..1 << 54, -3i32..3).prop_map(|(m, e)| m as f64 * 2f64.powi(e)),
+        ]
+        .prop_filter("finite", |f| f.is_finite())
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            finite_f64().prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(any::<String>(), inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        #[test]
+        fn float_repr_round_trips_and_matches_reference(f in finite_f64()) {
+            let out = float(f);
+            prop_assert_eq!(out.parse::<f64>().unwrap().to_bits(), f.to_bits());
+            prop_assert_eq!(parse_exact(&out).unwrap().as_f64().unwrap().to_bits(), f.to_bits());
+            prop_assert_eq!(out, reference_repr(f));
+        }
+
+        #[test]
+        fn string_order_is_code_point_order(a in any::<String>(), b in any::<String>()) {
+            prop_assert_eq!(a.cmp(&b), a.chars().cmp(b.chars()));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn canonical_text_parses_back_to_the_same_canonical(value in arb_json()) {
+            let text = canonical_v1(&value);
+            let reparsed = parse_exact(&text).unwrap();
+            prop_assert_eq!(&reparsed, &value);
+            prop_assert_eq!(canonical_v1(&reparsed), text);
         }
     }
 }
