@@ -25,7 +25,7 @@ async fn delete_removes_every_row_of_the_subject_only() {
     assert!(b["memories_deleted"].as_u64().unwrap() >= 6);
 
     // Catalog-driven: every table with a subject_id column has no row of the subject left.
-    let tables = mnemo::db::erase::tables_with_subjects(&mut *app.pool.acquire().await.unwrap()).await.unwrap();
+    let tables = mnemo::db::erase::tables_with_subjects(&mut app.pool.acquire().await.unwrap()).await.unwrap();
     assert!(tables.len() >= 7, "{tables:?}");
     for t in &tables {
         let n: i64 = sqlx::query_scalar(&format!(
