@@ -175,6 +175,10 @@ pub struct ServeArgs {
     pub request_timeout_secs: u64,
     #[command(flatten)]
     pub embed: EmbedArgs,
+    /// Receipt signing keys as JSON `{key_id: base64}` (each >= 32 bytes); tenants pick one with
+    /// `receipt_signing_key_id`.
+    #[arg(long, env = "MNEMO_RECEIPT_SIGNING_KEYS", hide_env_values = true)]
+    pub receipt_signing_keys: Option<String>,
     /// Most episodes one compile batch reads.
     #[arg(long, env = "MNEMO_COMPILE_BATCH_SIZE", default_value_t = 500, value_parser = clap::value_parser!(i64).range(1..=10000))]
     pub compile_batch_size: i64,
@@ -222,6 +226,7 @@ mod tests {
                 openai_api_key: None,
                 openai_dims: None,
             },
+            receipt_signing_keys: None,
             compile_batch_size: 500,
             compile_job_retention_hours: 168,
             compile_job_stale_secs: 60,

@@ -56,10 +56,14 @@ async fn shutdown_signal() {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     args.check_exposure().map_err(anyhow::Error::msg)?;
     // Load the model before starting anything: a missing model is a clear, early error.
+    let keys = match args.receipt_signing_keys.as_deref().filter(|k| !k.trim().is_empty()) {
+        Some(json) => mnemo::receipts::signing::SigningKeys::parse(json).context("MNEMO_RECEIPT_SIGNING_KEYS")?,
+        None => mnemo::receipts::signing::SigningKeys::empty(),
+    };
     let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
-    tracing::info!(model = embedder.model_id(), "embedder ready");
+    tracing::info!(model = embedder.model_id(), signing_keys = keys.ids().len(), "embedder ready");
     let (opts, cluster) = open_database(&args.db).await?;
-    let result = serve_with(&args, opts, embedder).await;
+    let result = serve_with(&args, opts, embedder, keys).await;
     if let Some(c) = cluster {
         // Stop the embedded server on every exit path, success or error.
         if let Err(e) = c.stop().await {
@@ -75,6 +79,7 @@ async fn serve_with(
     args: &ServeArgs,
     opts: PgConnectOptions,
     embedder: std::sync::Arc<dyn mnemo::embed::Embedder>,
+    keys: mnemo::receipts::signing::SigningKeys,
 ) -> anyhow::Result<()> {
     let pool = db::pool::connect(opts, args.db.db_max_connections).await.context("connecting to Postgres")?;
     db::pool::migrate(&pool).await.context("applying migrations")?;
@@ -87,7 +92,7 @@ async fn serve_with(
         job_retention_hours: args.compile_job_retention_hours,
         ..RuntimeConfig::default()
     };
-    let state = AppState::new(pool.clone(), config, embedder);
+    let state = AppState::new(pool.clone(), config, embedder).with_signing_keys(keys);
     let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, "mnemo listening");
     mnemo::serve(listener, state, shutdown_signal()).await?;

@@ -7,6 +7,7 @@ use sqlx::PgPool;
 use tokio::sync::Notify;
 
 use crate::embed::Embedder;
+use crate::receipts::signing::SigningKeys;
 use crate::services::context::TaskVectorCache;
 
 /// Settings the HTTP layer needs at run time.
@@ -56,6 +57,8 @@ pub struct AppState {
     pub job_notify: Arc<Notify>,
     /// Task embeddings already computed (context calls repeat tasks).
     pub task_vectors: Arc<TaskVectorCache>,
+    /// Operator receipt-signing keys (never logged).
+    pub signing_keys: Arc<SigningKeys>,
 }
 
 impl AppState {
@@ -68,7 +71,14 @@ impl AppState {
             embedder,
             job_notify: Arc::new(Notify::new()),
             task_vectors: Arc::new(TaskVectorCache::default()),
+            signing_keys: Arc::new(SigningKeys::empty()),
         }
+    }
+
+    /// Uses these receipt-signing keys.
+    pub fn with_signing_keys(mut self, keys: SigningKeys) -> Self {
+        self.signing_keys = Arc::new(keys);
+        self
     }
 }
 

@@ -111,6 +111,7 @@ pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx:
               ORDER BY ts_rank_cd(search_tsv, q.q) DESC, id LIMIT {LEXICAL_LANE}) \
            UNION (SELECT x.episode_id FROM episode_embeddings x JOIN vis ON vis.id = x.episode_id \
               WHERE x.tenant_id = $1 AND x.subject_id = $2 AND $5::text IS NOT NULL AND x.embedding_model = $6 \
+              AND x.created_at <= $3 \
               ORDER BY x.embedding <=> $5::vector, x.episode_id LIMIT {SEMANTIC_LANE}) \
            UNION (SELECT id FROM vis ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {RECENT_EPISODES}) \
            UNION (SELECT id FROM vis WHERE $7::text IS NOT NULL AND session_id = $7 \
@@ -123,7 +124,8 @@ pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx:
            CASE WHEN $5::text IS NOT NULL AND x.embedding_model = $6 \
              THEN (1 - (x.embedding <=> $5::vector))::float8 END AS sem \
          FROM vis JOIN ids ON ids.id = vis.id \
-         LEFT JOIN episode_embeddings x ON x.tenant_id = $1 AND x.subject_id = $2 AND x.episode_id = vis.id, q"
+         LEFT JOIN episode_embeddings x ON x.tenant_id = $1 AND x.subject_id = $2 AND x.episode_id = vis.id \
+           AND x.created_at <= $3, q"
     );
     sqlx::query_as(&sql)
         .bind(p.tenant)

@@ -7,6 +7,7 @@ pub mod erase;
 pub mod jobs;
 pub mod memories;
 pub mod pool;
+pub mod receipts;
 pub mod reembed;
 pub mod subjects;
 pub mod tenants;

@@ -10,6 +10,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::object_at;
 use crate::services::context::{assemble, provenance, ContextRequest};
+use crate::services::receipts::{build_body, emit, should_emit, ReceiptMeta};
 use crate::state::AppState;
 
 /// Default budget when the request names none.
@@ -31,19 +32,25 @@ pub async fn context(
             as_of: r.opt_datetime("as_of").map(crate::model::time::truncate_micros),
             options: Default::default(),
         };
-        let _emit_receipt = r.opt_bool("emit_receipt");
-        let _ids = (r.opt_str("query_id", 64), r.opt_str("task_id", 64), r.opt_str("parent_receipt_id", 26));
-        let caller = (r.opt_str("caller_id", 256), r.opt_str("caller_type", 64));
-        (req, caller)
+        let emit_receipt = r.opt_bool("emit_receipt");
+        let meta = ReceiptMeta {
+            query_id: r.opt_str("query_id", 64),
+            task_id: r.opt_str("task_id", 64),
+            parent_receipt_id: r.opt_str("parent_receipt_id", 26),
+            caller_id: r.opt_str("caller_id", 256),
+            caller_type: r.opt_str("caller_type", 64),
+        };
+        (req, emit_receipt, meta)
     });
-    let (req, (caller_id, caller_type)) = match parsed {
+    let (req, emit_receipt, meta) = match parsed {
         Some(p) if errors.is_empty() => p,
         _ => return Err(ApiError::validation(errors)),
     };
     let mut conn = st.pool.acquire().await?;
     let config = db::compile::tenant_config(&mut conn, &tenant).await?;
     drop(conn);
-    let identified = caller_id.is_some_and(|s| !s.is_empty()) && caller_type.is_some_and(|s| !s.is_empty());
+    let identified = meta.caller_id.as_deref().is_some_and(|s| !s.is_empty())
+        && meta.caller_type.as_deref().is_some_and(|s| !s.is_empty());
     if config.get("require_caller_identity") == Some(&json!(true)) && !identified {
         return Err(ApiError::client(
             StatusCode::UNAUTHORIZED,
@@ -52,6 +59,15 @@ pub async fn context(
         ));
     }
     let bundle = assemble(&st.pool, &st.embedder, &st.task_vectors, &tenant, &req).await?;
+    let mut receipt_id = None;
+    if should_emit(&config, emit_receipt) {
+        let body = build_body(&tenant, &req, &bundle, &meta, "retrieval", st.embedder.model_id());
+        // A receipt that cannot be written never fails the context call (it says so instead).
+        match emit(&st.pool, &st.signing_keys, &config, &tenant, body).await {
+            Ok(id) => receipt_id = Some(id),
+            Err(e) => tracing::error!(error = %format!("{e:#}"), "receipt write failed"),
+        }
+    }
     Ok(Json(json!({
         "subject_id": req.subject_id,
         "task": req.task,
@@ -63,7 +79,7 @@ pub async fn context(
         "token_estimate": bundle.token_estimate,
         "sessions": bundle.sessions,
         "as_of": crate::model::time::format(&bundle.as_of),
-        "receipt_id": null,
-        "receipt_emitted": false,
+        "receipt_emitted": receipt_id.is_some(),
+        "receipt_id": receipt_id,
     })))
 }

@@ -8,6 +8,7 @@ pub mod input;
 pub mod memories;
 pub mod meta;
 pub mod middleware;
+pub mod receipts;
 pub mod subjects;
 pub mod timeline;
 
@@ -37,6 +38,11 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/memories/compile/{job_id}", get(compile::status))
         .route("/v1/memories/search", get(memories::search))
         .route("/v1/memories/{id}/labels", axum::routing::patch(memories::set_labels))
+        .route("/v1/receipts", get(receipts::list))
+        .route("/v1/receipts/chain/verify", get(receipts::verify_tenant_chain))
+        .route("/v1/receipts/{id}", get(receipts::get))
+        .route("/v1/receipts/{id}/verify", get(receipts::verify))
+        .route("/v1/receipts/{id}/replay", post(receipts::replay))
         .route("/v1/timeline", get(timeline::get))
         .route("/v1/subjects", get(subjects::list))
         .route("/v1/subjects/{subject_id}", axum::routing::delete(subjects::delete))

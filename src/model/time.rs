@@ -26,6 +26,16 @@ pub mod option {
     }
 }
 
+/// Python `datetime.isoformat()` of a UTC value: `+00:00`, microseconds only when non-zero
+/// (the format receipt bodies use, for byte compatibility with Statewave).
+pub fn isoformat(t: &DateTime<Utc>) -> String {
+    if t.timestamp_subsec_micros() == 0 {
+        t.format("%Y-%m-%dT%H:%M:%S+00:00").to_string()
+    } else {
+        t.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
+    }
+}
+
 /// Current time truncated to microseconds, the precision Postgres stores.
 pub fn now_micros() -> DateTime<Utc> {
     truncate_micros(Utc::now())
@@ -45,5 +55,8 @@ mod tests {
     fn formats_with_micros_and_z() {
         let t = DateTime::parse_from_rfc3339("2026-03-02T10:00:00.5+00:00").unwrap().with_timezone(&Utc);
         assert_eq!(format(&t), "2026-03-02T10:00:00.500000Z");
+        assert_eq!(isoformat(&t), "2026-03-02T10:00:00.500000+00:00");
+        let whole = DateTime::parse_from_rfc3339("2026-03-02T10:00:00Z").unwrap().with_timezone(&Utc);
+        assert_eq!(isoformat(&whole), "2026-03-02T10:00:00+00:00");
     }
 }

@@ -81,6 +81,11 @@ async fn claim(state: &AppState) -> sqlx::Result<Option<JobRow>> {
 }
 
 async fn cleanup(state: &AppState) {
+    match crate::services::receipts::apply_retention(&state.pool).await {
+        Ok(n) if n > 0 => tracing::info!(tombstoned = n, "receipt retention applied"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %format!("{e:#}"), "receipt retention failed"),
+    }
     let Ok(mut conn) = state.pool.acquire().await else { return };
     match db::jobs::delete_finished(&mut conn, state.config.job_retention_hours).await {
         Ok(n) if n > 0 => tracing::info!(deleted = n, "expired compile jobs removed"),

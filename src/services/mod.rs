@@ -7,4 +7,6 @@ pub mod erase;
 pub mod jobs;
 pub mod memories;
 pub mod query_terms;
+pub mod receipts;
 pub mod reembed;
+pub mod replay;

@@ -68,10 +68,19 @@ pub async fn spawn_with(config: RuntimeConfig) -> TestApp {
 
 /// Starts a server with the given settings and embedder.
 pub async fn spawn_full(config: RuntimeConfig, embedder: std::sync::Arc<dyn mnemo::embed::Embedder>) -> TestApp {
+    spawn_state(config, embedder, mnemo::receipts::signing::SigningKeys::empty()).await
+}
+
+/// Starts a server with settings, embedder and receipt-signing keys.
+pub async fn spawn_state(
+    config: RuntimeConfig,
+    embedder: std::sync::Arc<dyn mnemo::embed::Embedder>,
+    keys: mnemo::receipts::signing::SigningKeys,
+) -> TestApp {
     let opts = fresh_database().await;
     let pool = db::pool::connect(opts.clone(), 10).await.expect("pool");
     db::pool::migrate(&pool).await.expect("migrate");
-    let state = AppState::new(pool.clone(), config, embedder);
+    let state = AppState::new(pool.clone(), config, embedder).with_signing_keys(keys);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (tx, rx) = oneshot::channel::<()>();

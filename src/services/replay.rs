@@ -1,0 +1,151 @@
+//! Replaying a receipt: rebuild the bundle from the receipt's own parameters and compare hashes.
+//!
+//! By default the bundle is rebuilt **as of the receipt's `as_of`** from the bitemporal rows, with
+//! the same budget and session, so an untouched history reproduces the same bytes
+//! (`reproduced: true`). `current` replays against today's memories instead (Statewave's meaning).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::db;
+use crate::embed::Embedder;
+use crate::http::input::parse_datetime;
+use crate::receipts::canonical::parse_exact;
+use crate::receipts::signing::SigningKeys;
+use crate::services::context::{assemble, ContextRequest, TaskVectorCache};
+use crate::services::receipts::{build_body, emit, ReceiptMeta, RANKING_VERSION};
+
+/// Why a receipt cannot be replayed.
+#[derive(Debug)]
+pub enum ReplayError {
+    NotFound,
+    Unreplayable { reason: &'static str, message: String },
+    Internal(anyhow::Error),
+}
+
+impl From<anyhow::Error> for ReplayError {
+    fn from(e: anyhow::Error) -> Self {
+        ReplayError::Internal(e)
+    }
+}
+
+impl From<sqlx::Error> for ReplayError {
+    fn from(e: sqlx::Error) -> Self {
+        ReplayError::Internal(e.into())
+    }
+}
+
+fn unreplayable(reason: &'static str, message: impl Into<String>) -> ReplayError {
+    ReplayError::Unreplayable { reason, message: message.into() }
+}
+
+fn entry_key(e: &Value) -> String {
+    e.get("memory_id").or_else(|| e.get("episode_id")).and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// What replaying needs from the server.
+pub struct ReplayDeps<'a> {
+    pub pool: &'a PgPool,
+    pub embedder: &'a Arc<dyn Embedder>,
+    pub cache: &'a TaskVectorCache,
+    pub keys: &'a SigningKeys,
+}
+
+/// Replays a receipt of the tenant; `current` replays against today's memories.
+pub async fn replay(
+    deps: &ReplayDeps<'_>,
+    tenant: &str,
+    receipt_id: &str,
+    current: bool,
+) -> Result<Value, ReplayError> {
+    let mut conn = deps.pool.acquire().await?;
+    let row = db::receipts::get(&mut conn, tenant, receipt_id).await?.ok_or(ReplayError::NotFound)?;
+    let config = db::compile::tenant_config(&mut conn, tenant).await?;
+    drop(conn);
+    if row.status == "tombstoned" {
+        return Err(unreplayable("tombstoned", "the receipt's content was removed (retention or erasure)"));
+    }
+    let body =
+        parse_exact(&row.body).map_err(|e| unreplayable("invalid_snapshot", format!("stored body unreadable: {e}")))?;
+    if body["mode"] == "as_of_replay" {
+        return Err(unreplayable("nested_replay", "the receipt is itself a replay"));
+    }
+    if body.get("policy_snapshot").is_none_or(Value::is_null) {
+        return Err(unreplayable("missing_policy_snapshot", "the receipt has no policy snapshot"));
+    }
+    let (Some(subject_id), Some(task)) = (body["subject_id"].as_str(), body["task"].as_str()) else {
+        return Err(unreplayable("invalid_snapshot", "the receipt lacks subject_id or task"));
+    };
+    let as_of = body["as_of"].as_str().and_then(parse_datetime);
+    if !current && as_of.is_none() {
+        return Err(unreplayable("invalid_snapshot", "the receipt lacks a valid as_of"));
+    }
+    let req = ContextRequest {
+        subject_id: subject_id.to_string(),
+        task: task.to_string(),
+        max_tokens: body["max_tokens"].as_u64().unwrap_or(4000) as usize,
+        session_id: body["session_id"].as_str().map(str::to_string),
+        as_of: if current { None } else { as_of },
+        options: Default::default(),
+    };
+    let bundle = assemble(deps.pool, deps.embedder, deps.cache, tenant, &req).await?;
+    let meta = ReceiptMeta {
+        query_id: body["query_id"].as_str().map(str::to_string),
+        task_id: body["task_id"].as_str().map(str::to_string),
+        parent_receipt_id: Some(row.receipt_id.clone()),
+        caller_id: body["caller_id"].as_str().map(str::to_string),
+        caller_type: body["caller_type"].as_str().map(str::to_string),
+    };
+    let replay_body = build_body(tenant, &req, &bundle, &meta, "as_of_replay", deps.embedder.model_id());
+    let new_hash = replay_body["output"]["context_hash"].clone();
+    let new_entries = replay_body["selected_entries"].as_array().cloned().unwrap_or_default();
+    let replay_id = match emit(deps.pool, deps.keys, &config, tenant, replay_body).await {
+        Ok(id) => Some(id),
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "writing the replay receipt failed");
+            None
+        }
+    };
+    let old_entries = body["selected_entries"].as_array().cloned().unwrap_or_default();
+    let old_keys: BTreeSet<String> = old_entries.iter().map(entry_key).collect();
+    let new_keys: BTreeSet<String> = new_entries.iter().map(entry_key).collect();
+    let (added, removed): (Vec<Value>, Vec<Value>) = if replay_id.is_some() {
+        (
+            new_entries.iter().filter(|e| !old_keys.contains(&entry_key(e))).cloned().collect(),
+            old_entries.iter().filter(|e| !new_keys.contains(&entry_key(e))).cloned().collect(),
+        )
+    } else {
+        (Vec::new(), old_entries.clone())
+    };
+    let original_hash = body["output"]["context_hash"].clone();
+    let replay_hash = if replay_id.is_some() { new_hash } else { Value::Null };
+    let changed = replay_hash != original_hash;
+    let mut out = json!({
+        "original_receipt_id": row.receipt_id,
+        "replay_receipt_id": replay_id,
+        "mode": if current { "current" } else { "as_of" },
+        "reproduced": !changed,
+        "diff": {
+            "context_hash": {"original": original_hash, "replay": replay_hash, "changed": changed},
+            "selected_entries": {"added": added, "removed": removed, "common": old_keys.intersection(&new_keys).count()},
+            "filters_applied": {"added": [], "removed": []},
+        },
+    });
+    if changed && !current {
+        out["reason"] = json!(why_not_reproduced(&body, deps.embedder.model_id()));
+    }
+    Ok(out)
+}
+
+fn why_not_reproduced(body: &Value, model: &str) -> &'static str {
+    if body["ranking_version"].as_str() != Some(RANKING_VERSION) {
+        "ranking_version_changed: the receipt was assembled by another ranking version"
+    } else if body["embedder_model"].as_str() != Some(model) {
+        "embedder_changed: vectors now come from another model"
+    } else {
+        "data_changed: rows visible at as_of were erased or re-embedded since"
+    }
+}
