@@ -1,0 +1,444 @@
+//! mnemo benchmark: compile throughput, context latency and planted-fact recall, measured
+//! in-process against the embedded Postgres cluster (fsync on, default durability).
+//!
+//! ```sh
+//! cargo run --release --example bench -- compile --embedder hash
+//! cargo run --release --example bench -- context --embedder minilm --sizes 1000
+//! cargo run --release --example bench -- recall  --embedder minilm
+//! ```
+//!
+//! Flags: `--embedder hash|minilm` (hash), `--n` episodes for compile (1000), `--runs` (3),
+//! `--sizes` memory counts for context (1000,10000), `--calls` timed context calls (200),
+//! `--max-tokens` context budget (4000), `--keep-db` (the run's database is dropped otherwise).
+//! See bench/README.md for the method and results.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "bench/data.rs"]
+mod data;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _};
+use sqlx::{ConnectOptions, Connection, PgPool};
+
+use mnemo::embed::{Embedder, EmbedderConfig};
+use mnemo::model::episode::NewEpisode;
+use mnemo::pg::Cluster;
+use mnemo::services::context::{assemble, ContextRequest, TaskVectorCache};
+use mnemo::{AppState, RuntimeConfig};
+
+const TENANT: &str = "bench";
+const COMPILE_BATCH: i64 = 500;
+const INGEST_BATCH: usize = 100;
+const WARMUP: usize = 10;
+
+/// Wraps the embedder to measure the time spent embedding (the rest is Postgres and mnemo).
+struct Timed {
+    inner: Arc<dyn Embedder>,
+    nanos: AtomicU64,
+    texts: AtomicU64,
+}
+
+impl Timed {
+    fn take(&self) -> (Duration, u64) {
+        (Duration::from_nanos(self.nanos.swap(0, Ordering::Relaxed)), self.texts.swap(0, Ordering::Relaxed))
+    }
+}
+
+impl Embedder for Timed {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dims(&self) -> usize {
+        self.inner.dims()
+    }
+    fn is_semantic(&self) -> bool {
+        self.inner.is_semantic()
+    }
+    fn embed(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<f32>>> {
+        let t = Instant::now();
+        let out = self.inner.embed(texts);
+        self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.texts.fetch_add(texts.len() as u64, Ordering::Relaxed);
+        out
+    }
+}
+
+struct Args {
+    scenario: String,
+    embedder: String,
+    n: usize,
+    runs: usize,
+    sizes: Vec<usize>,
+    calls: usize,
+    max_tokens: usize,
+    keep_db: bool,
+}
+
+fn parse_args() -> anyhow::Result<Args> {
+    let mut a = Args {
+        scenario: String::new(),
+        embedder: "hash".into(),
+        n: 1000,
+        runs: 3,
+        sizes: vec![1000, 10_000],
+        calls: 200,
+        max_tokens: 4000,
+        keep_db: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut val = || it.next().with_context(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--embedder" => a.embedder = val()?,
+            "--n" => a.n = val()?.parse()?,
+            "--runs" => a.runs = val()?.parse()?,
+            "--sizes" => a.sizes = val()?.split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>()?,
+            "--calls" => a.calls = val()?.parse()?,
+            "--max-tokens" => a.max_tokens = val()?.parse()?,
+            "--keep-db" => a.keep_db = true,
+            s if !s.starts_with('-') && a.scenario.is_empty() => a.scenario = s.to_string(),
+            s => bail!("unknown argument {s}"),
+        }
+    }
+    if !["compile", "context", "recall"].contains(&a.scenario.as_str()) {
+        bail!("usage: bench compile|context|recall [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db]");
+    }
+    Ok(a)
+}
+
+struct Bench {
+    state: AppState,
+    timed: Arc<Timed>,
+    cluster: Cluster,
+    db_name: String,
+}
+
+impl Bench {
+    async fn setup(embedder: &str) -> anyhow::Result<Self> {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/mnemo-bench");
+        // Default durability: fsync, synchronous_commit and full_page_writes stay on.
+        let cluster = Cluster::new(&dir)?;
+        cluster.start().await?;
+        let db_name = format!("mnemo_bench_{}", ulid::Ulid::new().to_string().to_lowercase());
+        let mut admin = cluster.connect_options("postgres").connect().await?;
+        sqlx::query(&format!("CREATE DATABASE {db_name}")).execute(&mut admin).await?;
+        admin.close().await?;
+        let pool = mnemo::db::pool::connect(cluster.connect_options(&db_name), 10).await?;
+        mnemo::db::pool::migrate(&pool).await?;
+        let config = match embedder {
+            "hash" => EmbedderConfig::Hash { dims: 384 },
+            "minilm" => EmbedderConfig::MiniLm {
+                model_dir: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".mnemo/models/all-MiniLM-L6-v2"),
+            },
+            other => bail!("--embedder must be hash or minilm, not {other}"),
+        };
+        let inner = mnemo::embed::build(&config)?;
+        let timed = Arc::new(Timed { inner, nanos: AtomicU64::new(0), texts: AtomicU64::new(0) });
+        let embedder: Arc<dyn Embedder> = timed.clone();
+        let state = AppState::new(pool, RuntimeConfig::default(), embedder);
+        Ok(Bench { state, timed, cluster, db_name })
+    }
+
+    fn pool(&self) -> &PgPool {
+        &self.state.pool
+    }
+
+    async fn teardown(self, keep: bool) -> anyhow::Result<()> {
+        self.state.pool.close().await;
+        if keep {
+            println!("database kept: {}", self.db_name);
+            return Ok(());
+        }
+        let mut admin = self.cluster.connect_options("postgres").connect().await?;
+        sqlx::query(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.db_name)).execute(&mut admin).await?;
+        admin.close().await?;
+        Ok(())
+    }
+
+    async fn ingest(&self, episodes: &[NewEpisode]) -> anyhow::Result<()> {
+        for chunk in episodes.chunks(INGEST_BATCH) {
+            mnemo::services::episodes::ingest_batch(self.pool(), &self.state.tenants, TENANT, chunk).await?;
+        }
+        Ok(())
+    }
+
+    /// Compiles the subject's backlog; returns (memories created, batches).
+    async fn compile_all(&self, subject: &str) -> anyhow::Result<(usize, usize)> {
+        let (mut memories, mut batches) = (0, 0);
+        loop {
+            let out = mnemo::services::compile::compile_batch(
+                self.pool(),
+                &self.state.embedder,
+                TENANT,
+                subject,
+                COMPILE_BATCH,
+                None,
+            )
+            .await?;
+            memories += out.memories.len();
+            batches += 1;
+            if !out.has_more {
+                return Ok((memories, batches));
+            }
+        }
+    }
+
+    async fn memory_counts(&self, subject: &str) -> anyhow::Result<(i64, i64)> {
+        let row: (i64, i64) = sqlx::query_as(
+            "SELECT count(*), count(*) FILTER (WHERE status = 'active') FROM memories WHERE tenant_id = $1 AND subject_id = $2",
+        )
+        .bind(TENANT)
+        .bind(subject)
+        .fetch_one(self.pool())
+        .await?;
+        Ok(row)
+    }
+
+    async fn context(
+        &self,
+        cache: &TaskVectorCache,
+        subject: &str,
+        task: &str,
+        max_tokens: usize,
+    ) -> anyhow::Result<String> {
+        let req = ContextRequest {
+            subject_id: subject.to_string(),
+            task: task.to_string(),
+            max_tokens,
+            session_id: None,
+            as_of: None,
+            options: Default::default(),
+        };
+        Ok(assemble(self.pool(), &self.state.embedder, cache, TENANT, &req).await?.assembled_context)
+    }
+}
+
+/// CPU time used so far by this process (mnemo, sqlx, the embedder; not Postgres), from /proc.
+fn process_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the parenthesised command name; utime and stime are the 12th and 13th, in USER_HZ (100).
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
+    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let m = xs.len() / 2;
+    if xs.len() % 2 == 1 {
+        xs[m]
+    } else {
+        (xs[m - 1] + xs[m]) / 2.0
+    }
+}
+
+/// Nearest-rank percentile of sorted millisecond values.
+fn pct(sorted: &[f64], q: f64) -> f64 {
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+async fn compile_scenario(b: &Bench, a: &Args) -> anyhow::Result<()> {
+    println!("| run | episodes | memories | ingest ep/s | compile s | episodes/s | memories/s | embed share | mnemo-side CPU |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let (mut eps, mut mps) = (Vec::new(), Vec::new());
+    for run in 0..a.runs {
+        let subject = format!("compile-{run}");
+        let episodes = data::chat_episodes(&subject, 0, a.n);
+        let t = Instant::now();
+        b.ingest(&episodes).await?;
+        let ingest = t.elapsed().as_secs_f64();
+        b.timed.take();
+        let cpu = process_cpu();
+        let t = Instant::now();
+        let (memories, _batches) = b.compile_all(&subject).await?;
+        let secs = t.elapsed().as_secs_f64();
+        let cpu = process_cpu() - cpu;
+        let (embed, _) = b.timed.take();
+        let (e, m) = (a.n as f64 / secs, memories as f64 / secs);
+        eps.push(e);
+        mps.push(m);
+        println!(
+            "| {} | {} | {memories} | {:.0} | {secs:.2} | {e:.0} | {m:.0} | {:.0}% | {:.0}% |",
+            run + 1,
+            a.n,
+            a.n as f64 / ingest,
+            100.0 * embed.as_secs_f64() / secs,
+            100.0 * cpu / secs
+        );
+    }
+    println!(
+        "\nRESULT compile embedder={} episodes={} median episodes/s={:.0} memories/s={:.0}",
+        a.embedder,
+        a.n,
+        median(eps),
+        median(mps)
+    );
+    Ok(())
+}
+
+/// Grows a subject until at least `target` memories were created; returns (memories, episodes, seconds).
+async fn build_subject(b: &Bench, subject: &str, target: usize) -> anyhow::Result<(usize, usize, f64)> {
+    let t = Instant::now();
+    let (mut memories, mut episodes) = (0usize, 0usize);
+    while memories < target {
+        // Aim at the remaining count using the ratio seen so far (about 1.7 memories an episode).
+        let ratio = if episodes == 0 { 1.7 } else { memories as f64 / episodes as f64 };
+        let want = (((target - memories) as f64 / ratio).ceil() as usize).clamp(1, 1000);
+        let eps = data::chat_episodes(subject, episodes, want);
+        let round = Instant::now();
+        b.ingest(&eps).await?;
+        let ingested = round.elapsed().as_secs_f64();
+        episodes += want;
+        let cpu = process_cpu();
+        b.timed.take();
+        memories += b.compile_all(subject).await?.0;
+        let (embed, _) = b.timed.take();
+        println!(
+            "  round: +{want} episodes (ingest {ingested:.1}s, compile {:.1}s: embed {:.1}s, mnemo CPU {:.1}s) -> {memories} memories",
+            round.elapsed().as_secs_f64() - ingested,
+            embed.as_secs_f64(),
+            process_cpu() - cpu
+        );
+    }
+    Ok((memories, episodes, t.elapsed().as_secs_f64()))
+}
+
+async fn context_scenario(b: &Bench, a: &Args) -> anyhow::Result<()> {
+    let tasks = data::context_tasks(WARMUP + a.calls);
+    let mut rows = Vec::new();
+    for &size in &a.sizes {
+        let subject = format!("context-{size}");
+        let (memories, episodes, secs) = build_subject(b, &subject, size).await?;
+        let (total, active) = b.memory_counts(&subject).await?;
+        println!(
+            "built {subject}: {episodes} episodes -> {memories} memories ({active} active of {total}) in {secs:.1}s"
+        );
+        // Warm-up: connections, plans, caches.
+        let cache = TaskVectorCache::default();
+        for task in &tasks[..WARMUP] {
+            b.context(&cache, &subject, task, a.max_tokens).await?;
+        }
+        b.timed.take();
+        let cpu = process_cpu();
+        let mut ms = Vec::with_capacity(a.calls);
+        let mut chars = 0usize;
+        for task in &tasks[WARMUP..] {
+            let t = Instant::now();
+            chars += b.context(&cache, &subject, task, a.max_tokens).await?.len();
+            ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        let (embed, _) = b.timed.take();
+        let cpu_ms = (process_cpu() - cpu) * 1000.0 / ms.len() as f64;
+        ms.sort_by(f64::total_cmp);
+        let mean = ms.iter().sum::<f64>() / ms.len() as f64;
+        rows.push(format!(
+            "| {} | {memories} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {mean:.1} | {:.1} | {cpu_ms:.0} | {} |",
+            a.embedder,
+            ms.len(),
+            pct(&ms, 0.5),
+            pct(&ms, 0.9),
+            pct(&ms, 0.99),
+            pct(&ms, 1.0),
+            embed.as_secs_f64() * 1000.0 / ms.len() as f64,
+            chars / ms.len()
+        ));
+    }
+    println!(
+        "\n| embedder | memories | calls | p50 ms | p90 ms | p99 ms | max ms | mean ms | embed ms/call | mnemo CPU ms/call | avg context chars |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        println!("{r}");
+    }
+    println!("(max_tokens {}, sequential calls, distinct tasks so every call embeds its task)", a.max_tokens);
+    Ok(())
+}
+
+async fn recall_scenario(b: &Bench, a: &Args) -> anyhow::Result<()> {
+    let subject = "recall";
+    let (history, _positions) = data::recall_history(subject, 20, 30);
+    data::check_recall_data(&history)?;
+    let t = Instant::now();
+    b.ingest(&history).await?;
+    let (memories, _) = b.compile_all(subject).await?;
+    println!(
+        "history: {} episodes (20 sessions x 30 turns), {} planted facts, {memories} memories, built in {:.1}s",
+        history.len(),
+        data::PLANTED.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let budgets = [1000usize, 2000, 4000];
+    let overlap: Vec<bool> = data::PLANTED.iter().map(data::lexical_overlap).collect();
+    let cache = TaskVectorCache::default();
+    let mut found = vec![vec![false; data::PLANTED.len()]; budgets.len()];
+    for (k, p) in data::PLANTED.iter().enumerate() {
+        for (j, &budget) in budgets.iter().enumerate() {
+            found[j][k] = b.context(&cache, subject, p.task, budget).await?.contains(p.value);
+        }
+    }
+    let n_ov = overlap.iter().filter(|o| **o).count();
+    println!(
+        "\n| embedder | max_tokens | recall | with shared word ({n_ov}) | no shared word ({}) | missed |",
+        overlap.len() - n_ov
+    );
+    println!("|---|---|---|---|---|---|");
+    for (j, budget) in budgets.iter().enumerate() {
+        let hit = |f: &dyn Fn(usize) -> bool| found[j].iter().enumerate().filter(|(k, h)| **h && f(*k)).count();
+        let all = hit(&|_| true);
+        let with = hit(&|k| overlap[k]);
+        let without = hit(&|k| !overlap[k]);
+        let missed: Vec<&str> =
+            data::PLANTED.iter().zip(&found[j]).filter(|(_, h)| !**h).map(|(p, _)| p.value).collect();
+        println!(
+            "| {} | {budget} | {all}/{} = {:.2} | {with}/{n_ov} | {without}/{} | {} |",
+            a.embedder,
+            data::PLANTED.len(),
+            all as f64 / data::PLANTED.len() as f64,
+            overlap.len() - n_ov,
+            missed.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "dev (deps opt-level 2, mnemo unoptimised)"
+    } else {
+        "release"
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let a = parse_args()?;
+    let b = Bench::setup(&a.embedder).await?;
+    let pg: String = sqlx::query_scalar("SHOW server_version").fetch_one(b.pool()).await?;
+    let fsync: String = sqlx::query_scalar("SHOW fsync").fetch_one(b.pool()).await?;
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = load.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+    println!(
+        "# mnemo bench: {} | embedder {} | profile {} | nproc {} | load {load} | {} | postgres {pg} (fsync {fsync})",
+        a.scenario,
+        a.embedder,
+        profile(),
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
+    );
+    let result = match a.scenario.as_str() {
+        "compile" => compile_scenario(&b, &a).await,
+        "context" => context_scenario(&b, &a).await,
+        _ => recall_scenario(&b, &a).await,
+    };
+    let keep = a.keep_db;
+    b.teardown(keep).await?;
+    result
+}
