@@ -2,46 +2,74 @@
 //!
 //! Decisions between two old memories were taken by earlier compiles, so only pairs that
 //! involve a new memory matter: old rows in a claim bucket that a new memory touches, and old
-//! rows of the same kind that share at least one lexical token with a new memory (Jaccard is 0
-//! otherwise). This keeps supersession cost proportional to the batch, not the subject.
+//! rows of the same kind that could reach the lexical threshold with a new one. The latter uses
+//! the prefix filter of set-similarity joins: order tokens by rarity; two sets with Jaccard >= t
+//! must share a token among the first `len - ceil(t * len) + 1` rarest of each. Common words
+//! (which every summary shares) therefore never make pairs, and supersession cost follows the
+//! batch instead of growing with the square of the subject.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use uuid::Uuid;
 
-use super::supersede::{lexical_tokens, MemoryView};
+use super::supersede::{lexical_tokens, MemoryView, DEFAULT_THRESHOLD, PROFILE_FACT_THRESHOLD};
+
+fn threshold(kind: &str) -> f64 {
+    if kind == "profile_fact" {
+        PROFILE_FACT_THRESHOLD
+    } else {
+        DEFAULT_THRESHOLD
+    }
+}
+
+/// How many of a set's rarest tokens must be checked; one extra for floating-point safety.
+fn prefix_len(len: usize, t: f64) -> usize {
+    let must_share = (t * len as f64 - 1e-9).ceil().max(0.0) as usize;
+    (len + 2).saturating_sub(must_share).min(len)
+}
 
 /// Keeps the new views and the old views that could form a decision with one of them.
 pub fn related(views: Vec<MemoryView>, new_ids: &HashSet<Uuid>) -> Vec<MemoryView> {
-    let mut buckets = BTreeSet::new();
-    let mut tokens_by_kind: std::collections::HashMap<String, HashSet<String>> = Default::default();
-    for v in views.iter().filter(|v| new_ids.contains(&v.id)) {
-        if let Some(c) = &v.claim {
-            buckets.insert(c.bucket());
+    let buckets: BTreeSet<String> =
+        views.iter().filter(|v| new_ids.contains(&v.id)).filter_map(|v| v.claim.as_ref().map(|c| c.bucket())).collect();
+    let tokens: Vec<BTreeSet<String>> = views.iter().map(|v| lexical_tokens(&v.content)).collect();
+    let mut keep: Vec<bool> = views
+        .iter()
+        .map(|v| new_ids.contains(&v.id) || v.claim.as_ref().is_some_and(|c| buckets.contains(&c.bucket())))
+        .collect();
+    let new_kinds: BTreeSet<&str> = views.iter().filter(|v| new_ids.contains(&v.id)).map(|v| v.kind.as_str()).collect();
+    for kind in new_kinds {
+        let rows: Vec<usize> = (0..views.len()).filter(|&i| views[i].kind == kind).collect();
+        let mut df: HashMap<&str, usize> = HashMap::new();
+        for &i in &rows {
+            for t in &tokens[i] {
+                *df.entry(t.as_str()).or_default() += 1;
+            }
         }
-        tokens_by_kind.entry(v.kind.clone()).or_default().extend(lexical_tokens(&v.content));
+        let t = threshold(kind);
+        let prefix = |i: usize| -> Vec<&str> {
+            let mut toks: Vec<&str> = tokens[i].iter().map(String::as_str).collect();
+            toks.sort_by_key(|tok| (df.get(tok).copied().unwrap_or(0), *tok));
+            toks.truncate(prefix_len(toks.len(), t));
+            toks
+        };
+        let new_prefix_tokens: HashSet<&str> =
+            rows.iter().filter(|&&i| new_ids.contains(&views[i].id)).flat_map(|&i| prefix(i)).collect();
+        for &i in &rows {
+            if !keep[i] && prefix(i).iter().any(|tok| new_prefix_tokens.contains(tok)) {
+                keep[i] = true;
+            }
+        }
     }
-    views
-        .into_iter()
-        .filter(|v| {
-            if new_ids.contains(&v.id) {
-                return true;
-            }
-            if v.claim.as_ref().is_some_and(|c| buckets.contains(&c.bucket())) {
-                return true;
-            }
-            match tokens_by_kind.get(&v.kind) {
-                Some(toks) => lexical_tokens(&v.content).iter().any(|t| toks.contains(t)),
-                None => false,
-            }
-        })
-        .collect()
+    views.into_iter().zip(keep).filter(|(_, k)| *k).map(|(v, _)| v).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compile::supersede::jaccard;
     use chrono::{DateTime, Utc};
+    use proptest::prelude::*;
 
     fn view(id: u128, kind: &str, content: &str) -> MemoryView {
         let t: DateTime<Utc> = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
@@ -67,5 +95,41 @@ mod tests {
         let new: HashSet<Uuid> = [Uuid::from_u128(4)].into();
         let kept: Vec<u128> = related(views, &new).iter().map(|v| v.id.as_u128()).collect();
         assert_eq!(kept, vec![1, 4]);
+    }
+
+    #[test]
+    fn shared_common_words_alone_do_not_pair_summaries() {
+        let mut views: Vec<MemoryView> = (0..200)
+            .map(|i| {
+                view(i, "episode_summary", &format!("user: thanks the answer was good topic{i} detail{i} extra{i}"))
+            })
+            .collect();
+        views.push(view(1000, "episode_summary", "user: thanks the answer was good topic1000 detail1000 extra1000"));
+        let new: HashSet<Uuid> = [Uuid::from_u128(1000)].into();
+        assert_eq!(related(views, &new).len(), 1);
+    }
+
+    proptest! {
+        // The filter never drops a pair that reaches the threshold.
+        #[test]
+        fn never_misses_a_pair_over_the_threshold(
+            docs in proptest::collection::vec(proptest::collection::vec(0u8..12, 1..9), 2..30),
+            kind_fact in any::<bool>(),
+        ) {
+            let kind = if kind_fact { "profile_fact" } else { "episode_summary" };
+            let views: Vec<MemoryView> = docs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| view(i as u128, kind, &d.iter().map(|w| format!("w{w}")).collect::<Vec<_>>().join(" ")))
+                .collect();
+            let new: HashSet<Uuid> = [Uuid::from_u128(0)].into();
+            let kept: HashSet<Uuid> = related(views.clone(), &new).iter().map(|v| v.id).collect();
+            let a = lexical_tokens(&views[0].content);
+            for v in &views[1..] {
+                if jaccard(&a, &lexical_tokens(&v.content)) >= threshold(kind) {
+                    prop_assert!(kept.contains(&v.id), "dropped {:?} vs {:?}", views[0].content, v.content);
+                }
+            }
+        }
     }
 }
