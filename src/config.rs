@@ -164,6 +164,9 @@ pub struct ServeArgs {
     /// Allow listening on a non-loopback address without an API key.
     #[arg(long, env = "MNEMO_ALLOW_OPEN", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_open: bool,
+    /// Address for Prometheus `/metrics` (a separate listener); unset = no metrics listener.
+    #[arg(long, env = "MNEMO_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
     /// Log format.
     #[arg(long, env = "MNEMO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -214,6 +217,7 @@ mod tests {
             addr: addr.parse().unwrap(),
             api_key: key.map(str::to_string),
             allow_open: open,
+            metrics_addr: None,
             log_format: LogFormat::Text,
             max_body_bytes: 1024,
             request_timeout_secs: 30,

@@ -7,6 +7,7 @@ pub mod db;
 pub mod embed;
 pub mod error;
 pub mod http;
+pub mod metrics;
 pub mod model;
 pub mod pg;
 pub mod receipts;
@@ -42,4 +43,19 @@ where
         let _ = w.await;
     }
     result
+}
+
+/// Serves `/metrics` (Prometheus text) on its own listener until `shutdown` resolves.
+pub async fn serve_metrics<F>(listener: TcpListener, state: AppState, shutdown: F) -> std::io::Result<()>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let router = Router::new().route(
+        "/metrics",
+        axum::routing::get(|axum::extract::State(st): axum::extract::State<AppState>| async move {
+            let pool = (st.pool.size(), st.pool.num_idle(), st.pool.options().get_max_connections());
+            ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], st.metrics.render(pool))
+        }),
+    );
+    axum::serve(listener, router.with_state(state)).with_graceful_shutdown(shutdown).await
 }

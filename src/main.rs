@@ -95,7 +95,23 @@ async fn serve_with(
     let state = AppState::new(pool.clone(), config, embedder).with_signing_keys(keys);
     let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, "mnemo listening");
+    let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+    if let Some(addr) = args.metrics_addr {
+        let metrics_listener =
+            tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding metrics on {addr}"))?;
+        tracing::info!(%addr, "metrics listening");
+        let st = state.clone();
+        tokio::spawn(async move {
+            let stopped = async {
+                let _ = metrics_stopped.await;
+            };
+            if let Err(e) = mnemo::serve_metrics(metrics_listener, st, stopped).await {
+                tracing::error!(error = %e, "metrics listener failed");
+            }
+        });
+    }
     mnemo::serve(listener, state, shutdown_signal()).await?;
+    let _ = stop_metrics.send(());
     pool.close().await;
     Ok(())
 }

@@ -7,6 +7,7 @@ use sqlx::PgPool;
 use tokio::sync::Notify;
 
 use crate::embed::Embedder;
+use crate::metrics::Metrics;
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::TaskVectorCache;
 
@@ -59,6 +60,8 @@ pub struct AppState {
     pub task_vectors: Arc<TaskVectorCache>,
     /// Operator receipt-signing keys (never logged).
     pub signing_keys: Arc<SigningKeys>,
+    /// Counters and histograms for `/metrics`.
+    pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
@@ -72,6 +75,7 @@ impl AppState {
             job_notify: Arc::new(Notify::new()),
             task_vectors: Arc::new(TaskVectorCache::default()),
             signing_keys: Arc::new(SigningKeys::empty()),
+            metrics: Arc::new(Metrics::default()),
         }
     }
 

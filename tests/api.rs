@@ -188,3 +188,22 @@ async fn healthcheck_command_probes_a_live_server() {
         .unwrap();
     assert!(!down.status.success());
 }
+
+#[tokio::test]
+async fn metrics_are_served_on_their_own_listener_by_route_template() {
+    let app = spawn().await;
+    app.post("/v1/episodes", &episode("user:secret-subject", "hi")).await;
+    app.get("/v1/timeline?subject_id=user:secret-subject").await;
+    app.post("/v1/memories/compile", &json!({"subject_id": "user:secret-subject"})).await;
+    let text = app.client.get(format!("{}/metrics", app.metrics_base)).send().await.unwrap().text().await.unwrap();
+    assert!(
+        text.contains("mnemo_http_requests_total{method=\"POST\",route=\"/v1/episodes\",status=\"201\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("mnemo_http_request_duration_seconds_bucket{method=\"GET\",route=\"/v1/timeline\""));
+    assert!(text.contains("mnemo_embedding_duration_seconds_count"));
+    assert!(text.contains("mnemo_db_pool_connections{state=\"max\"} 10"));
+    assert!(!text.contains("secret-subject"), "labels are route templates, never raw paths");
+    // Not on the API port.
+    assert_eq!(app.get("/metrics").await.0, 404);
+}

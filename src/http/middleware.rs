@@ -114,3 +114,17 @@ pub async fn not_found() -> Response {
 pub fn empty() -> Body {
     Body::empty()
 }
+
+/// Records request counts and latency by route template (runs after routing).
+pub async fn record_metrics(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".to_string());
+    let method = req.method().to_string();
+    let started = Instant::now();
+    let resp = next.run(req).await;
+    st.metrics.record_request(&method, &route, resp.status().as_u16(), started.elapsed());
+    resp
+}

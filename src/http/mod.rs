@@ -46,6 +46,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/timeline", get(timeline::get))
         .route("/v1/subjects", get(subjects::list))
         .route("/v1/subjects/{subject_id}", axum::routing::delete(subjects::delete))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::record_metrics))
         .fallback(middleware::not_found);
     routes
         .layer(

@@ -64,7 +64,9 @@ pub async fn embed_texts(embedder: &Arc<dyn Embedder>, texts: Vec<String>) -> an
         })
         .collect();
     let e = embedder.clone();
+    let started = std::time::Instant::now();
     let vectors = tokio::task::spawn_blocking(move || e.embed(&unique)).await??;
+    crate::metrics::record_embedding(started.elapsed());
     slots
         .into_iter()
         .map(|i| vectors.get(i).cloned().ok_or_else(|| anyhow::anyhow!("embedder returned too few vectors")))

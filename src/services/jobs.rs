@@ -124,15 +124,18 @@ async fn drain(state: &AppState, job: JobRow) {
             Err(CompileError::Failed(e)) => {
                 tracing::error!(job_id = %job.id, error = %format!("{e:#}"), "compile job failed");
                 finish_failed(pool, &job, COMPILATION_FAILED).await;
+                state.metrics.record_job(false);
                 return;
             }
             Err(CompileError::Db(e)) => {
                 tracing::error!(job_id = %job.id, error = %e, "compile job failed");
                 finish_failed(pool, &job, INTERNAL_FAILURE).await;
+                state.metrics.record_job(false);
                 return;
             }
         }
     }
+    state.metrics.record_job(true);
     match pool.acquire().await {
         Ok(mut conn) => {
             if let Err(e) = db::jobs::complete(&mut conn, &job.tenant_id, &job.id, created).await {

@@ -20,6 +20,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub pool: PgPool,
     pub db_options: PgConnectOptions,
+    /// Base URL of the separate `/metrics` listener.
+    pub metrics_base: String,
     shutdown: Option<oneshot::Sender<()>>,
 }
 
@@ -83,6 +85,9 @@ pub async fn spawn_state(
     let state = AppState::new(pool.clone(), config, embedder).with_signing_keys(keys);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
+    let metrics_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let metrics_base = format!("http://{}", metrics_listener.local_addr().unwrap());
+    tokio::spawn(mnemo::serve_metrics(metrics_listener, state.clone(), std::future::pending()));
     let (tx, rx) = oneshot::channel::<()>();
     tokio::spawn(async move {
         mnemo::serve(listener, state, async move {
@@ -91,7 +96,7 @@ pub async fn spawn_state(
         .await
         .expect("serve");
     });
-    TestApp { base, client: reqwest::Client::new(), pool, db_options: opts, shutdown: Some(tx) }
+    TestApp { base, client: reqwest::Client::new(), pool, db_options: opts, metrics_base, shutdown: Some(tx) }
 }
 
 impl TestApp {
