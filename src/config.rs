@@ -26,6 +26,8 @@ pub enum Command {
     Reembed(ReembedArgs),
     /// Exit 0 when the server at MNEMO_ADDR answers /healthz (for container healthchecks).
     Healthcheck(HealthcheckArgs),
+    /// Print the OpenAPI document (the committed openapi.json is this output).
+    Openapi,
 }
 
 /// `mnemo healthcheck`.

@@ -9,6 +9,7 @@ pub mod error;
 pub mod http;
 pub mod metrics;
 pub mod model;
+pub mod openapi;
 pub mod pg;
 pub mod receipts;
 pub mod services;

@@ -194,7 +194,7 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let format = match &cli.command {
         Command::Serve(a) => a.log_format,
-        Command::Migrate(_) | Command::Pg(_) | Command::Reembed(_) | Command::Healthcheck(_) => LogFormat::Text,
+        _ => LogFormat::Text,
     };
     init_logging(format);
     let result = match cli.command {
@@ -203,6 +203,9 @@ async fn main() -> std::process::ExitCode {
         Command::Pg(a) => pg(a).await,
         Command::Reembed(a) => reembed(a).await,
         Command::Healthcheck(a) => healthcheck(a).await,
+        Command::Openapi => serde_json::to_string_pretty(&mnemo::openapi::document())
+            .map(|s| println!("{s}"))
+            .map_err(anyhow::Error::from),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -41,3 +41,8 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
 pub async fn version() -> Json<serde_json::Value> {
     Json(json!({ "version": env!("CARGO_PKG_VERSION"), "api_contract": "v1", "server": "mnemo" }))
 }
+
+/// The OpenAPI 3 document of this server.
+pub async fn openapi() -> Json<serde_json::Value> {
+    Json(crate::openapi::document())
+}
