@@ -28,6 +28,28 @@ pub enum Command {
     Healthcheck(HealthcheckArgs),
     /// Print the OpenAPI document (the committed openapi.json is this output).
     Openapi,
+    /// Audit tools: `mnemo audit verify --tenant T` walks the tenant's receipt chain.
+    Audit(AuditArgs),
+}
+
+/// `mnemo audit verify`.
+#[derive(Debug, Clone, Args)]
+pub struct AuditArgs {
+    /// What to audit.
+    #[arg(value_enum)]
+    pub action: AuditAction,
+    /// Tenant whose receipt chain to verify.
+    #[arg(long, default_value = "default")]
+    pub tenant: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Audit actions.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum AuditAction {
+    /// Verify the tenant's receipt hash chain; exit 1 at the first break.
+    Verify,
 }
 
 /// `mnemo healthcheck`.

@@ -8,7 +8,9 @@ use sha2::{Digest, Sha256};
 use sqlx::postgres::PgConnectOptions;
 use tracing_subscriber::EnvFilter;
 
-use mnemo::config::{Cli, Command, DbArgs, HealthcheckArgs, LogFormat, PgAction, PgArgs, ReembedArgs, ServeArgs};
+use mnemo::config::{
+    AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, LogFormat, PgAction, PgArgs, ReembedArgs, ServeArgs,
+};
 use mnemo::pg::Cluster;
 use mnemo::{db, AppState, RuntimeConfig};
 
@@ -173,6 +175,22 @@ async fn healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
     }
 }
 
+async fn audit(args: AuditArgs) -> anyhow::Result<()> {
+    let (opts, cluster) = open_database(&args.db).await?;
+    let result = async {
+        let pool = db::pool::connect(opts, 2).await?;
+        let report = mnemo::services::receipts::verify_chain(&pool, &args.tenant).await?;
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        anyhow::ensure!(report.ok, "receipt chain of tenant {} is broken", args.tenant);
+        anyhow::Ok(())
+    }
+    .await;
+    if let Some(c) = cluster {
+        c.stop().await?;
+    }
+    result
+}
+
 async fn pg(args: PgArgs) -> anyhow::Result<()> {
     let cluster = Cluster::new(&args.data_dir)?;
     match args.action {
@@ -203,6 +221,7 @@ async fn main() -> std::process::ExitCode {
         Command::Pg(a) => pg(a).await,
         Command::Reembed(a) => reembed(a).await,
         Command::Healthcheck(a) => healthcheck(a).await,
+        Command::Audit(a) => audit(a).await,
         Command::Openapi => serde_json::to_string_pretty(&mnemo::openapi::document())
             .map(|s| println!("{s}"))
             .map_err(anyhow::Error::from),

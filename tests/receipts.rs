@@ -245,3 +245,61 @@ async fn erasure_keeps_chain_links_but_no_content() {
     let (_, list) = app.get("/v1/receipts?subject_id=gone&include_tombstoned=true").await;
     assert_eq!(list["receipts"], json!([]), "the subject id itself is gone");
 }
+
+#[tokio::test]
+async fn retention_tombstones_old_receipts_and_the_chain_still_verifies() {
+    let app = spawn().await;
+    app.ingest_and_compile("u", &["I live in Lisbon."]).await;
+    set_config(&app, "default", json!({"receipt_retention_days": 30})).await;
+    let old = context_with_receipt(&app, "default", "u", "old task").await["receipt_id"].as_str().unwrap().to_string();
+    let new = context_with_receipt(&app, "default", "u", "new task").await["receipt_id"].as_str().unwrap().to_string();
+    sqlx::query("UPDATE receipts SET created_at = now() - interval '40 days' WHERE receipt_id = $1")
+        .bind(&old)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let n = mnemo::services::receipts::apply_retention(&app.pool).await.unwrap();
+    assert_eq!(n, 1);
+    let (_, r) = app.get(&format!("/v1/receipts/{old}")).await;
+    assert_eq!(r["status"], "tombstoned");
+    assert!(r.get("task").is_none() && r["tombstoned_at"].is_string());
+    let (_, r) = app.get(&format!("/v1/receipts/{new}")).await;
+    assert_eq!(r["status"], "active");
+    let (_, list) = app.get("/v1/receipts?subject_id=u").await;
+    assert_eq!(list["receipts"].as_array().unwrap().len(), 1);
+    let (_, list) = app.get("/v1/receipts?subject_id=u&include_tombstoned=true").await;
+    assert_eq!(list["receipts"].as_array().unwrap().len(), 2);
+    let (_, chain) = app.get("/v1/receipts/chain/verify").await;
+    assert_eq!(chain["ok"], true, "{chain}");
+}
+
+#[tokio::test]
+async fn audit_verify_command_reports_the_chain() {
+    let app = spawn().await;
+    app.ingest_and_compile("u", &["I live in Lisbon."]).await;
+    context_with_receipt(&app, "default", "u", "where").await;
+    let url = format!(
+        "postgres://{}@localhost/{}?host={}",
+        app.db_options.get_username(),
+        app.db_options.get_database().unwrap(),
+        app.db_options.get_socket().unwrap().display()
+    );
+    let run = || async {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
+            .args(["audit", "verify", "--tenant", "default"])
+            .env("MNEMO_DATABASE_URL", &url)
+            .output()
+            .await
+            .unwrap()
+    };
+    let out = run().await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"ok\": true"));
+    sqlx::query("UPDATE receipts SET receipt_hash = repeat('0', 64)").execute(&app.pool).await.unwrap();
+    sqlx::query("INSERT INTO receipts (tenant_id, receipt_id, subject_id, seq, prev_hash, receipt_hash, mode, context_hash, body) \
+                 VALUES ('default', 'X', 'u', 2, 'bad', 'h', 'retrieval', 'c', '{}')")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert!(!run().await.status.success());
+}
