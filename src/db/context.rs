@@ -34,6 +34,16 @@ pub struct Probe<'a> {
     pub days: Vec<DateTime<Utc>>,
 }
 
+impl Probe<'_> {
+    /// The task vector and its model as separate bind parameters.
+    fn vector_and_model(&self) -> (Option<&str>, Option<&str>) {
+        match &self.vector {
+            Some((v, m)) => (Some(v.as_str()), Some(m.as_str())),
+            None => (None, None),
+        }
+    }
+}
+
 /// A memory candidate with its bitemporal columns and raw relevance signals.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MemoryCandidate {
@@ -52,10 +62,7 @@ const MEMORY_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND recorded_at
 
 /// Memory candidates: full-text, nearest vectors, every current single-valued claim, recent facts.
 pub async fn memory_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<MemoryCandidate>> {
-    let (vector, model) = match &p.vector {
-        Some((v, m)) => (Some(v.as_str()), Some(m.as_str())),
-        None => (None, None),
-    };
+    let (vector, model) = p.vector_and_model();
     let sql = format!(
         "WITH q AS (SELECT CASE WHEN $4::text IS NULL THEN NULL ELSE to_tsquery('english', $4) END AS q), \
          vis AS (SELECT * FROM memories WHERE {MEMORY_VISIBLE}), \
@@ -99,10 +106,7 @@ const EPISODE_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND created_at
 
 /// Episode candidates: full-text, nearest vectors, the most recent, the current session's.
 pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<EpisodeCandidate>> {
-    let (vector, model) = match &p.vector {
-        Some((v, m)) => (Some(v.as_str()), Some(m.as_str())),
-        None => (None, None),
-    };
+    let (vector, model) = p.vector_and_model();
     let sql = format!(
         "WITH q AS (SELECT CASE WHEN $4::text IS NULL THEN NULL ELSE to_tsquery('english', $4) END AS q), \
          vis AS (SELECT * FROM episodes WHERE {EPISODE_VISIBLE}), \
