@@ -296,12 +296,3 @@ pub async fn memories_by_ids(
     );
     sqlx::query_as(&sql).bind(tenant).bind(subject_id).bind(ids).fetch_all(conn).await
 }
-
-/// The tenant's configuration document (`{}` when none).
-pub async fn tenant_config(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<Value> {
-    let v: Option<Value> = sqlx::query_scalar("SELECT config FROM tenant_configs WHERE tenant_id = $1")
-        .bind(tenant)
-        .fetch_optional(conn)
-        .await?;
-    Ok(v.unwrap_or_else(|| Value::Object(Default::default())))
-}

@@ -5,12 +5,12 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::db;
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::object_at;
-use crate::services::context::{assemble, provenance, ContextRequest};
-use crate::services::receipts::{build_body, emit, should_emit, ReceiptMeta};
+use crate::services::context::{provenance, ContextRequest};
+use crate::services::context_call::{context_call, CallError};
+use crate::services::receipts::ReceiptMeta;
 use crate::state::AppState;
 
 /// Default budget when the request names none.
@@ -46,28 +46,17 @@ pub async fn context(
         Some(p) if errors.is_empty() => p,
         _ => return Err(ApiError::validation(errors)),
     };
-    let mut conn = st.pool.acquire().await?;
-    let config = db::compile::tenant_config(&mut conn, &tenant).await?;
-    drop(conn);
-    let identified = meta.caller_id.as_deref().is_some_and(|s| !s.is_empty())
-        && meta.caller_type.as_deref().is_some_and(|s| !s.is_empty());
-    if config.get("require_caller_identity") == Some(&json!(true)) && !identified {
-        return Err(ApiError::client(
-            StatusCode::UNAUTHORIZED,
-            "http_error",
-            "tenant config requires caller_id and caller_type on every context assembly call",
-        ));
-    }
-    let bundle = assemble(&st.pool, &st.embedder, &st.task_vectors, &tenant, &req).await?;
-    let mut receipt_id = None;
-    if should_emit(&config, emit_receipt) {
-        let body = build_body(&tenant, &req, &bundle, &meta, "retrieval", st.embedder.model_id());
-        // A receipt that cannot be written never fails the context call (it says so instead).
-        match emit(&st.pool, &st.signing_keys, &config, &tenant, body).await {
-            Ok(id) => receipt_id = Some(id),
-            Err(e) => tracing::error!(error = %format!("{e:#}"), "receipt write failed"),
+    let (bundle, receipt_id) = match context_call(&st, &tenant, &req, emit_receipt, &meta).await {
+        Ok(done) => done,
+        Err(CallError::CallerIdentityRequired) => {
+            return Err(ApiError::client(
+                StatusCode::UNAUTHORIZED,
+                "http_error",
+                "tenant config requires caller_id and caller_type on every context assembly call",
+            ))
         }
-    }
+        Err(CallError::Internal(e)) => return Err(ApiError::Internal(e)),
+    };
     Ok(Json(json!({
         "subject_id": req.subject_id,
         "task": req.task,

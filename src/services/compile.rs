@@ -119,7 +119,7 @@ pub async fn compile_batch(
         tx.commit().await?;
         return Ok(BatchOutcome { memories: Vec::new(), has_more: false, remaining: 0 });
     };
-    let config = db::compile::tenant_config(&mut tx, tenant).await?;
+    let config = db::tenants::config(&mut tx, tenant).await?;
     let registry = registry_for(&config);
 
     let mut drafts = Vec::new();

@@ -2,6 +2,7 @@
 
 pub mod compile;
 pub mod context;
+pub mod context_call;
 pub mod episodes;
 pub mod erase;
 pub mod jobs;

@@ -63,7 +63,7 @@ pub async fn replay(
 ) -> Result<Value, ReplayError> {
     let mut conn = deps.pool.acquire().await?;
     let row = db::receipts::get(&mut conn, tenant, receipt_id).await?.ok_or(ReplayError::NotFound)?;
-    let config = db::compile::tenant_config(&mut conn, tenant).await?;
+    let config = db::tenants::config(&mut conn, tenant).await?;
     drop(conn);
     if row.status == "tombstoned" {
         return Err(unreplayable("tombstoned", "the receipt's content was removed (retention or erasure)"));

@@ -1,0 +1,52 @@
+//! One `/v1/context` call: the tenant's caller-identity gate, assembly, and the receipt.
+
+use serde_json::{json, Value};
+
+use crate::db;
+use crate::services::context::{assemble, Bundle, ContextRequest};
+use crate::services::receipts::{build_body, emit, should_emit, ReceiptMeta};
+use crate::state::AppState;
+
+/// Why a context call was refused.
+#[derive(Debug)]
+pub enum CallError {
+    /// The tenant requires caller_id and caller_type and the request lacks one.
+    CallerIdentityRequired,
+    /// Anything else (logged by the caller's error path).
+    Internal(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for CallError {
+    fn from(e: E) -> Self {
+        CallError::Internal(e.into())
+    }
+}
+
+/// Applies the gate, assembles the bundle and emits a receipt when the decision says so.
+/// A receipt that cannot be written never fails the call: the receipt id is then None.
+pub async fn context_call(
+    st: &AppState,
+    tenant: &str,
+    req: &ContextRequest,
+    emit_receipt: Option<bool>,
+    meta: &ReceiptMeta,
+) -> Result<(Bundle, Option<String>), CallError> {
+    let mut conn = st.pool.acquire().await?;
+    let config: Value = db::tenants::config(&mut conn, tenant).await?;
+    drop(conn);
+    let identified = meta.caller_id.as_deref().is_some_and(|s| !s.is_empty())
+        && meta.caller_type.as_deref().is_some_and(|s| !s.is_empty());
+    if config.get("require_caller_identity") == Some(&json!(true)) && !identified {
+        return Err(CallError::CallerIdentityRequired);
+    }
+    let bundle = assemble(&st.pool, &st.embedder, &st.task_vectors, tenant, req).await?;
+    let mut receipt_id = None;
+    if should_emit(&config, emit_receipt) {
+        let body = build_body(tenant, req, &bundle, meta, "retrieval", st.embedder.model_id());
+        match emit(&st.pool, &st.signing_keys, &config, tenant, body).await {
+            Ok(id) => receipt_id = Some(id),
+            Err(e) => tracing::error!(error = %format!("{e:#}"), "receipt write failed"),
+        }
+    }
+    Ok((bundle, receipt_id))
+}
