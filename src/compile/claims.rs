@@ -1,4 +1,4 @@
-//! Claim registry and claim envelope parsing.
+//! Claim envelopes: parsing v1/v2 claims against the registry (`super::registry`).
 //!
 //! A claim is a structured statement carried by a memory (`employment.current_employer = "acme"`).
 //! The registry decides which keys exist and whether they are single- or multi-valued; callers
@@ -24,203 +24,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-/// Maximum number of tenant-defined claim keys.
-pub const MAX_TENANT_KEYS: usize = 64;
-
-/// Whether a key holds one current value (superseding) or accumulates values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cardinality {
-    /// One value at a time; a different value contradicts the old one.
-    Single,
-    /// Many values may hold at once.
-    Multi,
-}
-
-impl Cardinality {
-    /// The wire name used as the envelope's `scope`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Cardinality::Single => "single",
-            Cardinality::Multi => "multi",
-        }
-    }
-}
-
-/// Qualifier rules for an entity claim (v2).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct EntitySpec {
-    required: &'static [&'static str],
-    optional: &'static [&'static str],
-}
-
-impl EntitySpec {
-    fn allows(&self, name: &str) -> bool {
-        self.required.contains(&name) || self.optional.contains(&name)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct KeySpec {
-    cardinality: Cardinality,
-    entity: Option<EntitySpec>,
-    builtin: bool,
-}
-
-const PRICING_SPEC: EntitySpec = EntitySpec {
-    required: &["payment_method", "rate_type", "currency", "charge_unit"],
-    optional: &["region", "customer_segment", "channel", "plan"],
-};
-
-const BUILTIN_KEYS: &[(&str, Cardinality)] = &[
-    ("identity.name", Cardinality::Single),
-    ("employment.current_employer", Cardinality::Single),
-    ("location.current_home", Cardinality::Single),
-    ("billing.primary_payment_processor", Cardinality::Single),
-    ("tools.used", Cardinality::Multi),
-    ("skills", Cardinality::Multi),
-    ("preferences", Cardinality::Multi),
-    ("payment.processors_used", Cardinality::Multi),
-];
-
-const PRICING_KEY: &str = "pricing.processing_rate";
-
-const ALIASES: &[(&str, &str)] = &[
-    ("name", "identity.name"),
-    ("full_name", "identity.name"),
-    ("employer", "employment.current_employer"),
-    ("works_at", "employment.current_employer"),
-    ("company", "employment.current_employer"),
-    ("current_employer", "employment.current_employer"),
-    ("home", "location.current_home"),
-    ("home_location", "location.current_home"),
-    ("current_home", "location.current_home"),
-    ("primary_payment_processor", "billing.primary_payment_processor"),
-    ("tools", "tools.used"),
-    ("payment_processors", "payment.processors_used"),
-];
-
-/// The set of known claim keys (built-in plus tenant-defined) and their aliases.
-#[derive(Debug, Clone)]
-pub struct Registry {
-    keys: BTreeMap<String, KeySpec>,
-    aliases: BTreeMap<String, String>,
-}
-
-impl Default for Registry {
-    fn default() -> Self {
-        Registry::builtin()
-    }
-}
-
-impl Registry {
-    /// The registry with only the built-in keys and aliases.
-    pub fn builtin() -> Registry {
-        let mut keys: BTreeMap<String, KeySpec> = BUILTIN_KEYS
-            .iter()
-            .map(|(k, c)| {
-                let spec = KeySpec { cardinality: *c, entity: None, builtin: true };
-                ((*k).to_string(), spec)
-            })
-            .collect();
-        keys.insert(
-            PRICING_KEY.to_string(),
-            KeySpec { cardinality: Cardinality::Single, entity: Some(PRICING_SPEC), builtin: true },
-        );
-        let aliases = ALIASES.iter().map(|(a, c)| ((*a).to_string(), (*c).to_string())).collect();
-        Registry { keys, aliases }
-    }
-
-    /// Adds tenant keys from the tenant config's `claim_keys` object ({"ns.key": "single"|"multi"}); invalid entries ignored.
-    pub fn with_tenant_keys(mut self, claim_keys: &Value) -> Registry {
-        let Some(map) = claim_keys.as_object() else {
-            return self;
-        };
-        let builtin = Registry::builtin();
-        let mut added = 0usize;
-        for (key, value) in map {
-            if added >= MAX_TENANT_KEYS {
-                break;
-            }
-            if let Ok(cardinality) = check_tenant_entry(&builtin, key, value) {
-                let spec = KeySpec { cardinality, entity: None, builtin: false };
-                self.keys.insert(key.clone(), spec);
-                added += 1;
-            }
-        }
-        self
-    }
-
-    /// Resolves a key or alias (case/whitespace-insensitive) to its canonical key and cardinality.
-    pub fn resolve(&self, key: &str) -> Option<(String, Cardinality)> {
-        self.lookup(key).map(|(k, spec)| (k.to_string(), spec.cardinality))
-    }
-
-    /// True when the key (or alias) names a built-in claim key.
-    pub fn is_builtin(&self, key: &str) -> bool {
-        self.lookup(key).is_some_and(|(_, spec)| spec.builtin)
-    }
-
-    fn lookup(&self, key: &str) -> Option<(&str, &KeySpec)> {
-        let norm = normalize_key(key);
-        let canonical = self.aliases.get(&norm).map(String::as_str).unwrap_or(&norm);
-        self.keys.get_key_value(canonical).map(|(k, spec)| (k.as_str(), spec))
-    }
-}
-
-fn normalize_key(key: &str) -> String {
-    key.split_whitespace().collect::<Vec<_>>().join("_").to_lowercase()
-}
-
-/// True for dotted lower-case identifiers: `^[a-z0-9_]+(\.[a-z0-9_]+)+$`.
-fn is_dotted_identifier(key: &str) -> bool {
-    let mut parts = 0usize;
-    for part in key.split('.') {
-        let ok = !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
-        if !ok {
-            return false;
-        }
-        parts += 1;
-    }
-    parts >= 2
-}
-
-fn check_tenant_entry(builtin: &Registry, key: &str, value: &Value) -> Result<Cardinality, String> {
-    if !is_dotted_identifier(key) {
-        return Err(format!(
-            "claim key '{key}' must be a dotted lower-case identifier like 'ns.key' ([a-z0-9_] segments)"
-        ));
-    }
-    if builtin.is_builtin(key) {
-        return Err(format!("claim key '{key}' is built in and cannot be redefined"));
-    }
-    match value.as_str() {
-        Some("single") => Ok(Cardinality::Single),
-        Some("multi") => Ok(Cardinality::Multi),
-        _ => Err(format!("claim key '{key}' must map to \"single\" or \"multi\"")),
-    }
-}
-
-/// Validates a tenant claim_keys map for the admin API: Err(message naming the bad key) on any problem.
-pub fn validate_tenant_claim_keys(claim_keys: &Value) -> Result<(), String> {
-    let map = match claim_keys {
-        // An absent config is the same as an empty one.
-        Value::Null => return Ok(()),
-        Value::Object(map) => map,
-        _ => return Err("claim_keys must be an object of \"ns.key\": \"single\"|\"multi\"".into()),
-    };
-    if map.len() > MAX_TENANT_KEYS {
-        let over = map.keys().nth(MAX_TENANT_KEYS).map(String::as_str).unwrap_or("");
-        return Err(format!(
-            "claim_keys has {} keys, at most {MAX_TENANT_KEYS} allowed (first over the limit: '{over}')",
-            map.len()
-        ));
-    }
-    let builtin = Registry::builtin();
-    for (key, value) in map {
-        check_tenant_entry(&builtin, key, value)?;
-    }
-    Ok(())
-}
+pub use super::registry::{validate_tenant_claim_keys, Cardinality, Registry, MAX_TENANT_KEYS};
+use crate::receipts::canonical::canonical_v1;
 
 /// A parsed, validated claim with registry-derived cardinality.
 #[derive(Debug, Clone, PartialEq)]
@@ -265,7 +70,7 @@ impl Claim {
         env.insert("schema_version".into(), Value::from(self.schema_version));
         env.insert("key".into(), Value::String(self.key.clone()));
         // JSON-valued claims keep their JSON so the envelope re-parses to the same canonical value.
-        let value = if canonical_json(&self.raw_value) == self.value {
+        let value = if canonical_v1(&self.raw_value) == self.value {
             self.raw_value.clone()
         } else {
             Value::String(self.value.clone())
@@ -300,43 +105,6 @@ pub fn normalize_value(v: &str) -> String {
     v.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
-/// Compact JSON with object keys sorted at every level, independent of serde_json's map order.
-fn canonical_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let sorted: BTreeMap<&String, &Value> = map.iter().collect();
-            out.push('{');
-            for (i, (k, item)) in sorted.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(item, out);
-            }
-            out.push('}');
-        }
-        // Scalars: serde_json's Display is compact JSON and infallible.
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
 fn scalar_value(v: &Value) -> Option<String> {
     let s = match v {
         Value::String(s) => normalize_value(s),
@@ -351,7 +119,7 @@ fn json_value(v: &Value) -> Option<String> {
     match v {
         Value::Null => None,
         Value::String(s) if s.trim().is_empty() => None,
-        other => Some(canonical_json(other)),
+        other => Some(canonical_v1(other)),
     }
 }
 
@@ -455,6 +223,7 @@ pub fn claim_from_parts(key: &str, value: &str, registry: &Registry, source: &st
 #[allow(clippy::expect_used)] // a failed expectation is the test failure
 mod tests {
     use super::*;
+    use crate::compile::registry::{BUILTIN_KEYS, PRICING_KEY};
     use proptest::prelude::*;
     use serde_json::json;
 

@@ -5,6 +5,7 @@ pub mod candidates;
 pub mod claims;
 pub mod heuristic;
 pub mod pipeline;
+pub mod registry;
 pub mod scope;
 pub mod supersede;
 pub mod text;
