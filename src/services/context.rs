@@ -28,8 +28,8 @@ use crate::db::context::{EpisodeCandidate, MemoryCandidate, Probe};
 use crate::embed::Embedder;
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
-use crate::services::compile::{embed_texts, vector_literal};
 use crate::services::query_terms::{task_dates, tsquery_for};
+pub use crate::services::task_vectors::TaskVectorCache;
 
 /// A validated context request.
 #[derive(Debug, Clone)]
@@ -118,30 +118,6 @@ fn as_believed(c: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
         m.valid_to = c.asserted_valid_to;
     }
     m
-}
-
-/// Task vectors by (model, task): repeated tasks are embedded once.
-#[derive(Default)]
-pub struct TaskVectorCache(std::sync::Mutex<HashMap<(String, String), String>>);
-
-const CACHE_CAP: usize = 4096;
-
-impl TaskVectorCache {
-    async fn get(&self, embedder: &Arc<dyn Embedder>, task: &str) -> anyhow::Result<String> {
-        let key = (embedder.model_id().to_string(), task.to_string());
-        if let Some(v) = self.0.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return Ok(v);
-        }
-        let mut vs = embed_texts(embedder, vec![task.to_string()]).await?;
-        let v = vector_literal(&vs.pop().ok_or_else(|| anyhow::anyhow!("no vector for the task"))?);
-        if let Ok(mut m) = self.0.lock() {
-            if m.len() >= CACHE_CAP {
-                m.clear();
-            }
-            m.insert(key, v.clone());
-        }
-        Ok(v)
-    }
 }
 
 /// Assembles the bundle for a request.

@@ -11,3 +11,4 @@ pub mod query_terms;
 pub mod receipts;
 pub mod reembed;
 pub mod replay;
+pub mod task_vectors;
