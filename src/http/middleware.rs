@@ -2,7 +2,6 @@
 
 use std::time::Instant;
 
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
@@ -108,11 +107,6 @@ pub async fn require_api_key(State(st): State<AppState>, req: Request, next: Nex
 /// Unknown routes: 404 in the envelope.
 pub async fn not_found() -> Response {
     ApiError::not_found("Not Found").into_response()
-}
-
-/// Used by tests and callers that need an empty body.
-pub fn empty() -> Body {
-    Body::empty()
 }
 
 /// Records request counts and latency by route template (runs after routing).
