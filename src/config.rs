@@ -30,6 +30,37 @@ pub enum Command {
     Openapi,
     /// Audit tools: `mnemo audit verify --tenant T` walks the tenant's receipt chain.
     Audit(AuditArgs),
+    /// Subject administration: `mnemo subjects delete <id> --tenant T` erases a subject.
+    Subjects(SubjectsArgs),
+}
+
+/// `mnemo subjects ...`.
+#[derive(Debug, Args)]
+pub struct SubjectsArgs {
+    #[command(subcommand)]
+    pub action: SubjectsAction,
+}
+
+/// Subject verbs.
+#[derive(Debug, Subcommand)]
+pub enum SubjectsAction {
+    /// Erase every row of a subject (as DELETE /v1/subjects/{id}) and print the certificate.
+    Delete(SubjectDeleteArgs),
+}
+
+/// `mnemo subjects delete`.
+#[derive(Debug, Args)]
+pub struct SubjectDeleteArgs {
+    /// The subject to erase.
+    pub subject_id: String,
+    /// Tenant the subject belongs to.
+    #[arg(long, default_value = "default")]
+    pub tenant: String,
+    /// Receipt-signing keys (JSON {key_id: base64}); the certificate is signed when one applies.
+    #[arg(long, env = "MNEMO_RECEIPT_SIGNING_KEYS", hide_env_values = true)]
+    pub receipt_signing_keys: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// `mnemo audit verify`.

@@ -9,9 +9,10 @@ use sqlx::postgres::PgConnectOptions;
 use tracing_subscriber::EnvFilter;
 
 use mnemo::config::{
-    AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, LogFormat, PgAction, PgArgs, ReembedArgs, ServeArgs,
+    AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, LogFormat, SubjectsAction, SubjectsArgs, PgAction, PgArgs, ReembedArgs, ServeArgs,
 };
-use mnemo::pg::Cluster;
+use mnemo::pg::{Cluster, StartOutcome};
+use mnemo::receipts::signing::SigningKeys;
 use mnemo::{db, AppState, RuntimeConfig};
 
 fn init_logging(format: LogFormat) {
@@ -23,7 +24,9 @@ fn init_logging(format: LogFormat) {
     }
 }
 
-/// Resolves the database: the given URL, or the embedded cluster (started here).
+/// Resolves the database: the given URL, or the embedded cluster. The cluster is returned only
+/// when this process started it: one that was already running (a live server's, or a crashed
+/// one's) must not be stopped by us.
 async fn open_database(args: &DbArgs) -> anyhow::Result<(PgConnectOptions, Option<Cluster>)> {
     if let Some(url) = args.database_url.as_deref().filter(|u| !u.is_empty()) {
         let opts = PgConnectOptions::from_str(url).context("MNEMO_DATABASE_URL is not a valid Postgres URL")?;
@@ -32,11 +35,43 @@ async fn open_database(args: &DbArgs) -> anyhow::Result<(PgConnectOptions, Optio
     let cluster = Cluster::new(&args.data_dir)?;
     let outcome = cluster.start().await?;
     tracing::info!(?outcome, socket_dir = %cluster.socket_dir().display(), "embedded postgres ready");
+    let owned = (outcome == StartOutcome::Started).then(|| cluster.clone());
     if let Err(e) = cluster.ensure_database("mnemo").await {
-        let _ = cluster.stop().await;
+        if let Some(c) = owned {
+            let _ = c.stop().await;
+        }
         return Err(e);
     }
-    Ok((cluster.connect_options("mnemo"), Some(cluster)))
+    Ok((cluster.connect_options("mnemo"), owned))
+}
+
+/// Runs an admin verb against the migrated database, then stops an embedded cluster it started.
+async fn with_database<T, F, Fut>(args: &DbArgs, f: F) -> anyhow::Result<T>
+where
+    F: FnOnce(sqlx::PgPool) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let (opts, cluster) = open_database(args).await?;
+    let result = async {
+        let pool = db::pool::connect(opts, 2).await?;
+        db::pool::migrate(&pool).await?;
+        let out = f(pool.clone()).await;
+        pool.close().await;
+        out
+    }
+    .await;
+    if let Some(c) = cluster {
+        c.stop().await?;
+    }
+    result
+}
+
+/// The operator's receipt-signing keys from `MNEMO_RECEIPT_SIGNING_KEYS` (empty: none).
+fn signing_keys(json: Option<&str>) -> anyhow::Result<SigningKeys> {
+    match json.filter(|k| !k.trim().is_empty()) {
+        Some(json) => SigningKeys::parse(json).context("MNEMO_RECEIPT_SIGNING_KEYS"),
+        None => Ok(SigningKeys::empty()),
+    }
 }
 
 async fn shutdown_signal() {
@@ -58,10 +93,7 @@ async fn shutdown_signal() {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     args.check_exposure().map_err(anyhow::Error::msg)?;
     // Load the model before starting anything: a missing model is a clear, early error.
-    let keys = match args.receipt_signing_keys.as_deref().filter(|k| !k.trim().is_empty()) {
-        Some(json) => mnemo::receipts::signing::SigningKeys::parse(json).context("MNEMO_RECEIPT_SIGNING_KEYS")?,
-        None => mnemo::receipts::signing::SigningKeys::empty(),
-    };
+    let keys = signing_keys(args.receipt_signing_keys.as_deref())?;
     let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
     tracing::info!(model = embedder.model_id(), signing_keys = keys.ids().len(), "embedder ready");
     let (opts, cluster) = open_database(&args.db).await?;
@@ -119,35 +151,15 @@ async fn serve_with(
 }
 
 async fn migrate(args: DbArgs) -> anyhow::Result<()> {
-    let (opts, cluster) = open_database(&args).await?;
-    let result = async {
-        let pool = db::pool::connect(opts, 2).await?;
-        db::pool::migrate(&pool).await?;
-        pool.close().await;
-        anyhow::Ok(())
-    }
-    .await;
-    if let Some(c) = cluster {
-        c.stop().await?;
-    }
-    result?;
+    with_database(&args, |_| async { anyhow::Ok(()) }).await?;
     tracing::info!("migrations applied");
     Ok(())
 }
 
 async fn reembed(args: ReembedArgs) -> anyhow::Result<()> {
     let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
-    let (opts, cluster) = open_database(&args.db).await?;
-    let result = async {
-        let pool = db::pool::connect(opts, 2).await?;
-        db::pool::migrate(&pool).await?;
-        mnemo::services::reembed::run(&pool, &embedder, args.batch).await
-    }
-    .await;
-    if let Some(c) = cluster {
-        c.stop().await?;
-    }
-    result
+    with_database(&args.db, |pool| async move { mnemo::services::reembed::run(&pool, &embedder, args.batch).await })
+        .await
 }
 
 /// Sends `GET /healthz` over a plain TCP connection and checks for a 200 status line.
@@ -176,19 +188,34 @@ async fn healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
 }
 
 async fn audit(args: AuditArgs) -> anyhow::Result<()> {
-    let (opts, cluster) = open_database(&args.db).await?;
-    let result = async {
-        let pool = db::pool::connect(opts, 2).await?;
+    with_database(&args.db, |pool| async move {
         let report = mnemo::services::receipts::verify_chain(&pool, &args.tenant).await?;
         println!("{}", serde_json::to_string_pretty(&report)?);
         anyhow::ensure!(report.ok, "receipt chain of tenant {} is broken", args.tenant);
         anyhow::Ok(())
+    })
+    .await
+}
+
+async fn subjects(args: SubjectsArgs) -> anyhow::Result<()> {
+    match args.action {
+        SubjectsAction::Delete(a) => {
+            let keys = signing_keys(a.receipt_signing_keys.as_deref())?;
+            with_database(&a.db, |pool| async move {
+                let erased = mnemo::services::erase::erase_subject(&pool, &keys, &a.tenant, &a.subject_id).await?;
+                let out = serde_json::json!({
+                    "subject_id": a.subject_id,
+                    "episodes_deleted": erased.count("episodes"),
+                    "memories_deleted": erased.count("memories"),
+                    "erasure_id": erased.erasure_id,
+                    "certificate": erased.certificate,
+                });
+                println!("{}", serde_json::to_string_pretty(&out)?);
+                anyhow::Ok(())
+            })
+            .await
+        }
     }
-    .await;
-    if let Some(c) = cluster {
-        c.stop().await?;
-    }
-    result
 }
 
 async fn pg(args: PgArgs) -> anyhow::Result<()> {
@@ -222,6 +249,7 @@ async fn main() -> std::process::ExitCode {
         Command::Reembed(a) => reembed(a).await,
         Command::Healthcheck(a) => healthcheck(a).await,
         Command::Audit(a) => audit(a).await,
+        Command::Subjects(a) => subjects(a).await,
         Command::Openapi => serde_json::to_string_pretty(&mnemo::openapi::document())
             .map(|s| println!("{s}"))
             .map_err(anyhow::Error::from),

@@ -4,6 +4,7 @@ pub mod compile;
 pub mod context;
 pub mod episodes;
 pub mod erase;
+pub mod erasures;
 pub mod jobs;
 pub mod memories;
 pub mod pool;

@@ -46,6 +46,7 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/v1/timeline", get(timeline::get)),
         ("GET", "/v1/subjects", get(subjects::list)),
         ("DELETE", "/v1/subjects/{subject_id}", delete(subjects::delete)),
+        ("GET", "/v1/erasures/{erasure_id}", get(subjects::erasure)),
     ]
 }
 

@@ -1,11 +1,12 @@
-//! `GET /v1/subjects`.
+//! `GET /v1/subjects`, `DELETE /v1/subjects/{id}` and `GET /v1/erasures/{id}`.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::Json;
 use serde_json::{json, Value};
 
 use crate::db;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
+use crate::services::erase;
 use crate::http::extract::Tenant;
 use crate::http::input::Query;
 use crate::state::AppState;
@@ -40,10 +41,23 @@ pub async fn delete(
         });
     }
     q.finish()?;
-    let erased = crate::services::erase::erase_subject(&st.pool, &tenant, &subject_id).await?;
+    let erased = erase::erase_subject(&st.pool, &st.signing_keys, &tenant, &subject_id).await?;
     Ok(Json(json!({
         "subject_id": subject_id,
         "episodes_deleted": erased.count("episodes"),
         "memories_deleted": erased.count("memories"),
+        "erasure_id": erased.erasure_id,
+        "certificate": erased.certificate,
     })))
+}
+
+/// An erasure certificate of the tenant, with its signature check; 404 for unknown ids.
+pub async fn erasure(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(erasure_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let found = erase::certificate(&st.pool, &st.signing_keys, &tenant, &erasure_id).await?;
+    let (certificate, check) = found.ok_or_else(|| ApiError::not_found("Erasure not found."))?;
+    Ok(Json(json!({ "erasure_id": erasure_id, "certificate": certificate, "signature_check": check })))
 }

@@ -1,5 +1,5 @@
-//! Receipts: canonical JSON and signing (the receipt store and endpoints come with the
-//! receipts issue).
+//! Receipts and erasure certificates: canonical JSON and signing.
 
 pub mod canonical;
+pub mod certificate;
 pub mod signing;

@@ -1,4 +1,5 @@
-//! Deleting a subject completely, in one transaction, and verifying nothing is left.
+//! Deleting a subject completely, in one transaction, verifying nothing is left, and
+//! recording a signed erasure certificate.
 //!
 //! The delete takes the same advisory lock as compile, so a compile never writes rows of a
 //! subject being erased; it deletes the ingest counter first, so in-flight ingests finish
@@ -9,16 +10,25 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
 use sqlx::PgPool;
 
 use crate::db;
-use crate::receipts::canonical::sha256_hex;
-use crate::services::receipts::tombstone_body;
+use crate::model::time::now_micros;
+use crate::receipts::canonical::canonical_v1;
+use crate::receipts::certificate::{self, subject_digest, ErasureFacts};
+use crate::receipts::signing::SigningKeys;
+use crate::services::receipts::{new_receipt_id, tombstone_body};
 
-/// Rows deleted per table.
-#[derive(Debug, Clone, Default)]
+/// What an erasure removed, and its certificate.
+#[derive(Debug, Clone)]
 pub struct Erased {
+    /// Rows deleted (receipts: tombstoned) per table.
     pub per_table: BTreeMap<String, u64>,
+    /// Id under which the certificate can be read again.
+    pub erasure_id: String,
+    /// The certificate as stored.
+    pub certificate: Value,
 }
 
 impl Erased {
@@ -28,20 +38,20 @@ impl Erased {
     }
 }
 
-/// sha256 of (tenant, subject): names an erased subject without revealing it.
-pub fn subject_digest(tenant: &str, subject_id: &str) -> String {
-    sha256_hex(format!("{tenant}\u{1f}{subject_id}").as_bytes())
-}
-
-/// Erases every row of the subject in the tenant.
-pub async fn erase_subject(pool: &PgPool, tenant: &str, subject_id: &str) -> anyhow::Result<Erased> {
+/// Erases every row of the subject in the tenant and records a certificate.
+pub async fn erase_subject(
+    pool: &PgPool,
+    keys: &SigningKeys,
+    tenant: &str,
+    subject_id: &str,
+) -> anyhow::Result<Erased> {
     let mut tx = pool.begin().await?;
     db::compile::lock_subject(&mut tx, tenant, subject_id).await?;
     db::erase::allow_episode_delete(&mut tx).await?;
-    let mut erased = Erased::default();
+    let mut per_table = BTreeMap::new();
     for table in db::erase::SUBJECT_TABLES {
         let n = db::erase::delete_from(&mut tx, table, tenant, subject_id).await?;
-        erased.per_table.insert((*table).to_string(), n);
+        per_table.insert((*table).to_string(), n);
     }
     // Receipts stay as chain links: content and the subject id go, hashes and ids remain.
     let digest = subject_digest(tenant, subject_id);
@@ -50,15 +60,48 @@ pub async fn erase_subject(pool: &PgPool, tenant: &str, subject_id: &str) -> any
     let bodies: Vec<String> = receipts.iter().map(|r| tombstone_body(r, "erasure", Some(&digest))).collect();
     let replacement = format!("erased:{digest}");
     let n = db::receipts::tombstone(&mut tx, tenant, &ids, &bodies, Some(&replacement)).await?;
-    erased.per_table.insert("receipts".to_string(), n);
-    for table in db::erase::tables_with_subjects(&mut tx).await? {
-        let left = db::erase::remaining(&mut tx, &table, tenant, subject_id).await?;
+    per_table.insert("receipts".to_string(), n);
+
+    let tables = db::erase::tables_with_subjects(&mut tx).await?;
+    for table in &tables {
+        let left = db::erase::remaining(&mut tx, table, tenant, subject_id).await?;
         if left > 0 {
             tx.rollback().await?;
             tracing::error!(table = %table, rows = left, "erasure left rows behind; rolled back");
             anyhow::bail!("erasure verification failed: {left} row(s) remain in {table}");
         }
     }
+
+    let config = db::tenants::config(&mut tx, tenant).await?;
+    let erasure_id = new_receipt_id();
+    let erased_at = now_micros();
+    let facts = ErasureFacts {
+        erasure_id: &erasure_id,
+        tenant,
+        subject_sha256: &digest,
+        erased_at,
+        counts: &per_table,
+        verified_tables: &tables,
+    };
+    let key_id = certificate::signing_key_for(&config, keys);
+    let cert = certificate::build(&facts, keys, key_id.as_deref());
+    db::erasures::insert(&mut tx, tenant, &erasure_id, &digest, erased_at, &canonical_v1(&cert)).await?;
     tx.commit().await?;
-    Ok(erased)
+    Ok(Erased { per_table, erasure_id, certificate: cert })
+}
+
+/// A stored certificate of the tenant, parsed, with its signature check.
+pub async fn certificate(
+    pool: &PgPool,
+    keys: &SigningKeys,
+    tenant: &str,
+    erasure_id: &str,
+) -> anyhow::Result<Option<(Value, certificate::CertificateCheck)>> {
+    let mut conn = pool.acquire().await?;
+    let Some(text) = db::erasures::get(&mut conn, tenant, erasure_id).await? else {
+        return Ok(None);
+    };
+    let cert = crate::receipts::canonical::parse_exact(&text)?;
+    let check = certificate::verify(&cert, keys);
+    Ok(Some((cert, check)))
 }

@@ -185,3 +185,32 @@ pub fn episode(subject: &str, text: &str) -> Value {
         "payload": {"messages": [{"role": "user", "content": text}]},
     })
 }
+
+impl TestApp {
+    /// A `postgres://` URL for this test's database (for running the CLI against it).
+    pub fn database_url(&self) -> String {
+        let o = &self.db_options;
+        let db = o.get_database().unwrap_or("postgres");
+        match o.get_socket() {
+            Some(dir) => format!(
+                "postgres://{}@localhost:{}/{db}?host={}",
+                o.get_username(),
+                o.get_port(),
+                dir.display()
+            ),
+            None => format!("postgres://{}@{}:{}/{db}", o.get_username(), o.get_host(), o.get_port()),
+        }
+    }
+
+    /// Rows of (tenant, subject) left in every table that has a `subject_id` column.
+    pub async fn subject_rows(&self, tenant: &str, subject: &str) -> Vec<(String, i64)> {
+        let mut conn = self.pool.acquire().await.unwrap();
+        let tables = mnemo::db::erase::tables_with_subjects(&mut conn).await.unwrap();
+        let mut out = Vec::new();
+        for t in tables {
+            let n = mnemo::db::erase::remaining(&mut conn, &t, tenant, subject).await.unwrap();
+            out.push((t, n));
+        }
+        out
+    }
+}

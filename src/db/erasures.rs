@@ -1,0 +1,36 @@
+//! Erasure certificates: written inside the erasing transaction, read back by id.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+/// Stores a certificate (canonical JSON text).
+pub async fn insert(
+    conn: &mut PgConnection,
+    tenant: &str,
+    erasure_id: &str,
+    subject_sha256: &str,
+    erased_at: DateTime<Utc>,
+    certificate: &str,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO erasures (tenant_id, erasure_id, subject_sha256, erased_at, certificate) \
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(tenant)
+    .bind(erasure_id)
+    .bind(subject_sha256)
+    .bind(erased_at)
+    .bind(certificate)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The stored certificate text, if the tenant has one with this id.
+pub async fn get(conn: &mut PgConnection, tenant: &str, erasure_id: &str) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT certificate FROM erasures WHERE tenant_id = $1 AND erasure_id = $2")
+        .bind(tenant)
+        .bind(erasure_id)
+        .fetch_optional(conn)
+        .await
+}
