@@ -129,6 +129,9 @@ impl Bench {
         admin.close().await?;
         let pool = mnemo::db::pool::connect(cluster.connect_options(&db_name), 10).await?;
         mnemo::db::pool::migrate(&pool).await?;
+        pool.close().await;
+        // Measured as the server runs: as mnemo_app, under row-level security.
+        let pool = mnemo::db::pool::connect_app(cluster.connect_options(&db_name), 10).await?;
         let config = match embedder {
             "hash" => EmbedderConfig::Hash { dims: 384 },
             "minilm" => EmbedderConfig::MiniLm {
@@ -188,12 +191,13 @@ impl Bench {
     }
 
     async fn memory_counts(&self, subject: &str) -> anyhow::Result<(i64, i64)> {
+        let mut tx = mnemo::db::scope::begin(self.pool(), TENANT).await?;
         let row: (i64, i64) = sqlx::query_as(
             "SELECT count(*), count(*) FILTER (WHERE status = 'active') FROM memories WHERE tenant_id = $1 AND subject_id = $2",
         )
         .bind(TENANT)
         .bind(subject)
-        .fetch_one(self.pool())
+        .fetch_one(&mut *tx)
         .await?;
         Ok(row)
     }

@@ -210,6 +210,10 @@ pub enum LogFormat {
 pub struct ServeArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    /// Optional separate login for the server's queries (a role that is, or is a member of,
+    /// mnemo_app); unset: the database URL's role switches to mnemo_app after connecting.
+    #[arg(long, env = "MNEMO_APP_DATABASE_URL", hide_env_values = true)]
+    pub app_database_url: Option<String>,
     /// Address to listen on.
     #[arg(long, env = "MNEMO_ADDR", default_value = "127.0.0.1:8100")]
     pub addr: SocketAddr,
@@ -269,6 +273,7 @@ mod tests {
     fn serve_args(addr: &str, key: Option<&str>, open: bool) -> ServeArgs {
         ServeArgs {
             db: DbArgs { database_url: None, data_dir: "./x".into(), db_max_connections: 5 },
+            app_database_url: None,
             addr: addr.parse().unwrap(),
             api_key: key.map(str::to_string),
             allow_open: open,

@@ -115,8 +115,17 @@ async fn serve_with(
     embedder: std::sync::Arc<dyn mnemo::embed::Embedder>,
     keys: mnemo::receipts::signing::SigningKeys,
 ) -> anyhow::Result<()> {
-    let pool = db::pool::connect(opts, args.db.db_max_connections).await.context("connecting to Postgres")?;
-    db::pool::migrate(&pool).await.context("applying migrations")?;
+    // Migrations run as the connecting (owner) role; the server itself runs as mnemo_app.
+    let owner = db::pool::connect(opts.clone(), 2).await.context("connecting to Postgres")?;
+    db::pool::migrate(&owner).await.context("applying migrations")?;
+    owner.close().await;
+    let app_opts = match args.app_database_url.as_deref().filter(|u| !u.is_empty()) {
+        Some(url) => PgConnectOptions::from_str(url).context("MNEMO_APP_DATABASE_URL is not a valid Postgres URL")?,
+        None => opts,
+    };
+    let pool = db::pool::connect_app(app_opts, args.db.db_max_connections)
+        .await
+        .context("connecting as the application role mnemo_app")?;
     let config = RuntimeConfig {
         api_key_sha256: args.api_key.as_deref().filter(|k| !k.is_empty()).map(|k| Sha256::digest(k.as_bytes()).into()),
         max_body_bytes: args.max_body_bytes,

@@ -25,7 +25,7 @@ async fn probes_and_version() {
 #[tokio::test]
 async fn readyz_is_503_when_the_database_is_gone() {
     let app = spawn().await;
-    app.pool.close().await;
+    app.app_pool.close().await;
     let (s, ready) = app.get("/readyz").await;
     assert_eq!(s, 503);
     assert_eq!(ready["status"], "not_ready");

@@ -67,23 +67,14 @@ pub async fn fail(conn: &mut PgConnection, tenant: &str, id: &str, error: &str) 
     Ok(())
 }
 
-/// Claims the oldest pending job, or a running one whose heartbeat is older than `stale_secs`
-/// (its worker died); other workers skip the locked row.
+/// Claims the oldest pending job of any tenant, or a running one whose heartbeat is older than
+/// `stale_secs` (its worker died); other workers skip the locked row. Cross-tenant, so it goes
+/// through the `mnemo_claim_job` function rather than the tenant-confined tables.
 pub async fn claim_next(conn: &mut PgConnection, stale_secs: i64) -> sqlx::Result<Option<JobRow>> {
-    sqlx::query_as(&format!(
-        "UPDATE compile_jobs j SET status = 'running', started_at = COALESCE(j.started_at, now()), \
-         heartbeat_at = now(), attempts = j.attempts + 1 \
-         FROM (SELECT tenant_id, subject_id, id FROM compile_jobs \
-               WHERE status = 'pending' OR (status = 'running' \
-                     AND COALESCE(heartbeat_at, created_at) < now() - make_interval(secs => $1::float8)) \
-               ORDER BY created_at FOR UPDATE SKIP LOCKED LIMIT 1) c \
-         WHERE j.tenant_id = c.tenant_id AND j.subject_id = c.subject_id AND j.id = c.id \
-         RETURNING {}",
-        COLS.split(", ").map(|c| format!("j.{c}")).collect::<Vec<_>>().join(", ")
-    ))
-    .bind(stale_secs as f64)
-    .fetch_optional(conn)
-    .await
+    sqlx::query_as(&format!("SELECT {COLS} FROM mnemo_claim_job($1)"))
+        .bind(stale_secs as f64)
+        .fetch_optional(conn)
+        .await
 }
 
 /// Records progress and proves the worker alive.
@@ -123,14 +114,11 @@ pub async fn get(conn: &mut PgConnection, tenant: &str, id: &str) -> sqlx::Resul
         .await
 }
 
-/// Deletes finished jobs older than `hours`; returns how many.
+/// Deletes finished jobs of every tenant older than `hours`; returns how many.
 pub async fn delete_finished(conn: &mut PgConnection, hours: i64) -> sqlx::Result<u64> {
-    let r = sqlx::query(
-        "DELETE FROM compile_jobs WHERE status IN ('completed', 'failed') \
-         AND completed_at < now() - make_interval(hours => $1::int)",
-    )
-    .bind(hours as i32)
-    .execute(conn)
-    .await?;
-    Ok(r.rows_affected())
+    let n: i64 = sqlx::query_scalar("SELECT mnemo_delete_finished_jobs($1)")
+        .bind(hours.clamp(0, i64::from(i32::MAX)) as i32)
+        .fetch_one(conn)
+        .await?;
+    Ok(n.max(0) as u64)
 }

@@ -10,5 +10,6 @@ pub mod memories;
 pub mod pool;
 pub mod receipts;
 pub mod reembed;
+pub mod scope;
 pub mod subjects;
 pub mod tenants;

@@ -18,6 +18,31 @@ pub async fn connect(opts: PgConnectOptions, max_connections: u32) -> sqlx::Resu
         .await
 }
 
+/// Opens the server's pool: every connection switches to the `mnemo_app` role (no BYPASSRLS),
+/// so row-level security applies to everything the server does. Run migrations first.
+pub async fn connect_app(opts: PgConnectOptions, max_connections: u32) -> sqlx::Result<PgPool> {
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .min_connections(1)
+        .acquire_timeout(Duration::from_secs(10))
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                sqlx::query("SET ROLE mnemo_app").execute(&mut *conn).await?;
+                Ok(())
+            })
+        })
+        .connect_with(opts)
+        .await?;
+    let (superuser, bypass): (bool, bool) =
+        sqlx::query_as("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
+            .fetch_one(&pool)
+            .await?;
+    if superuser || bypass {
+        return Err(sqlx::Error::Configuration("the application role must not bypass row-level security".into()));
+    }
+    Ok(pool)
+}
+
 /// Applies pending migrations.
 pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
     MIGRATOR.run(pool).await

@@ -176,11 +176,6 @@ pub async fn active_before(
 
 /// Tenants with a positive `receipt_retention_days`.
 pub async fn retention_policies(conn: &mut PgConnection) -> sqlx::Result<Vec<(String, i64)>> {
-    sqlx::query_as(
-        "SELECT tenant_id, (config->>'receipt_retention_days')::bigint FROM tenant_configs \
-         WHERE jsonb_typeof(config->'receipt_retention_days') = 'number' \
-         AND (config->>'receipt_retention_days')::numeric >= 1",
-    )
-    .fetch_all(conn)
-    .await
+    // Cross-tenant: read through the definer function (the table is tenant-confined).
+    sqlx::query_as("SELECT tenant_id, days FROM mnemo_retention_tenants()").fetch_all(conn).await
 }

@@ -66,7 +66,7 @@ pub async fn status(
     Tenant(tenant): Tenant,
     Path(job_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let mut conn = st.pool.acquire().await?;
+    let mut conn = db::scope::begin(&st.pool, &tenant).await?;
     let job = db::jobs::get(&mut conn, &tenant, &job_id)
         .await?
         .ok_or_else(|| ApiError::not_found("Job not found or expired"))?;

@@ -79,8 +79,10 @@ pub async fn set_labels(
     if labels.len() > MAX_LABELS {
         return Err(ApiError::bad_request("too_many_labels", format!("at most {MAX_LABELS} labels per memory")));
     }
-    let mut conn = st.pool.acquire().await?;
-    match db::memories::set_labels(&mut conn, &tenant, id, &labels).await? {
+    let mut conn = db::scope::begin(&st.pool, &tenant).await?;
+    let updated = db::memories::set_labels(&mut conn, &tenant, id, &labels).await?;
+    conn.commit().await?;
+    match updated {
         Some(m) => Ok(Json(json!(m))),
         None => Err(ApiError::client(StatusCode::NOT_FOUND, "http_error", "memory not found")),
     }

@@ -31,7 +31,7 @@ fn with_status(row: &db::receipts::ReceiptRow) -> ApiResult<Value> {
 
 /// The stored body plus `status` (and `tombstoned_at`).
 pub async fn get(State(st): State<AppState>, Tenant(tenant): Tenant, Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    let mut conn = st.pool.acquire().await?;
+    let mut conn = db::scope::begin(&st.pool, &tenant).await?;
     let row = db::receipts::get(&mut conn, &tenant, &id).await?.ok_or_else(not_found)?;
     Ok(Json(with_status(&row)?))
 }
@@ -61,7 +61,7 @@ pub async fn list(
         }
     }
     q.finish()?;
-    let mut conn = st.pool.acquire().await?;
+    let mut conn = db::scope::begin(&st.pool, &tenant).await?;
     let rows = db::receipts::list(
         &mut conn,
         &tenant,
@@ -84,7 +84,7 @@ pub async fn verify(
     Tenant(tenant): Tenant,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let mut conn = st.pool.acquire().await?;
+    let mut conn = db::scope::begin(&st.pool, &tenant).await?;
     let row = db::receipts::get(&mut conn, &tenant, &id).await?.ok_or_else(not_found)?;
     let body = parse_exact(&row.body).map_err(ApiError::Internal)?;
     let mut out = json!(verify_signature(&body, &st.signing_keys));

@@ -21,7 +21,7 @@ pub async fn list(
     let limit = q.int("limit", 1, 200, 50);
     let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
     q.finish()?;
-    let mut conn = st.pool.acquire().await?;
+    let mut conn = db::scope::begin(&st.pool, &tenant).await?;
     let (subjects, total) = db::subjects::list(&mut conn, &tenant, limit, offset).await?;
     Ok(Json(json!({ "subjects": subjects, "total": total })))
 }

@@ -23,7 +23,7 @@ pub async fn get(
     let newest_first = q.bool("newest_first", false);
     let status = q.choice("status", &["all", "active"], "all");
     q.finish()?;
-    let mut conn = st.pool.acquire().await?;
+    let mut conn = db::scope::begin(&st.pool, &tenant).await?;
     let (episodes, episodes_has_more) =
         db::episodes::page(&mut conn, &tenant, &subject_id, limit, offset, newest_first).await?;
     let (memories, memories_has_more) =

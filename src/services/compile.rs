@@ -111,7 +111,7 @@ pub async fn compile_batch(
     batch_size: i64,
     job_id: Option<&str>,
 ) -> Result<BatchOutcome, CompileError> {
-    let mut tx = pool.begin().await?;
+    let mut tx = db::scope::begin(pool, tenant).await?;
     db::compile::lock_subject(&mut tx, tenant, subject_id).await?;
     let cursor = db::compile::cursor(&mut tx, tenant, subject_id).await?;
     let pending = db::compile::pending(&mut tx, tenant, subject_id, cursor, batch_size).await?;

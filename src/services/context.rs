@@ -145,7 +145,7 @@ pub async fn assemble(
         days: if opts.dates { day_starts(&req.task, as_of) } else { Vec::new() },
     };
     let named_days: HashSet<chrono::NaiveDate> = probe.days.iter().map(|d| d.date_naive()).collect();
-    let mut conn = pool.acquire().await?;
+    let mut conn = db::scope::begin(pool, tenant).await?;
     let memories = db::context::memory_candidates(&mut conn, &probe).await?;
     let mut episodes = db::context::episode_candidates(&mut conn, &probe).await?;
 

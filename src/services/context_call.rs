@@ -31,7 +31,7 @@ pub async fn context_call(
     emit_receipt: Option<bool>,
     meta: &ReceiptMeta,
 ) -> Result<(Bundle, Option<String>), CallError> {
-    let mut conn = st.pool.acquire().await?;
+    let mut conn = db::scope::begin(&st.pool, tenant).await?;
     let config: Value = db::tenants::config(&mut conn, tenant).await?;
     drop(conn);
     let identified = meta.caller_id.as_deref().is_some_and(|s| !s.is_empty())

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::db;
@@ -24,9 +24,13 @@ pub fn new_id() -> Uuid {
     Uuid::from(generated.unwrap_or_else(|_| ulid::Ulid::new()))
 }
 
-async fn ensure_tenant(conn: &mut PgConnection, known: &KnownTenants, tenant: &str) -> sqlx::Result<()> {
+/// Records the tenant in its own transaction (once per process), so a rolled-back ingest
+/// cannot leave the cache claiming a row that was never committed.
+async fn ensure_tenant(pool: &PgPool, known: &KnownTenants, tenant: &str) -> sqlx::Result<()> {
     if !known.contains(tenant) {
-        db::tenants::ensure(conn, tenant).await?;
+        let mut tx = db::scope::begin(pool, tenant).await?;
+        db::tenants::ensure(&mut tx, tenant).await?;
+        tx.commit().await?;
         known.insert(tenant);
     }
     Ok(())
@@ -39,9 +43,11 @@ pub async fn ingest_one(
     tenant: &str,
     episode: &NewEpisode,
 ) -> sqlx::Result<(Episode, Inserted)> {
-    let mut conn = pool.acquire().await?;
-    ensure_tenant(&mut conn, known, tenant).await?;
-    db::episodes::insert(&mut conn, tenant, new_id(), None, episode).await
+    ensure_tenant(pool, known, tenant).await?;
+    let mut tx = db::scope::begin(pool, tenant).await?;
+    let out = db::episodes::insert(&mut tx, tenant, new_id(), None, episode).await?;
+    tx.commit().await?;
+    Ok(out)
 }
 
 /// Records a batch in input order inside one transaction; returns each row and the count of new rows.
@@ -51,10 +57,8 @@ pub async fn ingest_batch(
     tenant: &str,
     episodes: &[NewEpisode],
 ) -> sqlx::Result<(Vec<Episode>, usize)> {
-    let mut conn = pool.acquire().await?;
-    // Outside the transaction, so a rolled-back batch cannot leave the cache wrong.
-    ensure_tenant(&mut conn, known, tenant).await?;
-    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    ensure_tenant(pool, known, tenant).await?;
+    let mut tx = db::scope::begin(pool, tenant).await?;
     // Reserve seqs per subject in sorted order (a fixed lock order avoids deadlocks between
     // batches), then insert in input order so seqs follow the input within each subject.
     let mut per_subject: BTreeMap<&str, i64> = BTreeMap::new();

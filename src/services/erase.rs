@@ -45,7 +45,7 @@ pub async fn erase_subject(
     tenant: &str,
     subject_id: &str,
 ) -> anyhow::Result<Erased> {
-    let mut tx = pool.begin().await?;
+    let mut tx = db::scope::begin(pool, tenant).await?;
     db::compile::lock_subject(&mut tx, tenant, subject_id).await?;
     db::erase::allow_episode_delete(&mut tx).await?;
     let mut per_table = BTreeMap::new();
@@ -97,7 +97,7 @@ pub async fn certificate(
     tenant: &str,
     erasure_id: &str,
 ) -> anyhow::Result<Option<(Value, certificate::CertificateCheck)>> {
-    let mut conn = pool.acquire().await?;
+    let mut conn = db::scope::begin(pool, tenant).await?;
     let Some(text) = db::erasures::get(&mut conn, tenant, erasure_id).await? else {
         return Ok(None);
     };

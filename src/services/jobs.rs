@@ -32,7 +32,7 @@ fn new_job_id() -> String {
 
 /// Submits a job, or attaches to a live one of the same subject (`true` when attached).
 pub async fn submit(pool: &PgPool, tenant: &str, subject_id: &str, stale_secs: i64) -> sqlx::Result<(JobRow, bool)> {
-    let mut tx = pool.begin().await?;
+    let mut tx = db::scope::begin(pool, tenant).await?;
     db::jobs::lock_submit(&mut tx, tenant, subject_id).await?;
     let now = chrono::Utc::now();
     for job in db::jobs::open_jobs(&mut tx, tenant, subject_id).await? {
@@ -114,8 +114,10 @@ async fn drain(state: &AppState, job: JobRow) {
         match outcome {
             Ok(batch) => {
                 created += batch.memories.len() as i32;
-                if let Ok(mut conn) = pool.acquire().await {
-                    let _ = db::jobs::heartbeat(&mut conn, &job.tenant_id, &job.id, created).await;
+                if let Ok(mut tx) = db::scope::begin(pool, &job.tenant_id).await {
+                    if db::jobs::heartbeat(&mut tx, &job.tenant_id, &job.id, created).await.is_ok() {
+                        let _ = tx.commit().await;
+                    }
                 }
                 if !batch.has_more {
                     break;
@@ -136,20 +138,23 @@ async fn drain(state: &AppState, job: JobRow) {
         }
     }
     state.metrics.record_job(true);
-    match pool.acquire().await {
-        Ok(mut conn) => {
-            if let Err(e) = db::jobs::complete(&mut conn, &job.tenant_id, &job.id, created).await {
-                tracing::error!(job_id = %job.id, error = %e, "marking job completed failed");
-            }
-        }
-        Err(e) => tracing::error!(job_id = %job.id, error = %e, "marking job completed failed"),
+    let done = async {
+        let mut tx = db::scope::begin(pool, &job.tenant_id).await?;
+        db::jobs::complete(&mut tx, &job.tenant_id, &job.id, created).await?;
+        tx.commit().await
+    };
+    if let Err(e) = done.await {
+        tracing::error!(job_id = %job.id, error = %e, "marking job completed failed");
     }
 }
 
 async fn finish_failed(pool: &PgPool, job: &JobRow, message: &str) {
-    if let Ok(mut conn) = pool.acquire().await {
-        if let Err(e) = db::jobs::fail(&mut conn, &job.tenant_id, &job.id, message).await {
-            tracing::error!(job_id = %job.id, error = %e, "marking job failed failed");
-        }
+    let failed = async {
+        let mut tx = db::scope::begin(pool, &job.tenant_id).await?;
+        db::jobs::fail(&mut tx, &job.tenant_id, &job.id, message).await?;
+        tx.commit().await
+    };
+    if let Err(e) = failed.await {
+        tracing::error!(job_id = %job.id, error = %e, "marking job failed failed");
     }
 }

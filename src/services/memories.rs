@@ -31,9 +31,9 @@ pub async fn search(
     tenant: &str,
     query: &SearchQuery,
 ) -> anyhow::Result<(Vec<Memory>, &'static str)> {
-    let mut conn = pool.acquire().await?;
+    let mut conn = db::scope::begin(pool, tenant).await?;
     let text_search = |mode| async move {
-        let mut conn = pool.acquire().await?;
+        let mut conn = db::scope::begin(pool, tenant).await?;
         let rows = db::memories::search_text(
             &mut conn,
             tenant,

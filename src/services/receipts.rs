@@ -132,7 +132,7 @@ pub async fn emit(
     let parent = body["parent_receipt_id"].as_str().map(str::to_string);
     body["receipt_id"] = json!(receipt_id);
     body["created_at"] = json!(isoformat(&crate::model::time::now_micros()));
-    let mut tx = pool.begin().await?;
+    let mut tx = db::scope::begin(pool, tenant).await?;
     let (last_seq, last_hash) = db::receipts::lock_head(&mut tx, tenant).await?;
     let seq = last_seq + 1;
     body["chain"] = json!({"seq": seq, "prev_hash": last_hash});
@@ -184,7 +184,7 @@ pub struct ChainReport {
 /// Walks the tenant's chain: each link must point at the previous hash, and each active body
 /// must hash to its recorded hash (tombstones keep the recorded hash as the link).
 pub async fn verify_chain(pool: &PgPool, tenant: &str) -> anyhow::Result<ChainReport> {
-    let mut conn = pool.acquire().await?;
+    let mut conn = db::scope::begin(pool, tenant).await?;
     let rows = db::receipts::chain(&mut conn, tenant).await?;
     let mut prev = db::receipts::GENESIS.to_string();
     for (i, r) in rows.iter().enumerate() {
@@ -226,14 +226,16 @@ fn body_links_match(r: &db::receipts::ReceiptRow) -> bool {
 
 /// Tombstones receipts older than each tenant's `receipt_retention_days`.
 pub async fn apply_retention(pool: &PgPool) -> anyhow::Result<u64> {
-    let mut conn = pool.acquire().await?;
+    let policies = db::receipts::retention_policies(&mut *pool.acquire().await?).await?;
     let mut total = 0;
-    for (tenant, days) in db::receipts::retention_policies(&mut conn).await? {
+    for (tenant, days) in policies {
         let cutoff = Utc::now() - chrono::Duration::days(days);
-        let rows = db::receipts::active_before(&mut conn, &tenant, cutoff).await?;
+        let mut tx = db::scope::begin(pool, &tenant).await?;
+        let rows = db::receipts::active_before(&mut tx, &tenant, cutoff).await?;
         let ids: Vec<String> = rows.iter().map(|r| r.receipt_id.clone()).collect();
         let bodies: Vec<String> = rows.iter().map(|r| tombstone_body(r, "retention", None)).collect();
-        total += db::receipts::tombstone(&mut conn, &tenant, &ids, &bodies, None).await?;
+        total += db::receipts::tombstone(&mut tx, &tenant, &ids, &bodies, None).await?;
+        tx.commit().await?;
     }
     Ok(total)
 }

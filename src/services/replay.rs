@@ -61,7 +61,7 @@ pub async fn replay(
     receipt_id: &str,
     current: bool,
 ) -> Result<Value, ReplayError> {
-    let mut conn = deps.pool.acquire().await?;
+    let mut conn = db::scope::begin(deps.pool, tenant).await?;
     let row = db::receipts::get(&mut conn, tenant, receipt_id).await?.ok_or(ReplayError::NotFound)?;
     let config = db::tenants::config(&mut conn, tenant).await?;
     drop(conn);

@@ -19,6 +19,8 @@ pub struct TestApp {
     pub base: String,
     pub client: reqwest::Client,
     pub pool: PgPool,
+    /// The server's own pool (runs as mnemo_app).
+    pub app_pool: PgPool,
     pub db_options: PgConnectOptions,
     /// Base URL of the separate `/metrics` listener.
     pub metrics_base: String,
@@ -80,9 +82,11 @@ pub async fn spawn_state(
     keys: mnemo::receipts::signing::SigningKeys,
 ) -> TestApp {
     let opts = fresh_database().await;
-    let pool = db::pool::connect(opts.clone(), 10).await.expect("pool");
+    // `pool` is the owner (superuser) for the tests' own inspection; the server runs as mnemo_app.
+    let pool = db::pool::connect(opts.clone(), 4).await.expect("pool");
     db::pool::migrate(&pool).await.expect("migrate");
-    let state = AppState::new(pool.clone(), config, embedder).with_signing_keys(keys);
+    let app_pool = db::pool::connect_app(opts.clone(), 10).await.expect("app pool");
+    let state = AppState::new(app_pool.clone(), config, embedder).with_signing_keys(keys);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let metrics_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -96,7 +100,7 @@ pub async fn spawn_state(
         .await
         .expect("serve");
     });
-    TestApp { base, client: reqwest::Client::new(), pool, db_options: opts, metrics_base, shutdown: Some(tx) }
+    TestApp { base, client: reqwest::Client::new(), pool, app_pool, db_options: opts, metrics_base, shutdown: Some(tx) }
 }
 
 impl TestApp {
