@@ -17,7 +17,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTP server (starts the embedded Postgres when no database URL is set).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Apply database migrations and exit.
     Migrate(DbArgs),
     /// Manage the embedded Postgres cluster by hand.
@@ -32,6 +32,64 @@ pub enum Command {
     Audit(AuditArgs),
     /// Subject administration: `mnemo subjects delete <id> --tenant T` erases a subject.
     Subjects(SubjectsArgs),
+    /// API keys: `mnemo keys create --tenant T [--admin]`, `revoke <key_id>`, `list`.
+    Keys(KeysArgs),
+}
+
+/// `mnemo keys ...`.
+#[derive(Debug, Args)]
+pub struct KeysArgs {
+    #[command(subcommand)]
+    pub action: KeysAction,
+}
+
+/// Key verbs.
+#[derive(Debug, Subcommand)]
+pub enum KeysAction {
+    /// Create a key for a tenant and print its secret (shown once; only its sha256 is stored).
+    Create(KeyCreateArgs),
+    /// Revoke a key of the tenant by its id.
+    Revoke(KeyRevokeArgs),
+    /// List the tenant's keys (ids and labels, never secrets).
+    List(KeyListArgs),
+}
+
+/// `mnemo keys create`.
+#[derive(Debug, Args)]
+pub struct KeyCreateArgs {
+    /// Tenant the key belongs to (a tenant key may act only on it).
+    #[arg(long, default_value = "default")]
+    pub tenant: String,
+    /// An admin key may act on any tenant (X-Tenant-ID) and reach /admin.
+    #[arg(long)]
+    pub admin: bool,
+    /// A note to recognise the key by.
+    #[arg(long)]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `mnemo keys revoke`.
+#[derive(Debug, Args)]
+pub struct KeyRevokeArgs {
+    /// The key id (the part after `mnemo_` in the secret, as `keys list` shows).
+    pub key_id: String,
+    /// Tenant the key belongs to.
+    #[arg(long, default_value = "default")]
+    pub tenant: String,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `mnemo keys list`.
+#[derive(Debug, Args)]
+pub struct KeyListArgs {
+    /// Tenant whose keys to list.
+    #[arg(long, default_value = "default")]
+    pub tenant: String,
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 /// `mnemo subjects ...`.
@@ -250,15 +308,27 @@ pub struct ServeArgs {
     /// A compile job whose worker sent no heartbeat for this many seconds is taken over.
     #[arg(long, env = "MNEMO_COMPILE_JOB_STALE_SECS", default_value_t = 60)]
     pub compile_job_stale_secs: i64,
+    /// This server's region; tenants whose config pins another region get 403.
+    #[arg(long, env = "MNEMO_REGION")]
+    pub region: Option<String>,
+    /// Requests per minute per API key and per tenant (token bucket shared through Postgres);
+    /// 0 = off. A tenant's config `rate_limit_rpm` overrides it for that tenant.
+    #[arg(long, env = "MNEMO_RATE_LIMIT_RPM", default_value_t = 0)]
+    pub rate_limit_rpm: u32,
+    /// Comma-separated origins allowed by CORS (`*` for any); empty = CORS off.
+    #[arg(long, env = "MNEMO_CORS_ORIGINS", default_value = "")]
+    pub cors_origins: String,
 }
 
 impl ServeArgs {
-    /// Refuses an open server on a non-loopback address unless explicitly allowed.
-    pub fn check_exposure(&self) -> Result<(), String> {
-        let has_key = self.api_key.as_deref().is_some_and(|k| !k.is_empty());
+    /// Refuses an open server on a non-loopback address unless explicitly allowed
+    /// (`stored_keys`: API keys exist in the database, so requests need one).
+    pub fn check_exposure(&self, stored_keys: bool) -> Result<(), String> {
+        let has_key = stored_keys || self.api_key.as_deref().is_some_and(|k| !k.is_empty());
         if !self.addr.ip().is_loopback() && !has_key && !self.allow_open {
             return Err(format!(
-                "refusing to listen on {} without an API key: set MNEMO_API_KEY, or MNEMO_ALLOW_OPEN=1 to run open",
+                "refusing to listen on {} without an API key: set MNEMO_API_KEY, create one with `mnemo keys create`, \
+                 or set MNEMO_ALLOW_OPEN=1 to run open",
                 self.addr
             ));
         }
@@ -294,14 +364,18 @@ mod tests {
             compile_batch_size: 500,
             compile_job_retention_hours: 168,
             compile_job_stale_secs: 60,
+            region: None,
+            rate_limit_rpm: 0,
+            cors_origins: String::new(),
         }
     }
 
     #[test]
     fn open_public_listener_needs_key_or_opt_in() {
-        assert!(serve_args("127.0.0.1:8100", None, false).check_exposure().is_ok());
-        assert!(serve_args("0.0.0.0:8100", None, false).check_exposure().is_err());
-        assert!(serve_args("0.0.0.0:8100", Some("k"), false).check_exposure().is_ok());
-        assert!(serve_args("0.0.0.0:8100", None, true).check_exposure().is_ok());
+        assert!(serve_args("127.0.0.1:8100", None, false).check_exposure(false).is_ok());
+        assert!(serve_args("0.0.0.0:8100", None, false).check_exposure(false).is_err());
+        assert!(serve_args("0.0.0.0:8100", None, false).check_exposure(true).is_ok());
+        assert!(serve_args("0.0.0.0:8100", Some("k"), false).check_exposure(false).is_ok());
+        assert!(serve_args("0.0.0.0:8100", None, true).check_exposure(false).is_ok());
     }
 }

@@ -9,7 +9,7 @@ use sqlx::postgres::PgConnectOptions;
 use tracing_subscriber::EnvFilter;
 
 use mnemo::config::{
-    AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, LogFormat, SubjectsAction, SubjectsArgs, PgAction, PgArgs, ReembedArgs, ServeArgs,
+    AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, KeysAction, KeysArgs, LogFormat, SubjectsAction, SubjectsArgs, PgAction, PgArgs, ReembedArgs, ServeArgs,
 };
 use mnemo::pg::{Cluster, StartOutcome};
 use mnemo::receipts::signing::SigningKeys;
@@ -91,7 +91,6 @@ async fn shutdown_signal() {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    args.check_exposure().map_err(anyhow::Error::msg)?;
     // Load the model before starting anything: a missing model is a clear, early error.
     let keys = signing_keys(args.receipt_signing_keys.as_deref())?;
     let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
@@ -126,6 +125,8 @@ async fn serve_with(
     let pool = db::pool::connect_app(app_opts, args.db.db_max_connections)
         .await
         .context("connecting as the application role mnemo_app")?;
+    let stored_keys = db::keys::any_live(&mut *pool.acquire().await?).await?;
+    args.check_exposure(stored_keys).map_err(anyhow::Error::msg)?;
     let config = RuntimeConfig {
         api_key_sha256: args.api_key.as_deref().filter(|k| !k.is_empty()).map(|k| Sha256::digest(k.as_bytes()).into()),
         max_body_bytes: args.max_body_bytes,
@@ -133,6 +134,11 @@ async fn serve_with(
         compile_batch_size: args.compile_batch_size,
         job_stale_secs: args.compile_job_stale_secs,
         job_retention_hours: args.compile_job_retention_hours,
+        access: mnemo::services::access::AccessPolicy {
+            region: args.region.clone().filter(|r| !r.is_empty()),
+            rate_limit_rpm: args.rate_limit_rpm,
+        },
+        cors_origins: args.cors_origins.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect(),
         ..RuntimeConfig::default()
     };
     let state = AppState::new(pool.clone(), config, embedder).with_signing_keys(keys);
@@ -227,6 +233,43 @@ async fn subjects(args: SubjectsArgs) -> anyhow::Result<()> {
     }
 }
 
+async fn keys(args: KeysArgs) -> anyhow::Result<()> {
+    use mnemo::services::keys as svc;
+    match args.action {
+        KeysAction::Create(a) => {
+            with_database(&a.db, |pool| async move {
+                let minted = svc::create(&pool, &a.tenant, a.admin, a.label.as_deref()).await?;
+                let out = serde_json::json!({"key": minted.secret, "key_id": minted.row.key_id,
+                    "tenant_id": minted.row.tenant_id, "admin": minted.row.is_admin, "label": minted.row.label});
+                println!("{}", serde_json::to_string_pretty(&out)?);
+                eprintln!("Store the key now: only its sha256 is kept, it cannot be shown again.");
+                anyhow::Ok(())
+            })
+            .await
+        }
+        KeysAction::Revoke(a) => {
+            with_database(&a.db, |pool| async move {
+                anyhow::ensure!(
+                    svc::revoke(&pool, &a.tenant, &a.key_id).await?,
+                    "tenant {} has no live key {}",
+                    a.tenant,
+                    a.key_id
+                );
+                println!("revoked {}", a.key_id);
+                anyhow::Ok(())
+            })
+            .await
+        }
+        KeysAction::List(a) => {
+            with_database(&a.db, |pool| async move {
+                println!("{}", serde_json::to_string_pretty(&svc::list(&pool, &a.tenant).await?)?);
+                anyhow::Ok(())
+            })
+            .await
+        }
+    }
+}
+
 async fn pg(args: PgArgs) -> anyhow::Result<()> {
     let cluster = Cluster::new(&args.data_dir)?;
     match args.action {
@@ -252,13 +295,14 @@ async fn main() -> std::process::ExitCode {
     };
     init_logging(format);
     let result = match cli.command {
-        Command::Serve(a) => serve(a).await,
+        Command::Serve(a) => serve(*a).await,
         Command::Migrate(a) => migrate(a).await,
         Command::Pg(a) => pg(a).await,
         Command::Reembed(a) => reembed(a).await,
         Command::Healthcheck(a) => healthcheck(a).await,
         Command::Audit(a) => audit(a).await,
         Command::Subjects(a) => subjects(a).await,
+        Command::Keys(a) => keys(a).await,
         Command::Openapi => serde_json::to_string_pretty(&mnemo::openapi::document())
             .map(|s| println!("{s}"))
             .map_err(anyhow::Error::from),

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 use tokio::sync::Notify;
@@ -30,6 +31,10 @@ pub struct RuntimeConfig {
     pub job_poll_ms: u64,
     /// Whether this process runs a compile worker.
     pub run_worker: bool,
+    /// Residency and rate limits.
+    pub access: crate::services::access::AccessPolicy,
+    /// Origins allowed by CORS (empty: CORS off).
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for RuntimeConfig {
@@ -43,6 +48,8 @@ impl Default for RuntimeConfig {
             job_retention_hours: 168,
             job_poll_ms: 500,
             run_worker: true,
+            access: Default::default(),
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -62,6 +69,8 @@ pub struct AppState {
     pub signing_keys: Arc<SigningKeys>,
     /// Counters and histograms for `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// Whether stored API keys exist (then keyless requests are refused).
+    pub keys_present: Arc<KeysPresent>,
 }
 
 impl AppState {
@@ -76,6 +85,7 @@ impl AppState {
             task_vectors: Arc::new(TaskVectorCache::default()),
             signing_keys: Arc::new(SigningKeys::empty()),
             metrics: Arc::new(Metrics::default()),
+            keys_present: Arc::new(KeysPresent::default()),
         }
     }
 
@@ -101,5 +111,31 @@ impl KnownTenants {
         if let Ok(mut s) = self.0.lock() {
             s.insert(tenant.to_string());
         }
+    }
+}
+
+/// How long "are there stored keys?" is remembered: the first key created with the CLI takes
+/// effect on running servers within this time.
+const KEYS_PRESENT_TTL: Duration = Duration::from_secs(2);
+
+/// A short-lived cache of whether any live API key exists (saves a query per keyless request).
+#[derive(Default)]
+pub struct KeysPresent(Mutex<Option<(Instant, bool)>>);
+
+impl KeysPresent {
+    /// Whether any live key exists (re-read after the TTL).
+    pub async fn any(&self, pool: &PgPool) -> sqlx::Result<bool> {
+        if let Ok(guard) = self.0.lock() {
+            if let Some((at, v)) = *guard {
+                if at.elapsed() < KEYS_PRESENT_TTL {
+                    return Ok(v);
+                }
+            }
+        }
+        let v = crate::db::keys::any_live(&mut *pool.acquire().await?).await?;
+        if let Ok(mut guard) = self.0.lock() {
+            *guard = Some((Instant::now(), v));
+        }
+        Ok(v)
     }
 }

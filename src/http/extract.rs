@@ -3,7 +3,7 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
 use crate::error::{ApiError, FieldError};
@@ -13,7 +13,19 @@ pub const TENANT_HEADER: &str = "x-tenant-id";
 /// The tenant used when a request names none.
 pub const DEFAULT_TENANT: &str = "default";
 
-/// The tenant a request acts for: the `X-Tenant-ID` header, else `default`.
+/// Who is calling: set by the authentication middleware on every non-public request.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The tenant the request acts for.
+    pub tenant: String,
+    /// The stored API key used, if any (None: the operator key, or open mode).
+    pub key_id: Option<String>,
+    /// May act on any tenant and reach `/admin`.
+    pub admin: bool,
+}
+
+/// The tenant a request acts for: the authenticated caller's, else the `X-Tenant-ID` header,
+/// else `default`.
 #[derive(Debug, Clone)]
 pub struct Tenant(pub String);
 
@@ -21,24 +33,27 @@ impl<S: Send + Sync> FromRequestParts<S> for Tenant {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        tenant_from_parts(parts).map(Tenant)
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            return Ok(Tenant(caller.tenant.clone()));
+        }
+        Ok(Tenant(header_tenant(&parts.headers)?.unwrap_or_else(|| DEFAULT_TENANT.to_string())))
     }
 }
 
-/// Reads and checks the tenant header.
-pub fn tenant_from_parts(parts: &Parts) -> Result<String, ApiError> {
-    let Some(raw) = parts.headers.get(TENANT_HEADER) else {
-        return Ok(DEFAULT_TENANT.to_string());
+/// Reads and checks the tenant header; None when absent or blank.
+pub fn header_tenant(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(raw) = headers.get(TENANT_HEADER) else {
+        return Ok(None);
     };
     let value =
         raw.to_str().map_err(|_| ApiError::bad_request("invalid_tenant", "X-Tenant-ID must be visible ASCII"))?.trim();
     if value.is_empty() {
-        return Ok(DEFAULT_TENANT.to_string());
+        return Ok(None);
     }
     if value.len() > 256 || value.chars().any(|c| c.is_control()) {
         return Err(ApiError::bad_request("invalid_tenant", "X-Tenant-ID must be 1-256 printable characters"));
     }
-    Ok(value.to_string())
+    Ok(Some(value.to_string()))
 }
 
 /// A JSON body parsed to a value; size-limited, syntax errors reported as 422.

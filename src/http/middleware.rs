@@ -1,4 +1,4 @@
-//! Cross-cutting request handling: request ids, error envelopes, API-key auth, access logs.
+//! Cross-cutting request handling: request ids, error envelopes, access logs, metrics.
 
 use std::time::Instant;
 
@@ -6,14 +6,9 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use crate::error::{envelope, ApiError, REQUEST_ID};
 use crate::state::AppState;
-
-/// Paths reachable without an API key.
-pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/health", "/readyz", "/ready", "/v1/version", "/openapi.json"];
 
 fn valid_request_id(v: &HeaderValue) -> Option<String> {
     let s = v.to_str().ok()?;
@@ -40,7 +35,13 @@ pub async fn request_context(req: Request, next: Next) -> Response {
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
     }
-    resp.headers_mut().insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    // API answers hold memory content: never cached, sniffed, framed or rendered as a page.
+    let h = resp.headers_mut();
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    h.insert("content-security-policy", HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"));
+    h.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-store"));
     let status = resp.status().as_u16();
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     // Method, path, status and timing only: never bodies, keys or query strings.
@@ -68,40 +69,6 @@ fn fill_empty_error(resp: Response) -> Response {
         }
     }
     out
-}
-
-fn query_api_key(req: &Request) -> Option<String> {
-    let q = req.uri().query()?;
-    form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "api_key").map(|(_, v)| v.into_owned())
-}
-
-/// Checks `X-API-Key` (or `?api_key=`) in constant time when an operator key is configured.
-pub async fn require_api_key(State(st): State<AppState>, req: Request, next: Next) -> Response {
-    let Some(expected) = st.config.api_key_sha256 else {
-        return next.run(req).await;
-    };
-    if PUBLIC_PATHS.contains(&req.uri().path()) {
-        return next.run(req).await;
-    }
-    let presented = req
-        .headers()
-        .get("x-api-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .or_else(|| query_api_key(&req));
-    match presented {
-        None => ApiError::client(StatusCode::UNAUTHORIZED, "missing_api_key", "X-API-Key header is required.")
-            .into_response(),
-        Some(key) => {
-            // Comparing digests keeps the comparison constant-time and length-independent.
-            let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-            if bool::from(digest.ct_eq(&expected)) {
-                next.run(req).await
-            } else {
-                ApiError::client(StatusCode::FORBIDDEN, "invalid_api_key", "Invalid API key.").into_response()
-            }
-        }
-    }
 }
 
 /// Unknown routes: 404 in the envelope.

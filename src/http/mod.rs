@@ -1,5 +1,6 @@
 //! The HTTP surface: routes, extractors and middleware. Handlers are thin.
 
+pub mod auth;
 pub mod compile;
 pub mod context;
 pub mod episodes;
@@ -55,6 +56,32 @@ pub fn endpoints() -> Vec<(&'static str, &'static str)> {
     route_table().into_iter().map(|(m, p, _)| (m, p)).collect()
 }
 
+/// CORS for the configured origins; None (no CORS headers at all) when none are configured.
+fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+    use axum::http::{header, HeaderName, HeaderValue, Method};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
+            .allow_headers([
+                header::CONTENT_TYPE,
+                HeaderName::from_static("x-api-key"),
+                HeaderName::from_static("x-tenant-id"),
+                HeaderName::from_static("x-request-id"),
+            ])
+            .expose_headers([HeaderName::from_static("x-request-id"), header::RETRY_AFTER]),
+    )
+}
+
 /// Builds the router with every route and the middleware stack.
 pub fn router(state: AppState) -> Router {
     let cfg = state.config.clone();
@@ -63,16 +90,21 @@ pub fn router(state: AppState) -> Router {
         .fold(Router::new(), |r, (_, path, handler)| r.route(path, handler))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::record_metrics))
         .fallback(middleware::not_found);
+    let routes = routes.layer(
+        ServiceBuilder::new()
+            .layer(axum::middleware::from_fn(middleware::request_context))
+            .layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
+            .layer(TimeoutLayer::with_status_code(
+                axum::http::StatusCode::REQUEST_TIMEOUT,
+                Duration::from_secs(cfg.request_timeout_secs),
+            ))
+            .layer(DefaultBodyLimit::max(cfg.max_body_bytes)),
+    );
+    // Outermost, so preflight requests are answered before authentication.
+    let routes = match cors_layer(&cfg.cors_origins) {
+        Some(cors) => routes.layer(cors),
+        None => routes,
+    };
     routes
-        .layer(
-            ServiceBuilder::new()
-                .layer(axum::middleware::from_fn(middleware::request_context))
-                .layer(axum::middleware::from_fn_with_state(state.clone(), middleware::require_api_key))
-                .layer(TimeoutLayer::with_status_code(
-                    axum::http::StatusCode::REQUEST_TIMEOUT,
-                    Duration::from_secs(cfg.request_timeout_secs),
-                ))
-                .layer(DefaultBodyLimit::max(cfg.max_body_bytes)),
-        )
         .with_state(state)
 }

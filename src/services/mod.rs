@@ -1,11 +1,13 @@
 //! Business logic: plain Rust over the store, no HTTP types.
 
+pub mod access;
 pub mod compile;
 pub mod context;
 pub mod context_call;
 pub mod episodes;
 pub mod erase;
 pub mod jobs;
+pub mod keys;
 pub mod memories;
 pub mod query_terms;
 pub mod receipts;

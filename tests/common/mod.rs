@@ -82,6 +82,21 @@ pub async fn spawn_state(
     keys: mnemo::receipts::signing::SigningKeys,
 ) -> TestApp {
     let opts = fresh_database().await;
+    spawn_on(opts, config, embedder, keys).await
+}
+
+/// Starts another server process-alike on the same database as `app` (replicas).
+pub async fn spawn_replica(app: &TestApp, config: RuntimeConfig) -> TestApp {
+    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
+    spawn_on(app.db_options.clone(), config, embedder, mnemo::receipts::signing::SigningKeys::empty()).await
+}
+
+async fn spawn_on(
+    opts: PgConnectOptions,
+    config: RuntimeConfig,
+    embedder: std::sync::Arc<dyn mnemo::embed::Embedder>,
+    keys: mnemo::receipts::signing::SigningKeys,
+) -> TestApp {
     // `pool` is the owner (superuser) for the tests' own inspection; the server runs as mnemo_app.
     let pool = db::pool::connect(opts.clone(), 4).await.expect("pool");
     db::pool::migrate(&pool).await.expect("migrate");

@@ -1,0 +1,111 @@
+//! Authentication and per-request access: API keys, tenant binding, admin scope, residency
+//! and rate limits. Runs before routing; sets the [`Caller`] every handler's tenant comes from.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::error::ApiError;
+use crate::http::extract::{header_tenant, Caller, DEFAULT_TENANT};
+use crate::services::access::{self, Refusal};
+use crate::services::keys;
+use crate::state::AppState;
+
+/// Paths reachable without an API key (and exempt from rate limits and residency).
+pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/health", "/readyz", "/ready", "/v1/version", "/openapi.json"];
+
+fn presented_key(req: &Request) -> Option<String> {
+    if let Some(v) = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()) {
+        return Some(v.to_string());
+    }
+    let q = req.uri().query()?;
+    form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "api_key").map(|(_, v)| v.into_owned())
+}
+
+fn refuse(status: StatusCode, code: &str, message: &str) -> ApiError {
+    ApiError::client(status, code, message)
+}
+
+/// Resolves the caller from the presented key and the tenant header.
+async fn resolve(st: &AppState, presented: Option<String>, header: Option<String>) -> Result<Caller, ApiError> {
+    let or_default = |h: Option<String>| h.unwrap_or_else(|| DEFAULT_TENANT.to_string());
+    let Some(key) = presented else {
+        if st.config.api_key_sha256.is_some() || st.keys_present.any(&st.pool).await? {
+            return Err(refuse(StatusCode::UNAUTHORIZED, "missing_api_key", "X-API-Key header is required."));
+        }
+        // Open mode: no operator key and no stored keys (local development).
+        return Ok(Caller { tenant: or_default(header), key_id: None, admin: true });
+    };
+    if let Some(expected) = st.config.api_key_sha256 {
+        // Digests are compared, so the comparison is constant-time and length-independent.
+        let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        if bool::from(digest.ct_eq(&expected)) {
+            return Ok(Caller { tenant: or_default(header), key_id: None, admin: true });
+        }
+    }
+    let Some(stored) = keys::lookup(&st.pool, &key).await? else {
+        return Err(refuse(StatusCode::FORBIDDEN, "invalid_api_key", "Invalid API key."));
+    };
+    if stored.admin {
+        return Ok(Caller { tenant: header.unwrap_or(stored.tenant), key_id: Some(stored.key_id), admin: true });
+    }
+    if header.as_deref().is_some_and(|h| h != stored.tenant) {
+        return Err(refuse(StatusCode::FORBIDDEN, "tenant_mismatch", "This API key belongs to another tenant."));
+    }
+    Ok(Caller { tenant: stored.tenant, key_id: Some(stored.key_id), admin: false })
+}
+
+/// Authenticates every non-public request, then applies residency and rate limits.
+pub async fn authenticate(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_string();
+    if PUBLIC_PATHS.contains(&path.as_str()) {
+        return next.run(req).await;
+    }
+    let header = match header_tenant(req.headers()) {
+        Ok(h) => h,
+        Err(e) => return e.into_response(),
+    };
+    let caller = match resolve(&st, presented_key(&req), header).await {
+        Ok(c) => c,
+        Err(e) => return e.into_response(),
+    };
+    if path.starts_with("/admin") && !caller.admin {
+        return refuse(StatusCode::FORBIDDEN, "admin_required", "This endpoint needs an admin API key.")
+            .into_response();
+    }
+    if st.config.access.active() {
+        match access::check(&st.pool, &st.config.access, &caller.tenant, caller.key_id.as_deref()).await {
+            Ok(()) => {}
+            Err(Refusal::Residency { message }) => {
+                return refuse(StatusCode::FORBIDDEN, "residency.mismatch", &message).into_response();
+            }
+            Err(Refusal::RateLimited { rpm, retry_after_secs }) => {
+                let message = format!("Rate limit exceeded. Max {rpm} requests per minute.");
+                let mut resp = refuse(StatusCode::TOO_MANY_REQUESTS, "rate_limited", &message).into_response();
+                if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
+                    resp.headers_mut().insert("retry-after", v);
+                }
+                return resp;
+            }
+        }
+    }
+    req.extensions_mut().insert(caller);
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_and_version_are_public_but_data_is_not() {
+        for p in ["/healthz", "/readyz", "/v1/version"] {
+            assert!(PUBLIC_PATHS.contains(&p));
+        }
+        assert!(!PUBLIC_PATHS.contains(&"/v1/episodes"));
+        assert!(!PUBLIC_PATHS.iter().any(|p| p.starts_with("/admin")));
+    }
+}
