@@ -190,3 +190,42 @@ async fn security_headers_always_and_cors_only_when_configured() {
     let other = app.client.get(app.url("/v1/subjects")).header("Origin", "https://evil.example").send().await.unwrap();
     assert!(!other.headers().contains_key("access-control-allow-origin"));
 }
+
+#[tokio::test]
+async fn tenant_config_is_versioned_validated_and_region_checked() {
+    let config =
+        RuntimeConfig { access: AccessPolicy { region: Some("eu".into()), rate_limit_rpm: 0 }, ..Default::default() };
+    let app = spawn_with(config).await;
+    let (s, doc) = app.get("/admin/tenants/acme/config").await;
+    assert_eq!((s, doc["version"].clone(), doc["config"].clone()), (200, json!(0), json!({})));
+    let patch = |body: Value| {
+        let app = &app;
+        async move {
+            let r = app.client.patch(app.url("/admin/tenants/acme/config")).json(&body).send().await.unwrap();
+            common::split(r).await
+        }
+    };
+    let (s, doc) = patch(json!({"expected_version": 0, "receipts": "always", "claim_keys": {"billing.plan": "single"}})).await;
+    assert_eq!(s, 200, "{doc}");
+    assert_eq!(doc["version"], 1);
+    let (s, doc) = patch(json!({"policy_mode": "enforce"})).await;
+    assert_eq!((s, doc["version"].clone()), (200, json!(2)));
+    assert_eq!(doc["config"], json!({"receipts": "always", "claim_keys": {"billing.plan": "single"}, "policy_mode": "enforce"}));
+    let (s, b) = patch(json!({"expected_version": 1, "receipts": "never"})).await;
+    assert_eq!((s, b["error"]["code"].clone()), (409, json!("version_conflict")));
+    let (s, b) = patch(json!({"colour": "blue"})).await;
+    assert_eq!((s, b["error"]["code"].clone()), (422, json!("validation_error")));
+    let (s, _) = patch(json!({"claim_keys": {"name": "single"}})).await;
+    assert_eq!(s, 422, "built-in claim keys cannot be redefined");
+    let (s, b) = patch(json!({"region": "us"})).await;
+    assert_eq!((s, b["error"]["code"].clone()), (422, json!("residency.invalid_pin")));
+    // Nothing of the refused patches was written.
+    let (_, doc) = app.get("/admin/tenants/acme/config").await;
+    assert_eq!(doc["version"], 2);
+    let (s, _) = patch(json!({"region": "us", "force_region_pin": true})).await;
+    assert_eq!(s, 200);
+    assert_eq!(call(&app, None, Some("acme"), "/v1/subjects").await.0, 403);
+    // The compile registry honours the tenant's claim keys; the listing names the tenant.
+    let (_, list) = app.get("/admin/tenants").await;
+    assert!(list["tenants"].as_array().unwrap().iter().any(|t| t["tenant_id"] == "acme"), "{list}");
+}

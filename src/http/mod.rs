@@ -1,5 +1,6 @@
 //! The HTTP surface: routes, extractors and middleware. Handlers are thin.
 
+pub mod admin;
 pub mod auth;
 pub mod compile;
 pub mod context;
@@ -48,6 +49,9 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/v1/subjects", get(subjects::list)),
         ("DELETE", "/v1/subjects/{subject_id}", delete(subjects::delete)),
         ("GET", "/v1/erasures/{erasure_id}", get(subjects::erasure)),
+        ("GET", "/admin/tenants", get(admin::list_tenants)),
+        ("GET", "/admin/tenants/{tenant_id}/config", get(admin::get_config)),
+        ("PATCH", "/admin/tenants/{tenant_id}/config", patch(admin::patch_config)),
     ]
 }
 

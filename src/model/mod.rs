@@ -2,4 +2,5 @@
 
 pub mod episode;
 pub mod memory;
+pub mod tenant_config;
 pub mod time;

@@ -14,3 +14,4 @@ pub mod receipts;
 pub mod reembed;
 pub mod replay;
 pub mod task_vectors;
+pub mod tenant_config;
