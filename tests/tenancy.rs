@@ -100,3 +100,84 @@ async fn a_tenant_transaction_sees_and_writes_only_its_tenant() {
             .unwrap();
     assert_eq!(untouched, 0);
 }
+
+/// (status, error code, error message): what a client can observe of a refusal.
+fn observable(r: &(u16, serde_json::Value)) -> (u16, serde_json::Value, serde_json::Value) {
+    (r.0, r.1["error"]["code"].clone(), r.1["error"]["message"].clone())
+}
+
+/// Every endpoint, called as tenant "mallory" with tenant "victim"'s ids and subjects, answers
+/// exactly as it does for ids that never existed: no data, no hint of existence.
+#[tokio::test]
+async fn one_tenant_cannot_read_change_or_detect_another() {
+    let app = spawn().await;
+    let key = json!("shared-idem-key");
+    let mut ep = common::episode("user:v", "My name is Vera and I live in Trondheim.");
+    ep["idempotency_key"] = key.clone();
+    app.post_as("victim", "/v1/episodes", &ep).await;
+    app.post_as("victim", "/v1/memories/compile", &json!({"subject_id": "user:v"})).await;
+    let (_, job) = app.post_as("victim", "/v1/memories/compile", &json!({"subject_id": "user:v", "async": true})).await;
+    let ctx = json!({"subject_id": "user:v", "task": "Where does Vera live?", "emit_receipt": true});
+    let (_, bundle) = app.post_as("victim", "/v1/context", &ctx).await;
+    let receipt = bundle["receipt_id"].as_str().unwrap().to_string();
+    let memory = app.memories_as("victim", "user:v").await[0]["id"].as_str().unwrap().to_string();
+    app.post_as("victim", "/v1/episodes", &common::episode("user:gone", "I use Rust.")).await;
+    let r = app.client.delete(app.url("/v1/subjects/user:gone")).header("X-Tenant-ID", "victim").send().await.unwrap();
+    let erasure = common::split(r).await.1["erasure_id"].as_str().unwrap().to_string();
+    let job = job["job_id"].as_str().unwrap().to_string();
+
+    let m = "mallory";
+    let never_receipt = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+    let never_uuid = "0190d7a2-0000-7000-8000-000000000000";
+    let pairs = [
+        (format!("/v1/receipts/{receipt}"), format!("/v1/receipts/{never_receipt}")),
+        (format!("/v1/receipts/{receipt}/verify"), format!("/v1/receipts/{never_receipt}/verify")),
+        (format!("/v1/memories/compile/{job}"), "/v1/memories/compile/ffffffffffffffff".to_string()),
+        (format!("/v1/erasures/{erasure}"), format!("/v1/erasures/{never_receipt}")),
+    ];
+    for (theirs, never) in &pairs {
+        let a = app.get_as(m, theirs).await;
+        let b = app.get_as(m, never).await;
+        assert_eq!(a.0, 404, "{theirs}: {}", a.1);
+        assert_eq!(observable(&a), observable(&b), "{theirs}");
+    }
+    let replay = |id: String| {
+        let app = &app;
+        async move {
+            let r = app.client.post(app.url(&format!("/v1/receipts/{id}/replay"))).header("X-Tenant-ID", m);
+            common::split(r.send().await.unwrap()).await
+        }
+    };
+    assert_eq!(observable(&replay(receipt.clone()).await), observable(&replay(never_receipt.to_string()).await));
+    let labels = json!({"sensitivity_labels": ["pii"]});
+    let a = app.patch_as(m, &format!("/v1/memories/{memory}/labels"), &labels).await;
+    let b = app.patch_as(m, &format!("/v1/memories/{never_uuid}/labels"), &labels).await;
+    assert_eq!((a.0, observable(&a)), (404, observable(&b)));
+
+    // Reads by subject are empty; the tenant's listing does not name the subject.
+    let (_, t) = app.get_as(m, "/v1/timeline?subject_id=user:v").await;
+    assert_eq!((t["episodes"].clone(), t["memories"].clone()), (json!([]), json!([])));
+    let (_, s) = app.get_as(m, "/v1/memories/search?subject_id=user:v&q=Trondheim").await;
+    assert_eq!(s["memories"], json!([]));
+    let (_, s) = app.get_as(m, "/v1/memories/search?subject_id=user:v&q=Trondheim&semantic=true").await;
+    assert_eq!(s["memories"], json!([]));
+    let (_, l) = app.get_as(m, "/v1/subjects").await;
+    assert_eq!(l["total"], 0);
+    let (_, l) = app.get_as(m, "/v1/receipts?subject_id=user:v").await;
+    assert_eq!(l["receipts"], json!([]));
+    let (_, c) = app.post_as(m, "/v1/context", &ctx).await;
+    assert!(!c["assembled_context"].as_str().unwrap().contains("Trondheim"), "{c}");
+    let (_, chain) = app.get_as(m, "/v1/receipts/chain/verify").await;
+    assert_eq!(chain["checked"], 1, "mallory's chain holds only its own receipt: {chain}");
+
+    // Writes with the victim's subject or idempotency key touch only mallory's rows.
+    let (s, own) = app.post_as(m, "/v1/episodes", &ep).await;
+    assert_eq!(s, 201, "the key is new for mallory: {own}");
+    let (_, compiled) = app.post_as(m, "/v1/memories/compile", &json!({"subject_id": "user:v"})).await;
+    assert!(compiled["memories_created"].as_u64().unwrap() >= 1);
+    let r = app.client.delete(app.url("/v1/subjects/user:v")).header("X-Tenant-ID", m).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(app.memories_as("victim", "user:v").await.len(), 3, "the victim's memories survive");
+    let (_, t) = app.get_as("victim", "/v1/timeline?subject_id=user:v").await;
+    assert_eq!(t["episodes"].as_array().unwrap().len(), 1);
+}

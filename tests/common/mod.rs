@@ -182,6 +182,13 @@ impl TestApp {
         b["memories"].as_array().unwrap().clone()
     }
 
+    /// A subject's memories (all statuses) in a tenant, via the timeline.
+    pub async fn memories_as(&self, tenant: &str, subject: &str) -> Vec<Value> {
+        let (s, b) = self.get_as(tenant, &format!("/v1/timeline?subject_id={subject}&limit=200")).await;
+        assert_eq!(s, 200, "{b}");
+        b["memories"].as_array().unwrap().clone()
+    }
+
     /// Number of rows in a table.
     pub async fn count(&self, table: &str) -> i64 {
         sqlx::query_scalar(&format!("SELECT count(*) FROM {table}")).fetch_one(&self.pool).await.unwrap()
