@@ -216,6 +216,7 @@ impl Bench {
             session_id: None,
             as_of: None,
             options: Default::default(),
+            policy: Default::default(),
         };
         Ok(assemble(self.pool(), &self.state.embedder, cache, TENANT, &req).await?.assembled_context)
     }

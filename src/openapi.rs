@@ -34,6 +34,10 @@ fn int(min: i64, max: i64, default: i64) -> Value {
     json!({ "type": "integer", "minimum": min, "maximum": max, "default": default })
 }
 
+fn obj_schema() -> Value {
+    json!({ "type": "object", "additionalProperties": true })
+}
+
 fn boolean(default: bool) -> Value {
     json!({ "type": "boolean", "default": default })
 }
@@ -408,6 +412,54 @@ fn operations() -> Vec<Op> {
                 vec![("200", ok("Config", schema_ref("TenantConfig"))), ("409", error("version conflict"))],
                 common_errors(),
             ),
+        },
+        Op {
+            method: "POST",
+            path: "/admin/policy/bundles",
+            summary: "Upload a policy bundle (YAML or JSON text in `bundle`); 400 policy.invalid_bundle when it does not load",
+            params: vec![],
+            body: Some(json!({"type": "object", "required": ["bundle"], "properties": {"tenant_id": string(), "bundle": {}}})),
+            responses: with(vec![("201", ok("Stored", obj_schema())), ("400", error("invalid bundle"))], common_errors()),
+        },
+        Op {
+            method: "GET",
+            path: "/admin/policy/bundles",
+            summary: "A tenant's policy bundles",
+            params: vec![param("tenant_id", "query", false, string(), "Tenant; absent means the caller's tenant.")],
+            body: None,
+            responses: with(vec![("200", ok("Bundles", obj_schema()))], common_errors()),
+        },
+        Op {
+            method: "GET",
+            path: "/admin/policy/bundles/{bundle_hash}",
+            summary: "One policy bundle with its uploaded text",
+            params: vec![id_path("bundle_hash"), param("tenant_id", "query", false, string(), "Tenant; absent means the caller's tenant.")],
+            body: None,
+            responses: with(vec![("200", ok("Bundle", obj_schema())), ("404", error("not found"))], common_errors()),
+        },
+        Op {
+            method: "POST",
+            path: "/admin/policy/activate",
+            summary: "Make a stored bundle the tenant's active one",
+            params: vec![],
+            body: Some(json!({"type": "object", "required": ["bundle_hash"], "properties": {"tenant_id": string(), "bundle_hash": string()}})),
+            responses: with(vec![("200", ok("Activated", obj_schema())), ("404", error("not found"))], common_errors()),
+        },
+        Op {
+            method: "POST",
+            path: "/admin/policy/reload",
+            summary: "No-op: bundles are resolved on every request",
+            params: vec![],
+            body: None,
+            responses: with(vec![("200", ok("Reloaded", obj_schema()))], common_errors()),
+        },
+        Op {
+            method: "GET",
+            path: "/admin/policy/active",
+            summary: "The tenant's active bundle, or null",
+            params: vec![param("tenant_id", "query", false, string(), "Tenant; absent means the caller's tenant.")],
+            body: None,
+            responses: with(vec![("200", ok("Active bundle or null", json!({"type": "object", "nullable": true})))], common_errors()),
         },
         Op {
             method: "GET",

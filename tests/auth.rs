@@ -72,8 +72,11 @@ async fn cli_creates_lists_and_revokes_keys() {
             .output()
             .unwrap()
     };
+    let ok = |out: &std::process::Output| {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
     let out = run(&["keys", "create", "--tenant", "acme", "--label", "agent-1"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    ok(&out);
     let created: Value = serde_json::from_slice(&out.stdout).unwrap();
     let key = created["key"].as_str().unwrap();
     assert_eq!(ingest(&app, key, "s", "I use Rust.").await.0, 201);
@@ -82,7 +85,7 @@ async fn cli_creates_lists_and_revokes_keys() {
     assert_eq!(listed[0]["label"], "agent-1");
     assert!(!String::from_utf8_lossy(&serde_json::to_vec(&listed).unwrap()).contains(key));
     let id = created["key_id"].as_str().unwrap();
-    assert!(run(&["keys", "revoke", id, "--tenant", "acme"]).status.success());
+    ok(&run(&["keys", "revoke", id, "--tenant", "acme"]));
     assert_eq!(ingest(&app, key, "s", "I use Rust.").await.0, 403);
     assert!(!run(&["keys", "revoke", id, "--tenant", "acme"]).status.success(), "revoking twice fails");
 }

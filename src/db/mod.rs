@@ -8,6 +8,7 @@ pub mod erasures;
 pub mod jobs;
 pub mod keys;
 pub mod memories;
+pub mod policy;
 pub mod pool;
 pub mod rate_limits;
 pub mod receipts;

@@ -31,6 +31,7 @@ pub async fn context(
             session_id: r.opt_str("session_id", 256),
             as_of: r.opt_datetime("as_of").map(crate::model::time::truncate_micros),
             options: Default::default(),
+            policy: Default::default(),
         };
         let emit_receipt = r.opt_bool("emit_receipt");
         let meta = ReceiptMeta {

@@ -10,6 +10,7 @@ pub mod input;
 pub mod memories;
 pub mod meta;
 pub mod middleware;
+pub mod policy;
 pub mod receipts;
 pub mod subjects;
 pub mod timeline;
@@ -52,6 +53,12 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/admin/tenants", get(admin::list_tenants)),
         ("GET", "/admin/tenants/{tenant_id}/config", get(admin::get_config)),
         ("PATCH", "/admin/tenants/{tenant_id}/config", patch(admin::patch_config)),
+        ("POST", "/admin/policy/bundles", post(policy::upload)),
+        ("GET", "/admin/policy/bundles", get(policy::list)),
+        ("GET", "/admin/policy/bundles/{bundle_hash}", get(policy::get)),
+        ("POST", "/admin/policy/activate", post(policy::activate)),
+        ("POST", "/admin/policy/reload", post(policy::reload)),
+        ("GET", "/admin/policy/active", get(policy::active)),
     ]
 }
 

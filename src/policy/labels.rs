@@ -164,7 +164,8 @@ mod tests {
     #[test]
     fn cap_counts_after_normalisation() {
         // 40 raw entries that collapse to 20 distinct labels are fine.
-        let raw: Vec<String> = (0..40).map(|i| if i % 2 == 0 { format!("L{}", i / 2) } else { format!(" l{} ", i / 2) }).collect();
+        let raw: Vec<String> =
+            (0..40).map(|i| if i % 2 == 0 { format!("L{}", i / 2) } else { format!(" l{} ", i / 2) }).collect();
         assert_eq!(normalise_labels(raw).unwrap().len(), 20);
     }
 
@@ -183,8 +184,12 @@ mod tests {
 
     #[test]
     fn promote_normalises_request_and_keeps_request_order() {
-        let p = promote_labels(&strings(&[" PII.Phone", "financial.card"]), &strings(&["financial.card", "pii.phone"]), &[])
-            .unwrap();
+        let p = promote_labels(
+            &strings(&[" PII.Phone", "financial.card"]),
+            &strings(&["financial.card", "pii.phone"]),
+            &[],
+        )
+        .unwrap();
         assert_eq!(p.promoted, strings(&["pii.phone", "financial.card"]));
         assert_eq!(p.sensitivity_labels, strings(&["financial.card", "pii.phone"]));
         assert!(p.suggested_labels.is_empty());
@@ -205,8 +210,8 @@ mod tests {
 
     #[test]
     fn promote_duplicates_are_refused_even_across_case() {
-        let err = promote_labels(&strings(&["pii.email", "PII.EMAIL", "x", "x"]), &strings(&["pii.email"]), &[])
-            .unwrap_err();
+        let err =
+            promote_labels(&strings(&["pii.email", "PII.EMAIL", "x", "x"]), &strings(&["pii.email"]), &[]).unwrap_err();
         assert_eq!(err, PromoteError::DuplicateLabels(strings(&["pii.email", "x"])));
         assert_eq!(err.code(), "promote_labels.duplicate_labels");
         assert!(err.to_string().contains("pii.email, x"));

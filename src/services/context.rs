@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -30,6 +31,8 @@ use crate::model::episode::Episode;
 use crate::model::memory::Memory;
 use crate::services::query_terms::{task_dates, tsquery_for};
 pub use crate::services::task_vectors::TaskVectorCache;
+pub use crate::services::policy::PolicyContext;
+use crate::policy::eval::{apply, evaluate_memories, receipt_policy, redact_text, PolicyMode, PolicyOutcome};
 
 /// A validated context request.
 #[derive(Debug, Clone)]
@@ -41,6 +44,8 @@ pub struct ContextRequest {
     pub as_of: Option<DateTime<Utc>>,
     /// Which retrieval techniques run (all by default; the benchmark switches them off one by one).
     pub options: RetrievalOptions,
+    /// The tenant's policy bundle, mode and the caller it is evaluated for.
+    pub policy: PolicyContext,
 }
 
 /// Switches for each retrieval technique.
@@ -89,6 +94,8 @@ pub struct Bundle {
     pub sessions: Vec<SessionInfo>,
     pub as_of: DateTime<Utc>,
     pub selected: Vec<Selected>,
+    /// The receipt's `policy` block: bundle hash, filters applied and skipped, mode.
+    pub policy: Value,
 }
 
 /// Relevance a neighbouring turn inherits from a strong match (the answer often sits next to the question).
@@ -118,6 +125,36 @@ fn as_believed(c: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
         m.valid_to = c.asserted_valid_to;
     }
     m
+}
+
+/// Evaluates the policy on the candidates before scoring: in enforce mode denied memories go
+/// and redacted ones lose their text and their text-derived scores (so hidden words cannot
+/// rank them). Returns the receipt's `policy` block and, in enforce mode, the episodes the
+/// denied or redacted memories came from: showing those raw would undo the policy.
+fn apply_policy(policy: &PolicyContext, memories: &mut Vec<MemoryCandidate>) -> (Value, HashSet<Uuid>) {
+    let Some(active) = &policy.active else {
+        return (receipt_policy(None, &PolicyOutcome::default(), policy.mode), HashSet::new());
+    };
+    let outcome = evaluate_memories(
+        &active.bundle,
+        memories.iter().map(|m| (m.memory.id, &m.memory.sensitivity_labels)),
+        policy.caller_type.as_deref(),
+        policy.caller_id.as_deref(),
+    );
+    let mut hidden = HashSet::new();
+    if policy.mode == PolicyMode::Enforce {
+        for (m, d) in memories.iter().zip(&outcome.decisions) {
+            if d.is_some() {
+                hidden.extend(m.memory.source_episode_ids.iter().copied());
+            }
+        }
+    }
+    *memories = apply(policy.mode, std::mem::take(memories), &outcome.decisions, |m: &mut MemoryCandidate| {
+        redact_text(&mut m.memory.content, &mut m.memory.summary);
+        m.lex = 0.0;
+        m.sem = None;
+    });
+    (receipt_policy(Some(&active.hash), &outcome, policy.mode), hidden)
 }
 
 /// Assembles the bundle for a request.
@@ -184,6 +221,8 @@ pub async fn assemble(
                 && m.memory.source_episode_ids.iter().any(|s| contradicted.contains(s)))
         })
         .collect();
+    let (policy_block, hidden_sources) = apply_policy(&req.policy, &mut memories);
+    episodes.retain(|e| !hidden_sources.contains(&e.episode.id));
 
     // No double spending between an episode and its own summary.
     let summary_of: HashMap<Uuid, usize> = memories
@@ -311,6 +350,7 @@ pub async fn assemble(
         sessions: Vec::new(),
         as_of,
         selected: Vec::new(),
+        policy: policy_block,
     };
     let mut summaries = Vec::new();
     let mut sessions: BTreeMap<String, SessionInfo> = BTreeMap::new();

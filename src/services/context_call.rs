@@ -4,6 +4,7 @@ use serde_json::{json, Value};
 
 use crate::db;
 use crate::services::context::{assemble, Bundle, ContextRequest};
+use crate::services::policy;
 use crate::services::receipts::{build_body, emit, should_emit, ReceiptMeta};
 use crate::state::AppState;
 
@@ -33,7 +34,10 @@ pub async fn context_call(
 ) -> Result<(Bundle, Option<String>), CallError> {
     let mut conn = db::scope::begin(&st.pool, tenant).await?;
     let config: Value = db::tenants::config(&mut conn, tenant).await?;
+    let mut req = req.clone();
+    req.policy = policy::for_request(&mut conn, tenant, &config, meta.caller_type.clone(), meta.caller_id.clone()).await?;
     drop(conn);
+    let req = &req;
     let identified = meta.caller_id.as_deref().is_some_and(|s| !s.is_empty())
         && meta.caller_type.as_deref().is_some_and(|s| !s.is_empty());
     if config.get("require_caller_identity") == Some(&json!(true)) && !identified {

@@ -9,6 +9,7 @@ pub mod erase;
 pub mod jobs;
 pub mod keys;
 pub mod memories;
+pub mod policy;
 pub mod query_terms;
 pub mod receipts;
 pub mod reembed;

@@ -15,7 +15,8 @@ use crate::embed::Embedder;
 use crate::http::input::parse_datetime;
 use crate::receipts::canonical::parse_exact;
 use crate::receipts::signing::SigningKeys;
-use crate::services::context::{assemble, ContextRequest, TaskVectorCache};
+use crate::policy::eval::PolicyMode;
+use crate::services::context::{assemble, ContextRequest, PolicyContext, TaskVectorCache};
 use crate::services::receipts::{build_body, emit, ReceiptMeta, RANKING_VERSION};
 
 /// Why a receipt cannot be replayed.
@@ -64,7 +65,6 @@ pub async fn replay(
     let mut conn = db::scope::begin(deps.pool, tenant).await?;
     let row = db::receipts::get(&mut conn, tenant, receipt_id).await?.ok_or(ReplayError::NotFound)?;
     let config = db::tenants::config(&mut conn, tenant).await?;
-    drop(conn);
     if row.status == "tombstoned" {
         return Err(unreplayable("tombstoned", "the receipt's content was removed (retention or erasure)"));
     }
@@ -83,6 +83,22 @@ pub async fn replay(
     if !current && as_of.is_none() {
         return Err(unreplayable("invalid_snapshot", "the receipt lacks a valid as_of"));
     }
+    // The bundle the receipt was assembled under (bundles are immutable and content-addressed).
+    let policy_hash = body["policy"]["policy_bundle_hash"].as_str();
+    let active = match policy_hash {
+        Some(h) => match crate::services::policy::load(&mut conn, tenant, h).await? {
+            Some(p) => Some(std::sync::Arc::new(p)),
+            None => return Err(unreplayable("invalid_snapshot", "the receipt's policy bundle is no longer stored")),
+        },
+        None => None,
+    };
+    drop(conn);
+    let policy = PolicyContext {
+        active,
+        mode: body["policy"]["mode"].as_str().and_then(PolicyMode::parse).unwrap_or_default(),
+        caller_type: body["caller_type"].as_str().map(str::to_string),
+        caller_id: body["caller_id"].as_str().map(str::to_string),
+    };
     let req = ContextRequest {
         subject_id: subject_id.to_string(),
         task: task.to_string(),
@@ -90,6 +106,7 @@ pub async fn replay(
         session_id: body["session_id"].as_str().map(str::to_string),
         as_of: if current { None } else { as_of },
         options: Default::default(),
+        policy,
     };
     let bundle = assemble(deps.pool, deps.embedder, deps.cache, tenant, &req).await?;
     let meta = ReceiptMeta {
