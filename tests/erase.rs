@@ -118,14 +118,14 @@ async fn cli_deletes_a_subject_and_prints_the_certificate() {
     assert_eq!((s, got["signature_check"]["reason"].clone()), (200, json!("unsigned")));
 }
 
-/// Deletes race ingests and compiles (sync and queued) on one subject: no request fails with
+/// Deletes race ingests, compiles (sync and queued) and receipt-emitting context calls on one subject: no request fails with
 /// a 5xx, and after the last delete nothing of the subject remains anywhere.
 #[tokio::test]
 async fn deletes_racing_ingests_and_compiles_never_fail_and_leave_nothing() {
     let app = std::sync::Arc::new(spawn().await);
     let deadline = Instant::now() + Duration::from_secs(4);
     let mut tasks = Vec::new();
-    for worker in 0..6 {
+    for worker in 0..7 {
         let app = app.clone();
         tasks.push(tokio::spawn(async move {
             let mut statuses = Vec::new();
@@ -144,6 +144,10 @@ async fn deletes_racing_ingests_and_compiles_never_fail_and_leave_nothing() {
                     }
                     3 => app.post_as("race", "/v1/memories/compile", &json!({"subject_id": "hot"})).await,
                     4 => app.post_as("race", "/v1/memories/compile", &json!({"subject_id": "hot", "async": true})).await,
+                    5 => {
+                        let ctx = json!({"subject_id": "hot", "task": "Where do I work?", "emit_receipt": true});
+                        app.post_as("race", "/v1/context", &ctx).await
+                    }
                     _ => {
                         tokio::time::sleep(Duration::from_millis(40)).await;
                         delete(&app, "race", "hot").await

@@ -46,7 +46,12 @@ pub async fn erase_subject(
     subject_id: &str,
 ) -> anyhow::Result<Erased> {
     let mut tx = db::scope::begin(pool, tenant).await?;
+    // Every writer of subject rows waits for the erasure: compile (subject lock), job
+    // submission (submit lock), receipt emission (the tenant's chain head), ingest (the
+    // subject's counter row, deleted first below). Always taken in this order.
     db::compile::lock_subject(&mut tx, tenant, subject_id).await?;
+    db::jobs::lock_submit(&mut tx, tenant, subject_id).await?;
+    db::receipts::lock_head(&mut tx, tenant).await?;
     db::erase::allow_episode_delete(&mut tx).await?;
     let mut per_table = BTreeMap::new();
     for table in db::erase::SUBJECT_TABLES {

@@ -97,6 +97,11 @@ async fn spawn_on(
     embedder: std::sync::Arc<dyn mnemo::embed::Embedder>,
     keys: mnemo::receipts::signing::SigningKeys,
 ) -> TestApp {
+    // Server errors reach the test output (shown for failing tests only).
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("mnemo=error"))
+        .try_init();
     // `pool` is the owner (superuser) for the tests' own inspection; the server runs as mnemo_app.
     let pool = db::pool::connect(opts.clone(), 4).await.expect("pool");
     db::pool::migrate(&pool).await.expect("migrate");
