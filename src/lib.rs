@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod model;
 pub mod openapi;
 pub mod pg;
+pub mod policy;
 pub mod receipts;
 pub mod services;
 pub mod state;

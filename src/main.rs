@@ -9,7 +9,8 @@ use sqlx::postgres::PgConnectOptions;
 use tracing_subscriber::EnvFilter;
 
 use mnemo::config::{
-    AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, KeysAction, KeysArgs, LogFormat, SubjectsAction, SubjectsArgs, PgAction, PgArgs, ReembedArgs, ServeArgs,
+    AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, KeysAction, KeysArgs, LogFormat, PgAction, PgArgs, ReembedArgs,
+    ServeArgs, SubjectsAction, SubjectsArgs,
 };
 use mnemo::pg::{Cluster, StartOutcome};
 use mnemo::receipts::signing::SigningKeys;

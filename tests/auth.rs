@@ -58,7 +58,8 @@ async fn tenant_keys_bind_their_tenant_and_admin_keys_may_choose() {
     // Probes stay public.
     assert_eq!(call(&app, None, None, "/healthz").await.0, 200);
     // Only digests are stored.
-    let stored: Vec<Vec<u8>> = sqlx::query_scalar("SELECT key_sha256 FROM api_keys").fetch_all(&app.pool).await.unwrap();
+    let stored: Vec<Vec<u8>> =
+        sqlx::query_scalar("SELECT key_sha256 FROM api_keys").fetch_all(&app.pool).await.unwrap();
     assert!(stored.iter().all(|d| d.len() == 32));
 }
 
@@ -126,10 +127,12 @@ async fn rate_limits_are_shared_by_replicas_per_key_and_per_tenant() {
     let other = mnemo::services::keys::create(&a.pool, "globex", false, None).await.unwrap().secret;
     assert_eq!(call(&b, Some(&other), None, "/v1/subjects").await.0, 200);
     // The tenant config can override the server default.
-    sqlx::query("INSERT INTO tenant_configs (tenant_id, config, version) VALUES ('globex', '{\"rate_limit_rpm\": 1}', 1)")
-        .execute(&a.pool)
-        .await
-        .unwrap();
+    sqlx::query(
+        "INSERT INTO tenant_configs (tenant_id, config, version) VALUES ('globex', '{\"rate_limit_rpm\": 1}', 1)",
+    )
+    .execute(&a.pool)
+    .await
+    .unwrap();
     let statuses: Vec<u16> = futures_statuses(&b, &other, 3).await;
     assert!(statuses.contains(&429), "{statuses:?}");
 }
@@ -208,12 +211,16 @@ async fn tenant_config_is_versioned_validated_and_region_checked() {
             common::split(r).await
         }
     };
-    let (s, doc) = patch(json!({"expected_version": 0, "receipts": "always", "claim_keys": {"billing.plan": "single"}})).await;
+    let (s, doc) =
+        patch(json!({"expected_version": 0, "receipts": "always", "claim_keys": {"billing.plan": "single"}})).await;
     assert_eq!(s, 200, "{doc}");
     assert_eq!(doc["version"], 1);
     let (s, doc) = patch(json!({"policy_mode": "enforce"})).await;
     assert_eq!((s, doc["version"].clone()), (200, json!(2)));
-    assert_eq!(doc["config"], json!({"receipts": "always", "claim_keys": {"billing.plan": "single"}, "policy_mode": "enforce"}));
+    assert_eq!(
+        doc["config"],
+        json!({"receipts": "always", "claim_keys": {"billing.plan": "single"}, "policy_mode": "enforce"})
+    );
     let (s, b) = patch(json!({"expected_version": 1, "receipts": "never"})).await;
     assert_eq!((s, b["error"]["code"].clone()), (409, json!("version_conflict")));
     let (s, b) = patch(json!({"colour": "blue"})).await;

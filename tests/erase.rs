@@ -143,7 +143,9 @@ async fn deletes_racing_ingests_and_compiles_never_fail_and_leave_nothing() {
                         app.post_as("race", "/v1/episodes/batch", &json!({"episodes": batch})).await
                     }
                     3 => app.post_as("race", "/v1/memories/compile", &json!({"subject_id": "hot"})).await,
-                    4 => app.post_as("race", "/v1/memories/compile", &json!({"subject_id": "hot", "async": true})).await,
+                    4 => {
+                        app.post_as("race", "/v1/memories/compile", &json!({"subject_id": "hot", "async": true})).await
+                    }
                     5 => {
                         let ctx = json!({"subject_id": "hot", "task": "Where do I work?", "emit_receipt": true});
                         app.post_as("race", "/v1/context", &ctx).await

@@ -36,7 +36,11 @@ async fn setup(app: &TestApp) -> String {
             continue;
         };
         let (s, _) = app
-            .patch_as("acme", &format!("/v1/memories/{}/labels", m["id"].as_str().unwrap()), &json!({"sensitivity_labels": [label]}))
+            .patch_as(
+                "acme",
+                &format!("/v1/memories/{}/labels", m["id"].as_str().unwrap()),
+                &json!({"sensitivity_labels": [label]}),
+            )
             .await;
         assert_eq!(s, 200);
     }

@@ -31,7 +31,7 @@ pub async fn insert(
          INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, \
          provenance, idempotency_key, occurred_at, seq) \
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now()), c.last_seq FROM c \
-         ON CONFLICT (tenant_id, subject_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING \
+         ON CONFLICT (tenant_id, subject_id, md5(idempotency_key)) WHERE idempotency_key IS NOT NULL DO NOTHING \
          RETURNING {COLUMNS}"
     );
     let mut q = sqlx::query_as(&sql)

@@ -17,7 +17,8 @@ pub async fn take(
 ) -> sqlx::Result<(f64, bool)> {
     // Only the conflicting row's own (locked, latest) values are read in SET: a subquery would
     // read the statement's snapshot and let concurrent takes double-spend a token.
-    let refill = "LEAST($3::float8, r.tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - r.updated_at)::float8) * $4::float8)";
+    let refill =
+        "LEAST($3::float8, r.tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - r.updated_at)::float8) * $4::float8)";
     let sql = format!(
         "INSERT INTO rate_buckets AS r (tenant_id, bucket, tokens, last_allowed, updated_at) \
          VALUES ($1, $2, $3::float8 - 1, true, now()) \
@@ -27,11 +28,5 @@ pub async fn take(
              updated_at = GREATEST(r.updated_at, now()) \
          RETURNING tokens, last_allowed"
     );
-    sqlx::query_as(&sql)
-    .bind(tenant)
-    .bind(bucket)
-    .bind(capacity)
-    .bind(per_sec)
-    .fetch_one(conn)
-    .await
+    sqlx::query_as(&sql).bind(tenant).bind(bucket).bind(capacity).bind(per_sec).fetch_one(conn).await
 }

@@ -4,8 +4,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::PgConnection;
 
-use crate::model::time::isoformat;
 use crate::model::tenant_config::ConfigDoc;
+use crate::model::time::isoformat;
 
 /// Records a tenant the first time it writes anything.
 pub async fn ensure(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<()> {
@@ -27,12 +27,11 @@ pub async fn config(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<Value
 
 /// The tenant's configuration row as a document (version 0 when none exists).
 pub async fn config_doc(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<ConfigDoc> {
-    let row: Option<(Value, i32, DateTime<Utc>, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT config, version, created_at, updated_at FROM tenant_configs WHERE tenant_id = $1",
-    )
-    .bind(tenant)
-    .fetch_optional(conn)
-    .await?;
+    let row: Option<(Value, i32, DateTime<Utc>, DateTime<Utc>)> =
+        sqlx::query_as("SELECT config, version, created_at, updated_at FROM tenant_configs WHERE tenant_id = $1")
+            .bind(tenant)
+            .fetch_optional(conn)
+            .await?;
     Ok(match row {
         Some((config, version, created, updated)) => ConfigDoc {
             tenant_id: tenant.to_string(),
@@ -61,7 +60,12 @@ pub async fn lock_config(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<
 }
 
 /// Writes the whole document at `version`.
-pub async fn write_config(conn: &mut PgConnection, tenant: &str, config: &Value, version: i64) -> sqlx::Result<ConfigDoc> {
+pub async fn write_config(
+    conn: &mut PgConnection,
+    tenant: &str,
+    config: &Value,
+    version: i64,
+) -> sqlx::Result<ConfigDoc> {
     sqlx::query(
         "INSERT INTO tenant_configs (tenant_id, config, version) VALUES ($1, $2, $3) \
          ON CONFLICT (tenant_id) DO UPDATE SET config = EXCLUDED.config, version = EXCLUDED.version, updated_at = now()",

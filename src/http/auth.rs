@@ -61,6 +61,11 @@ async fn resolve(st: &AppState, presented: Option<String>, header: Option<String
 /// Authenticates every non-public request, then applies residency and rate limits.
 pub async fn authenticate(State(st): State<AppState>, mut req: Request, next: Next) -> Response {
     let path = req.uri().path().to_string();
+    // No resource has a NUL in its id, and Postgres would refuse the text: answer as for any
+    // unknown path instead of failing the query.
+    if path.to_ascii_lowercase().contains("%00") {
+        return ApiError::not_found("Not Found").into_response();
+    }
     if PUBLIC_PATHS.contains(&path.as_str()) {
         return next.run(req).await;
     }

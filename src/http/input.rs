@@ -196,8 +196,14 @@ pub fn contains_nul(v: &Value) -> bool {
     }
 }
 
-/// Parses an ISO-8601 timestamp; naive values are UTC.
+/// Parses an ISO-8601 timestamp; naive values are UTC. Years outside 1..=9999 are refused
+/// (Postgres cannot store every year chrono can parse).
 pub fn parse_datetime(s: &str) -> Option<DateTime<Utc>> {
+    use chrono::Datelike;
+    parse_any_datetime(s).filter(|t| (1..=9999).contains(&t.year()))
+}
+
+fn parse_any_datetime(s: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Some(t.with_timezone(&Utc));
     }

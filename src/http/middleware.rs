@@ -49,22 +49,29 @@ pub async fn request_context(req: Request, next: Next) -> Response {
     resp
 }
 
-/// Errors produced outside handlers (405, 408, 413 from layers) get the JSON envelope too.
+/// Errors produced outside handlers (405, 408, 413 from layers, extractor rejections such as
+/// a path segment that is not UTF-8) get the JSON envelope too.
 fn fill_empty_error(resp: Response) -> Response {
     let status = resp.status();
-    if status.as_u16() < 400 || resp.headers().contains_key(header::CONTENT_TYPE) {
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if status.as_u16() < 400 || is_json {
         return resp;
     }
     let code = match status {
         StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
         StatusCode::REQUEST_TIMEOUT => "request_timeout",
+        StatusCode::BAD_REQUEST => "invalid_request",
         s if s.is_server_error() => "internal_error",
         _ => "http_error",
     };
     let message = status.canonical_reason().unwrap_or("Error");
     let mut out = (status, axum::Json(envelope(code, message, None))).into_response();
     for (k, v) in resp.headers() {
-        if k != header::CONTENT_LENGTH {
+        if k != header::CONTENT_LENGTH && k != header::CONTENT_TYPE {
             out.headers_mut().insert(k.clone(), v.clone());
         }
     }

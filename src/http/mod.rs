@@ -116,6 +116,5 @@ pub fn router(state: AppState) -> Router {
         Some(cors) => routes.layer(cors),
         None => routes,
     };
-    routes
-        .with_state(state)
+    routes.with_state(state)
 }

@@ -44,8 +44,7 @@ pub async fn upload(
         };
         (tenant, text)
     });
-    let (tenant, Some(text)) = parsed.filter(|_| errors.is_empty()).ok_or_else(|| ApiError::validation(errors))?
-    else {
+    let (tenant, Some(text)) = parsed.filter(|_| errors.is_empty()).ok_or_else(|| ApiError::validation(errors))? else {
         return Err(ApiError::bad_request("policy.invalid_bundle", "bundle must be YAML or JSON text"));
     };
     let tenant = tenant.unwrap_or(caller);
@@ -54,12 +53,18 @@ pub async fn upload(
         .map_err(|e| ApiError::bad_request("policy.invalid_bundle", e.to_string()))?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({"tenant_id": tenant, "bundle_hash": hash, "rules": bundle.rules().len(), "bundle": bundle.to_json()})),
+        Json(
+            json!({"tenant_id": tenant, "bundle_hash": hash, "rules": bundle.rules().len(), "bundle": bundle.to_json()}),
+        ),
     ))
 }
 
 /// The tenant's bundles.
-pub async fn list(State(st): State<AppState>, Tenant(caller): Tenant, RawQuery(raw): RawQuery) -> ApiResult<Json<Value>> {
+pub async fn list(
+    State(st): State<AppState>,
+    Tenant(caller): Tenant,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
     let tenant = query_tenant(raw.as_deref(), caller)?;
     let mut tx = db::scope::begin(&st.pool, &tenant).await?;
     let rows = db::policy::list(&mut tx, &tenant).await?;

@@ -6,9 +6,9 @@ use serde_json::{json, Value};
 
 use crate::db;
 use crate::error::{ApiError, ApiResult};
-use crate::services::erase;
 use crate::http::extract::Tenant;
 use crate::http::input::Query;
+use crate::services::erase;
 use crate::state::AppState;
 
 /// Lists the tenant's subjects with episode and memory counts.

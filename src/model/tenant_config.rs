@@ -19,4 +19,3 @@ impl ConfigDoc {
                "created_at": self.created_at, "updated_at": self.updated_at})
     }
 }
-

@@ -62,12 +62,7 @@ pub fn retry_after(tokens: f64, per_sec: f64) -> u64 {
 /// Checks residency and takes rate-limit tokens for the tenant (and the key, if any).
 ///
 /// A database error fails open with a warning: losing the limiter must not take the API down.
-pub async fn check(
-    pool: &PgPool,
-    policy: &AccessPolicy,
-    tenant: &str,
-    key_id: Option<&str>,
-) -> Result<(), Refusal> {
+pub async fn check(pool: &PgPool, policy: &AccessPolicy, tenant: &str, key_id: Option<&str>) -> Result<(), Refusal> {
     match check_inner(pool, policy, tenant, key_id).await {
         Ok(v) => v,
         Err(e) => {

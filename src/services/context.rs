@@ -29,10 +29,10 @@ use crate::db::context::{EpisodeCandidate, MemoryCandidate, Probe};
 use crate::embed::Embedder;
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
+use crate::policy::eval::{apply, evaluate_memories, receipt_policy, redact_text, PolicyMode, PolicyOutcome};
+pub use crate::services::policy::PolicyContext;
 use crate::services::query_terms::{task_dates, tsquery_for};
 pub use crate::services::task_vectors::TaskVectorCache;
-pub use crate::services::policy::PolicyContext;
-use crate::policy::eval::{apply, evaluate_memories, receipt_policy, redact_text, PolicyMode, PolicyOutcome};
 
 /// A validated context request.
 #[derive(Debug, Clone)]

@@ -35,7 +35,8 @@ pub async fn context_call(
     let mut conn = db::scope::begin(&st.pool, tenant).await?;
     let config: Value = db::tenants::config(&mut conn, tenant).await?;
     let mut req = req.clone();
-    req.policy = policy::for_request(&mut conn, tenant, &config, meta.caller_type.clone(), meta.caller_id.clone()).await?;
+    req.policy =
+        policy::for_request(&mut conn, tenant, &config, meta.caller_type.clone(), meta.caller_id.clone()).await?;
     drop(conn);
     let req = &req;
     let identified = meta.caller_id.as_deref().is_some_and(|s| !s.is_empty())

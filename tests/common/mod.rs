@@ -223,12 +223,9 @@ impl TestApp {
         let o = &self.db_options;
         let db = o.get_database().unwrap_or("postgres");
         match o.get_socket() {
-            Some(dir) => format!(
-                "postgres://{}@localhost:{}/{db}?host={}",
-                o.get_username(),
-                o.get_port(),
-                dir.display()
-            ),
+            Some(dir) => {
+                format!("postgres://{}@localhost:{}/{db}?host={}", o.get_username(), o.get_port(), dir.display())
+            }
             None => format!("postgres://{}@{}:{}/{db}", o.get_username(), o.get_host(), o.get_port()),
         }
     }
