@@ -5,15 +5,14 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::db;
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::http::extract::JsonBody;
+use crate::http::extract::{valid_tenant_id, JsonBody};
 use crate::model::time::isoformat;
 use crate::services::tenant_config::{self as svc, PatchError};
 use crate::state::AppState;
 
 fn checked_tenant(tenant_id: &str) -> ApiResult<()> {
-    if tenant_id.is_empty() || tenant_id.len() > 256 || tenant_id.chars().any(char::is_control) {
+    if !valid_tenant_id(tenant_id) {
         return Err(ApiError::validation(vec![FieldError {
             loc: vec!["path".into(), "tenant_id".into()],
             msg: "must be 1-256 printable characters".into(),
@@ -25,7 +24,7 @@ fn checked_tenant(tenant_id: &str) -> ApiResult<()> {
 
 /// Every tenant mnemo has seen.
 pub async fn list_tenants(State(st): State<AppState>) -> ApiResult<Json<Value>> {
-    let rows = db::tenants::list_all(&mut *st.pool.acquire().await?).await?;
+    let rows = svc::list_tenants(&st.pool).await?;
     let tenants: Vec<Value> =
         rows.iter().map(|(t, created)| json!({"tenant_id": t, "created_at": isoformat(created)})).collect();
     Ok(Json(json!({ "tenants": tenants, "total": tenants.len() })))

@@ -50,10 +50,15 @@ pub fn header_tenant(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     if value.is_empty() {
         return Ok(None);
     }
-    if value.len() > 256 || value.chars().any(|c| c.is_control()) {
+    if !valid_tenant_id(value) {
         return Err(ApiError::bad_request("invalid_tenant", "X-Tenant-ID must be 1-256 printable characters"));
     }
     Ok(Some(value.to_string()))
+}
+
+/// A tenant id is 1-256 bytes without control characters (header or path alike).
+pub fn valid_tenant_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 256 && !id.chars().any(char::is_control)
 }
 
 /// A JSON body parsed to a value; size-limited, syntax errors reported as 422.

@@ -6,15 +6,12 @@ use axum::Json;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::db;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::{object_at, Query};
-use crate::services::memories::{normalize_labels, search as run_search, SearchQuery};
+use crate::policy::labels::{normalise_labels, MAX_LABELS};
+use crate::services::memories::{self as svc, search as run_search, SearchQuery};
 use crate::state::AppState;
-
-/// Most labels a memory may carry.
-const MAX_LABELS: usize = 32;
 
 /// Searches a subject's active memories.
 pub async fn search(
@@ -75,14 +72,9 @@ pub async fn set_labels(
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
-    let labels = normalize_labels(&labels);
-    if labels.len() > MAX_LABELS {
-        return Err(ApiError::bad_request("too_many_labels", format!("at most {MAX_LABELS} labels per memory")));
-    }
-    let mut conn = db::scope::begin(&st.pool, &tenant).await?;
-    let updated = db::memories::set_labels(&mut conn, &tenant, id, &labels).await?;
-    conn.commit().await?;
-    match updated {
+    let labels = normalise_labels(labels)
+        .map_err(|_| ApiError::bad_request("too_many_labels", format!("at most {MAX_LABELS} labels per memory")))?;
+    match svc::set_labels(&st.pool, &tenant, id, &labels).await? {
         Some(m) => Ok(Json(json!(m))),
         None => Err(ApiError::client(StatusCode::NOT_FOUND, "http_error", "memory not found")),
     }

@@ -6,11 +6,9 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::db;
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::{object_at, Query};
-use crate::model::time::isoformat;
 use crate::services::policy as svc;
 use crate::state::AppState;
 
@@ -66,11 +64,7 @@ pub async fn list(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     let tenant = query_tenant(raw.as_deref(), caller)?;
-    let mut tx = db::scope::begin(&st.pool, &tenant).await?;
-    let rows = db::policy::list(&mut tx, &tenant).await?;
-    let active = db::policy::active(&mut tx, &tenant).await?.map(|(r, _)| r.bundle_hash);
-    let bundles: Vec<Value> = rows.iter().map(|r| svc::describe(&tenant, r, active.as_deref())).collect();
-    Ok(Json(json!({ "bundles": bundles })))
+    Ok(Json(json!({ "bundles": svc::list(&st.pool, &tenant).await? })))
 }
 
 /// One bundle: the uploaded text and its normalised form.
@@ -81,12 +75,7 @@ pub async fn get(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     let tenant = query_tenant(raw.as_deref(), caller)?;
-    let mut tx = db::scope::begin(&st.pool, &tenant).await?;
-    let row = db::policy::get(&mut tx, &tenant, &hash).await?.ok_or_else(bundle_not_found)?;
-    let active = db::policy::active(&mut tx, &tenant).await?.map(|(r, _)| r.bundle_hash);
-    let mut out = svc::describe(&tenant, &row, active.as_deref());
-    out["content"] = json!(row.content);
-    Ok(Json(out))
+    Ok(Json(svc::get(&st.pool, &tenant, &hash).await?.ok_or_else(bundle_not_found)?))
 }
 
 /// Makes a stored bundle the tenant's active one (takes effect on the next request everywhere).
@@ -100,11 +89,7 @@ pub async fn activate(
         .map(|mut r| (r.opt_str("tenant_id", 256), r.req_str("bundle_hash", 1, 64)));
     let (tenant, hash) = parsed.filter(|_| errors.is_empty()).ok_or_else(|| ApiError::validation(errors))?;
     let tenant = tenant.unwrap_or(caller);
-    let mut tx = db::scope::begin(&st.pool, &tenant).await?;
-    db::policy::get(&mut tx, &tenant, &hash).await?.ok_or_else(bundle_not_found)?;
-    let at = db::policy::activate(&mut tx, &tenant, &hash).await?;
-    tx.commit().await?;
-    Ok(Json(json!({"tenant_id": tenant, "bundle_hash": hash, "activated_at": isoformat(&at)})))
+    Ok(Json(svc::activate(&st.pool, &tenant, &hash).await?.ok_or_else(bundle_not_found)?))
 }
 
 /// Bundles are resolved on every request (no cache), so a reload has nothing to do.
@@ -119,12 +104,5 @@ pub async fn active(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     let tenant = query_tenant(raw.as_deref(), caller)?;
-    let mut tx = db::scope::begin(&st.pool, &tenant).await?;
-    let Some((row, at)) = db::policy::active(&mut tx, &tenant).await? else {
-        return Ok(Json(Value::Null));
-    };
-    let mut out = svc::describe(&tenant, &row, Some(&row.bundle_hash));
-    out["activated_at"] = json!(isoformat(&at));
-    out["content"] = json!(row.content);
-    Ok(Json(out))
+    Ok(Json(svc::active_doc(&st.pool, &tenant).await?.unwrap_or(Value::Null)))
 }

@@ -116,6 +116,12 @@ fn is_python_space(c: char) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn labels_are_normalised() {
+        let raw = vec![" PII.Email ".to_string(), "pii.email".into(), "".into(), "  ".into(), "a".into()];
+        assert_eq!(normalise_labels(raw).unwrap(), vec!["a".to_string(), "pii.email".into()]);
+    }
+
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
     }

@@ -83,20 +83,10 @@ pub async fn search(
     Ok((rows, "semantic"))
 }
 
-/// Trims, lower-cases, de-duplicates and sorts labels; blanks are dropped.
-pub fn normalize_labels(labels: &[String]) -> Vec<String> {
-    let set: std::collections::BTreeSet<String> =
-        labels.iter().map(|l| l.trim().to_lowercase()).filter(|l| !l.is_empty()).collect();
-    set.into_iter().collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn labels_are_normalised() {
-        let raw = vec![" PII.Email ".to_string(), "pii.email".into(), "".into(), "  ".into(), "a".into()];
-        assert_eq!(normalize_labels(&raw), vec!["a".to_string(), "pii.email".into()]);
-    }
+/// Replaces a memory's (already normalised) labels; None when the tenant has no such memory.
+pub async fn set_labels(pool: &PgPool, tenant: &str, id: Uuid, labels: &[String]) -> sqlx::Result<Option<Memory>> {
+    let mut tx = db::scope::begin(pool, tenant).await?;
+    let updated = db::memories::set_labels(&mut tx, tenant, id, labels).await?;
+    tx.commit().await?;
+    Ok(updated)
 }

@@ -87,3 +87,46 @@ pub fn describe(tenant: &str, row: &db::policy::BundleRow, active_hash: Option<&
     json!({"tenant_id": tenant, "bundle_hash": row.bundle_hash, "created_at": isoformat(&row.created_at),
            "active": active_hash == Some(row.bundle_hash.as_str())})
 }
+
+/// The tenant's bundles, each marked active or not.
+pub async fn list(pool: &PgPool, tenant: &str) -> sqlx::Result<Vec<Value>> {
+    let mut tx = db::scope::begin(pool, tenant).await?;
+    let rows = db::policy::list(&mut tx, tenant).await?;
+    let active = db::policy::active(&mut tx, tenant).await?.map(|(r, _)| r.bundle_hash);
+    Ok(rows.iter().map(|r| describe(tenant, r, active.as_deref())).collect())
+}
+
+/// One bundle with its uploaded text; None when the tenant has no such bundle.
+pub async fn get(pool: &PgPool, tenant: &str, hash: &str) -> sqlx::Result<Option<Value>> {
+    let mut tx = db::scope::begin(pool, tenant).await?;
+    let Some(row) = db::policy::get(&mut tx, tenant, hash).await? else {
+        return Ok(None);
+    };
+    let active = db::policy::active(&mut tx, tenant).await?.map(|(r, _)| r.bundle_hash);
+    let mut out = describe(tenant, &row, active.as_deref());
+    out["content"] = json!(row.content);
+    Ok(Some(out))
+}
+
+/// Makes a stored bundle the tenant's active one; None when the tenant has no such bundle.
+pub async fn activate(pool: &PgPool, tenant: &str, hash: &str) -> sqlx::Result<Option<Value>> {
+    let mut tx = db::scope::begin(pool, tenant).await?;
+    if db::policy::get(&mut tx, tenant, hash).await?.is_none() {
+        return Ok(None);
+    }
+    let at = db::policy::activate(&mut tx, tenant, hash).await?;
+    tx.commit().await?;
+    Ok(Some(json!({"tenant_id": tenant, "bundle_hash": hash, "activated_at": isoformat(&at)})))
+}
+
+/// The tenant's active bundle with its text, or None.
+pub async fn active_doc(pool: &PgPool, tenant: &str) -> sqlx::Result<Option<Value>> {
+    let mut tx = db::scope::begin(pool, tenant).await?;
+    let Some((row, at)) = db::policy::active(&mut tx, tenant).await? else {
+        return Ok(None);
+    };
+    let mut out = describe(tenant, &row, Some(&row.bundle_hash));
+    out["activated_at"] = json!(isoformat(&at));
+    out["content"] = json!(row.content);
+    Ok(Some(out))
+}

@@ -131,6 +131,11 @@ pub fn merge(current: &Value, patch: &Patch) -> Value {
     Value::Object(map)
 }
 
+/// Every tenant mnemo has seen, with when it first wrote.
+pub async fn list_tenants(pool: &PgPool) -> sqlx::Result<Vec<(String, chrono::DateTime<chrono::Utc>)>> {
+    db::tenants::list_all(&mut *pool.acquire().await?).await
+}
+
 /// The tenant's document.
 pub async fn get(pool: &PgPool, tenant: &str) -> anyhow::Result<ConfigDoc> {
     let mut tx = db::scope::begin(pool, tenant).await?;
