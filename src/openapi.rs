@@ -463,6 +463,61 @@ fn operations() -> Vec<Op> {
         },
         Op {
             method: "GET",
+            path: "/admin/memories/with-suggested-labels",
+            summary: "Memories with label suggestions awaiting review, and the label catalogue",
+            params: vec![
+                tenant_header(),
+                param("tenant_id", "query", false, string(), "Tenant; absent means the caller's tenant."),
+                param("subject_id", "query", false, string(), "Only this subject."),
+                param("label", "query", false, string(), "Only memories with this suggested label."),
+                param("limit", "query", false, int(1, 500, 50), "Page size."),
+                param("offset", "query", false, int(0, i64::from(i32::MAX), 0), "Rows to skip."),
+            ],
+            body: None,
+            responses: with(
+                vec![(
+                    "200",
+                    ok(
+                        "Review queue",
+                        json!({"type": "object", "required": ["memories", "total", "limit", "offset", "catalogue"], "properties": {
+                            "memories": {"type": "array", "items": {"type": "object", "properties": {
+                                "id": string(), "subject_id": string(), "tenant_id": string(), "kind": string(), "content": string(),
+                                "summary": string(), "suggested_labels": {"type": "array", "items": string()},
+                                "sensitivity_labels": {"type": "array", "items": string()}, "suggested_labels": {"type": "array", "items": string()}, "created_at": string()}}},
+                            "total": {"type": "integer"}, "limit": {"type": "integer"}, "offset": {"type": "integer"},
+                            "catalogue": {"type": "array", "items": {"type": "object", "additionalProperties": string()}}}}),
+                    ),
+                )],
+                common_errors(),
+            ),
+        },
+        Op {
+            method: "POST",
+            path: "/admin/memories/{memory_id}/promote-labels",
+            summary: "Promote suggested labels to sensitivity labels",
+            params: vec![
+                tenant_header(),
+                id_path("memory_id"),
+                param("tenant_id", "query", false, string(), "Tenant; absent means the caller's tenant."),
+            ],
+            body: Some(json!({"type": "object", "required": ["labels"], "properties": {"labels": {"type": "array", "items": string()}}})),
+            responses: with(
+                vec![
+                    (
+                        "200",
+                        ok(
+                            "Promoted",
+                            json!({"type": "object", "properties": {"memory_id": string(), "promoted": {"type": "array", "items": string()},
+                                "sensitivity_labels": {"type": "array", "items": string()}, "suggested_labels": {"type": "array", "items": string()}}}),
+                        ),
+                    ),
+                    ("404", error("memory not found")),
+                ],
+                common_errors(),
+            ),
+        },
+        Op {
+            method: "GET",
             path: "/v1/erasures/{erasure_id}",
             summary: "An erasure certificate and its signature check",
             params: vec![tenant_header(), id_path("erasure_id")],

@@ -102,7 +102,12 @@ pub struct MemoryRows {
     pub order_tiebreak: Vec<String>,
     /// pgvector text form (`[0.1,0.2,...]`), or None when not embedded.
     pub embedding: Vec<Option<String>>,
+    /// Suggested sensitivity labels joined by U+001F (ragged arrays cannot be UNNESTed).
+    pub suggested: Vec<String>,
 }
+
+/// Separator of [`MemoryRows::suggested`].
+pub const LABEL_SEPARATOR: char = '\u{1f}';
 
 /// Inserts memories in one statement; `recorded_at` is the transaction time.
 pub async fn insert_memories(
@@ -118,14 +123,16 @@ pub async fn insert_memories(
     sqlx::query(
         "INSERT INTO memories (tenant_id, subject_id, id, kind, content, summary, confidence, valid_from, valid_to, \
          asserted_valid_to, source_episode_ids, metadata, claim_key, claim_bucket, claim_single, order_at, \
-         order_tiebreak, embedding, embedding_model) \
+         order_tiebreak, embedding, embedding_model, suggested_labels) \
          SELECT $1, $2, u.id, u.kind, u.content, u.summary, u.confidence, u.valid_from, u.valid_to, u.valid_to, \
          ARRAY[u.source], u.metadata, u.claim_key, u.claim_bucket, u.claim_single, u.valid_from, u.tiebreak, \
-         u.embedding::vector, CASE WHEN u.embedding IS NULL THEN NULL ELSE $17 END \
+         u.embedding::vector, CASE WHEN u.embedding IS NULL THEN NULL ELSE $17 END, \
+         string_to_array(u.suggested, chr(31)) \
          FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::timestamptz[], \
-         $9::timestamptz[], $10::uuid[], $11::jsonb[], $12::text[], $13::text[], $14::bool[], $15::text[], $16::text[]) \
+         $9::timestamptz[], $10::uuid[], $11::jsonb[], $12::text[], $13::text[], $14::bool[], $15::text[], $16::text[], \
+         $18::text[]) \
          AS u(id, kind, content, summary, confidence, valid_from, valid_to, source, metadata, claim_key, \
-         claim_bucket, claim_single, tiebreak, embedding)",
+         claim_bucket, claim_single, tiebreak, embedding, suggested)",
     )
     .bind(tenant)
     .bind(subject_id)
@@ -144,6 +151,7 @@ pub async fn insert_memories(
     .bind(&rows.order_tiebreak)
     .bind(&rows.embedding)
     .bind(embedding_model)
+    .bind(&rows.suggested)
     .execute(conn)
     .await?;
     Ok(())

@@ -75,7 +75,7 @@ pub async fn memory_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::
            UNION (SELECT id FROM vis WHERE kind IN ('profile_fact', 'procedure') \
               ORDER BY valid_from DESC, id DESC LIMIT {RECENT_FACTS})) \
          SELECT vis.id, subject_id, kind, content, summary, confidence, valid_from, valid_to, asserted_valid_to, \
-           superseded_at, source_episode_ids, metadata, status, sensitivity_labels, created_at, updated_at, \
+           superseded_at, source_episode_ids, metadata, status, sensitivity_labels, suggested_labels, created_at, updated_at, \
            claim_single, COALESCE(ts_rank_cd(content_tsv, q.q), 0)::float8 AS lex, \
            CASE WHEN $5::text IS NOT NULL AND embedding_model = $6 \
              THEN (1 - (embedding <=> $5::vector))::float8 END AS sem \

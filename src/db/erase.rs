@@ -12,6 +12,8 @@ pub const SUBJECT_TABLES: &[&str] = &[
     "supersession_records",
     "compile_jobs",
     "compile_cursors",
+    "resolutions",
+    "subject_health_cache",
 ];
 
 /// Allows episode deletes for the rest of this transaction (the append-only trigger checks it).

@@ -7,6 +7,7 @@ pub mod erase;
 pub mod erasures;
 pub mod jobs;
 pub mod keys;
+pub mod labels;
 pub mod memories;
 pub mod policy;
 pub mod pool;

@@ -7,6 +7,7 @@ pub mod context;
 pub mod episodes;
 pub mod extract;
 pub mod input;
+pub mod labels;
 pub mod memories;
 pub mod meta;
 pub mod middleware;
@@ -59,6 +60,8 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("POST", "/admin/policy/activate", post(policy::activate)),
         ("POST", "/admin/policy/reload", post(policy::reload)),
         ("GET", "/admin/policy/active", get(policy::active)),
+        ("GET", "/admin/memories/with-suggested-labels", get(labels::list)),
+        ("POST", "/admin/memories/{memory_id}/promote-labels", post(labels::promote)),
     ]
 }
 

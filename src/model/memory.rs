@@ -22,6 +22,8 @@ pub struct Memory {
     pub metadata: Value,
     pub status: String,
     pub sensitivity_labels: Vec<String>,
+    /// Labels the suggester proposed, awaiting review (mnemo addition; ignored by the SDK).
+    pub suggested_labels: Vec<String>,
     #[serde(serialize_with = "crate::model::time::serialize")]
     pub created_at: DateTime<Utc>,
     #[serde(serialize_with = "crate::model::time::serialize")]
@@ -30,4 +32,4 @@ pub struct Memory {
 
 /// The column list that fills a [`Memory`].
 pub const MEMORY_COLUMNS: &str = "id, subject_id, kind, content, summary, confidence, valid_from, valid_to, \
-     source_episode_ids, metadata, status, sensitivity_labels, created_at, updated_at";
+     source_episode_ids, metadata, status, sensitivity_labels, suggested_labels, created_at, updated_at";

@@ -4,3 +4,4 @@ pub mod bundle;
 mod document;
 pub mod eval;
 pub mod labels;
+pub mod suggest;

@@ -20,7 +20,8 @@ use crate::compile::scope::related;
 use crate::compile::supersede::{resolve, MemoryView, Rule};
 use crate::compile::text::episode_text;
 use crate::db;
-use crate::db::compile::{MemoryRows, RecordRow};
+use crate::db::compile::{MemoryRows, RecordRow, LABEL_SEPARATOR};
+use crate::policy::suggest::suggest_labels;
 use crate::embed::Embedder;
 use crate::model::memory::Memory;
 use crate::services::episodes::new_id;
@@ -73,7 +74,7 @@ pub async fn embed_texts(embedder: &Arc<dyn Embedder>, texts: Vec<String>) -> an
         .collect()
 }
 
-fn rows_from(drafts: &[MemoryDraft], vectors: &[Vec<f32>], ids: &[Uuid]) -> MemoryRows {
+fn rows_from(drafts: &[MemoryDraft], vectors: &[Vec<f32>], ids: &[Uuid], suggest: bool) -> MemoryRows {
     let mut rows = MemoryRows::default();
     for ((d, v), id) in drafts.iter().zip(vectors).zip(ids) {
         rows.ids.push(*id);
@@ -90,6 +91,8 @@ fn rows_from(drafts: &[MemoryDraft], vectors: &[Vec<f32>], ids: &[Uuid]) -> Memo
         rows.claim_single.push(d.claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Single));
         rows.order_tiebreak.push(d.order_tiebreak.clone());
         rows.embedding.push(Some(vector_literal(v)));
+        let labels = if suggest { suggest_labels(&d.content, d.claim.as_ref().map(|c| c.key.as_str())) } else { vec![] };
+        rows.suggested.push(labels.join(&LABEL_SEPARATOR.to_string()));
     }
     rows
 }
@@ -121,6 +124,8 @@ pub async fn compile_batch(
     };
     let config = db::tenants::config(&mut tx, tenant).await?;
     let registry = registry_for(&config);
+    // Label suggestions are on unless the tenant turned them off.
+    let suggest = config.get("auto_labeling").and_then(Value::as_bool).unwrap_or(true);
 
     let mut drafts = Vec::new();
     let mut episode_texts = Vec::new();
@@ -146,7 +151,7 @@ pub async fn compile_batch(
 
     let ids: Vec<Uuid> = drafts.iter().map(|_| new_id()).collect();
     let model = embedder.model_id().to_string();
-    db::compile::insert_memories(&mut tx, tenant, subject_id, &rows_from(&drafts, memory_vectors, &ids), &model)
+    db::compile::insert_memories(&mut tx, tenant, subject_id, &rows_from(&drafts, memory_vectors, &ids, suggest), &model)
         .await?;
     let ep_ids: Vec<Uuid> = episode_texts.iter().map(|(id, _)| *id).collect();
     let ep_vecs: Vec<String> = episode_vectors.iter().map(|v| vector_literal(v)).collect();

@@ -8,6 +8,7 @@ pub mod episodes;
 pub mod erase;
 pub mod jobs;
 pub mod keys;
+pub mod labels;
 pub mod memories;
 pub mod policy;
 pub mod query_terms;

@@ -54,7 +54,7 @@ fn check_value(key: &str, v: &Value) -> Result<(), FieldError> {
         "policy_mode" => one_of(&["log_only", "enforce"]),
         "receipt_retention_days" => int_in(0, 36500),
         "rate_limit_rpm" => int_in(0, 1_000_000),
-        "require_caller_identity" => {
+        "require_caller_identity" | "auto_labeling" => {
             v.as_bool().map(|_| ()).ok_or_else(|| field(key, "must be a boolean", "bool_type"))
         }
         "region" => match v.as_str() {
