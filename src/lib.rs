@@ -1,3 +1,4 @@
+#![recursion_limit = "256"]
 //! mnemo: a self-hosted memory service for AI agents, speaking the Statewave v1 HTTP API.
 
 pub mod compile;
@@ -14,6 +15,7 @@ pub mod pg;
 pub mod policy;
 pub mod receipts;
 pub mod services;
+pub mod sessions;
 pub mod state;
 
 use std::future::Future;

@@ -32,12 +32,18 @@ async fn statewave_sdk_suite_passes() {
         ..RuntimeConfig::default()
     })
     .await;
+    let limited = common::spawn_with(RuntimeConfig {
+        access: mnemo::services::access::AccessPolicy { region: None, rate_limit_rpm: 120 },
+        ..RuntimeConfig::default()
+    })
+    .await;
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat");
     let out = tokio::process::Command::new(python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .arg(&dir)
         .env("MNEMO_URL", &open.base)
         .env("MNEMO_URL_KEYED", &keyed.base)
+        .env("MNEMO_URL_LIMITED", &limited.base)
         .env("MNEMO_KEY", "compat-key")
         .output()
         .await

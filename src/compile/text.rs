@@ -55,6 +55,15 @@ pub fn user_statements(payload: &Value, source: &str) -> Vec<String> {
     statements.into_iter().filter(|s| !s.trim().is_empty()).collect()
 }
 
+/// The roles of a chat payload's messages in order, lower-cased (empty for non-chat payloads).
+pub fn message_roles(payload: &Value) -> Vec<String> {
+    messages(payload)
+        .map(|msgs| {
+            msgs.iter().filter_map(|m| m.get("role").and_then(Value::as_str)).map(|r| r.trim().to_lowercase()).collect()
+        })
+        .unwrap_or_default()
+}
+
 fn messages(payload: &Value) -> Option<&Vec<Value>> {
     payload.get("messages").and_then(Value::as_array)
 }

@@ -122,3 +122,31 @@ pub async fn set_labels(
     );
     sqlx::query_as(&sql).bind(tenant).bind(id).bind(labels).fetch_optional(conn).await
 }
+
+/// A current fact for briefs: id, text, labels.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FactRow {
+    pub id: uuid::Uuid,
+    pub content: String,
+    pub sensitivity_labels: Vec<String>,
+    pub source_episode_ids: Vec<uuid::Uuid>,
+}
+
+/// The subject's current facts: single-valued claims first, then newest first.
+pub async fn current_facts(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    limit: i64,
+) -> sqlx::Result<Vec<FactRow>> {
+    sqlx::query_as(
+        "SELECT id, content, sensitivity_labels, source_episode_ids FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
+         AND status = 'active' AND kind = 'profile_fact' AND (valid_to IS NULL OR valid_to > now()) \
+         ORDER BY claim_single DESC, valid_from DESC, id DESC LIMIT $3",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}

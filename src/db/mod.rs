@@ -14,6 +14,7 @@ pub mod pool;
 pub mod rate_limits;
 pub mod receipts;
 pub mod reembed;
+pub mod resolutions;
 pub mod scope;
 pub mod subjects;
 pub mod tenants;

@@ -13,6 +13,7 @@ pub mod meta;
 pub mod middleware;
 pub mod policy;
 pub mod receipts;
+pub mod sessions;
 pub mod subjects;
 pub mod timeline;
 
@@ -51,6 +52,11 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/v1/subjects", get(subjects::list)),
         ("DELETE", "/v1/subjects/{subject_id}", delete(subjects::delete)),
         ("GET", "/v1/erasures/{erasure_id}", get(subjects::erasure)),
+        ("GET", "/v1/subjects/{subject_id}/health", get(sessions::health)),
+        ("GET", "/v1/subjects/{subject_id}/sla", get(sessions::sla)),
+        ("POST", "/v1/resolutions", post(sessions::upsert_resolution)),
+        ("GET", "/v1/resolutions", get(sessions::list_resolutions)),
+        ("POST", "/v1/handoff", post(sessions::handoff)),
         ("GET", "/admin/tenants", get(admin::list_tenants)),
         ("GET", "/admin/tenants/{tenant_id}/config", get(admin::get_config)),
         ("PATCH", "/admin/tenants/{tenant_id}/config", patch(admin::patch_config)),

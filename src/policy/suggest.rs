@@ -21,14 +21,38 @@ pub struct CatalogueEntry {
 
 /// Every label the suggester can produce, sorted by label.
 pub const CATALOGUE: &[CatalogueEntry] = &[
-    CatalogueEntry { label: "credential.secret", description: "a password, API key, token or private key", detector: "pattern" },
-    CatalogueEntry { label: "financial.bank_account", description: "an IBAN that passes its mod-97 check", detector: "pattern" },
-    CatalogueEntry { label: "financial.card", description: "a payment card number that passes the Luhn check", detector: "pattern" },
-    CatalogueEntry { label: "health.medical", description: "a diagnosis, condition, medication or treatment", detector: "keyword" },
+    CatalogueEntry {
+        label: "credential.secret",
+        description: "a password, API key, token or private key",
+        detector: "pattern",
+    },
+    CatalogueEntry {
+        label: "financial.bank_account",
+        description: "an IBAN that passes its mod-97 check",
+        detector: "pattern",
+    },
+    CatalogueEntry {
+        label: "financial.card",
+        description: "a payment card number that passes the Luhn check",
+        detector: "pattern",
+    },
+    CatalogueEntry {
+        label: "health.medical",
+        description: "a diagnosis, condition, medication or treatment",
+        detector: "keyword",
+    },
     CatalogueEntry { label: "pii.date_of_birth", description: "a date of birth or birthday", detector: "keyword" },
     CatalogueEntry { label: "pii.email", description: "an email address", detector: "pattern" },
-    CatalogueEntry { label: "pii.government_id", description: "a social security, passport, licence or tax number", detector: "pattern" },
-    CatalogueEntry { label: "pii.location", description: "where the person lives (a location claim)", detector: "claim_key" },
+    CatalogueEntry {
+        label: "pii.government_id",
+        description: "a social security, passport, licence or tax number",
+        detector: "pattern",
+    },
+    CatalogueEntry {
+        label: "pii.location",
+        description: "where the person lives (a location claim)",
+        detector: "claim_key",
+    },
     CatalogueEntry { label: "pii.name", description: "the person's name (an identity claim)", detector: "claim_key" },
     CatalogueEntry { label: "pii.phone", description: "a phone number", detector: "pattern" },
 ];
@@ -38,7 +62,8 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("suggester pattern compiles")
 }
 
-static EMAIL: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"));
+static EMAIL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"));
 static PHONE: LazyLock<Regex> =
     LazyLock::new(|| re(r"(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?)?\d{2,4}(?:[\s.-]?\d{2,4}){1,4}"));
 static IPV4: LazyLock<Regex> = LazyLock::new(|| re(r"^\d{1,3}(?:\.\d{1,3}){3}$"));
@@ -48,7 +73,9 @@ static IBAN: LazyLock<Regex> = LazyLock::new(|| re(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9
 static SSN_SHAPE: LazyLock<Regex> = LazyLock::new(|| re(r"^\d{3}-\d{2}-\d{4}$"));
 static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"\b(\d{3})-(\d{2})-(\d{4})\b"));
 static GOV_ID: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(?:passport|social security|national insurance|driver'?s licen[cs]e|tax id|tax number|ssn)\b[^.\n]{0,24}?[A-Z0-9]*\d{4}")
+    re(
+        r"(?i)\b(?:passport|social security|national insurance|driver'?s licen[cs]e|tax id|tax number|ssn)\b[^.\n]{0,24}?[A-Z0-9]*\d{4}",
+    )
 });
 static SECRET: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
@@ -124,7 +151,17 @@ fn luhn_ok(d: &[u32]) -> bool {
         .iter()
         .rev()
         .enumerate()
-        .map(|(i, x)| if i % 2 == 1 { if x * 2 > 9 { x * 2 - 9 } else { x * 2 } } else { *x })
+        .map(|(i, x)| {
+            if i % 2 == 1 {
+                if x * 2 > 9 {
+                    x * 2 - 9
+                } else {
+                    x * 2
+                }
+            } else {
+                *x
+            }
+        })
         .sum();
     sum.is_multiple_of(10)
 }

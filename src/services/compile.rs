@@ -21,9 +21,9 @@ use crate::compile::supersede::{resolve, MemoryView, Rule};
 use crate::compile::text::episode_text;
 use crate::db;
 use crate::db::compile::{MemoryRows, RecordRow, LABEL_SEPARATOR};
-use crate::policy::suggest::suggest_labels;
 use crate::embed::Embedder;
 use crate::model::memory::Memory;
+use crate::policy::suggest::suggest_labels;
 use crate::services::episodes::new_id;
 
 /// Why a compile failed.
@@ -91,7 +91,8 @@ fn rows_from(drafts: &[MemoryDraft], vectors: &[Vec<f32>], ids: &[Uuid], suggest
         rows.claim_single.push(d.claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Single));
         rows.order_tiebreak.push(d.order_tiebreak.clone());
         rows.embedding.push(Some(vector_literal(v)));
-        let labels = if suggest { suggest_labels(&d.content, d.claim.as_ref().map(|c| c.key.as_str())) } else { vec![] };
+        let labels =
+            if suggest { suggest_labels(&d.content, d.claim.as_ref().map(|c| c.key.as_str())) } else { vec![] };
         rows.suggested.push(labels.join(&LABEL_SEPARATOR.to_string()));
     }
     rows
@@ -151,8 +152,14 @@ pub async fn compile_batch(
 
     let ids: Vec<Uuid> = drafts.iter().map(|_| new_id()).collect();
     let model = embedder.model_id().to_string();
-    db::compile::insert_memories(&mut tx, tenant, subject_id, &rows_from(&drafts, memory_vectors, &ids, suggest), &model)
-        .await?;
+    db::compile::insert_memories(
+        &mut tx,
+        tenant,
+        subject_id,
+        &rows_from(&drafts, memory_vectors, &ids, suggest),
+        &model,
+    )
+    .await?;
     let ep_ids: Vec<Uuid> = episode_texts.iter().map(|(id, _)| *id).collect();
     let ep_vecs: Vec<String> = episode_vectors.iter().map(|v| vector_literal(v)).collect();
     db::compile::insert_episode_embeddings(&mut tx, tenant, subject_id, &ep_ids, &ep_vecs, &model).await?;

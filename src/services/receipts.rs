@@ -101,23 +101,63 @@ pub fn build_body(
             }));
         }
     }
-    let context = bundle.assembled_context.as_bytes();
+    body_frame(&Frame {
+        tenant,
+        subject_id: &req.subject_id,
+        task: &req.task,
+        mode,
+        as_of: &bundle.as_of,
+        meta,
+        entries,
+        policy_block: &bundle.policy,
+        policy: &req.policy,
+        output_text: &bundle.assembled_context,
+        token_estimate: bundle.token_estimate,
+        max_tokens: req.max_tokens,
+        session_id: req.session_id.as_deref(),
+        embedder_model,
+    })
+}
+
+/// What every receipt body carries around its entries.
+pub struct Frame<'a> {
+    pub tenant: &'a str,
+    pub subject_id: &'a str,
+    pub task: &'a str,
+    pub mode: &'a str,
+    pub as_of: &'a chrono::DateTime<Utc>,
+    pub meta: &'a ReceiptMeta,
+    pub entries: Vec<Value>,
+    /// The `policy` block (bundle hash, filters, mode).
+    pub policy_block: &'a Value,
+    pub policy: &'a crate::services::policy::PolicyContext,
+    /// The exact text the caller was shown; its sha256 is the context hash.
+    pub output_text: &'a str,
+    pub token_estimate: usize,
+    pub max_tokens: usize,
+    pub session_id: Option<&'a str>,
+    pub embedder_model: &'a str,
+}
+
+/// Builds a receipt body from its frame (without id, chain and signature).
+pub fn body_frame(f: &Frame<'_>) -> Value {
+    let context = f.output_text.as_bytes();
     json!({
-        "parent_receipt_id": meta.parent_receipt_id, "mode": mode, "query_id": meta.query_id, "task_id": meta.task_id,
-        "tenant_id": tenant, "subject_id": req.subject_id, "task": req.task,
-        "as_of": isoformat(&bundle.as_of), "caller_id": meta.caller_id, "caller_type": meta.caller_type,
-        "selected_entries": entries,
-        "policy": bundle.policy,
+        "parent_receipt_id": f.meta.parent_receipt_id, "mode": f.mode, "query_id": f.meta.query_id,
+        "task_id": f.meta.task_id, "tenant_id": f.tenant, "subject_id": f.subject_id, "task": f.task,
+        "as_of": isoformat(f.as_of), "caller_id": f.meta.caller_id, "caller_type": f.meta.caller_type,
+        "selected_entries": f.entries,
+        "policy": f.policy_block,
         "policy_snapshot": {
-            "bundle_hash": req.policy.active.as_ref().map(|p| p.hash.clone()),
-            "bundle_yaml": req.policy.active.as_ref().map(|p| p.content.clone()),
-            "captured_at": isoformat(&bundle.as_of),
+            "bundle_hash": f.policy.active.as_ref().map(|p| p.hash.clone()),
+            "bundle_yaml": f.policy.active.as_ref().map(|p| p.content.clone()),
+            "captured_at": isoformat(f.as_of),
         },
         "output": {"context_hash": sha256_hex(context), "context_size_bytes": context.len(),
-                   "canonicalization_version": 1, "token_estimate": bundle.token_estimate},
+                   "canonicalization_version": 1, "token_estimate": f.token_estimate},
         "region": null, "receipt_signature": null,
-        "max_tokens": req.max_tokens, "session_id": req.session_id,
-        "embedder_model": embedder_model, "ranking_version": RANKING_VERSION,
+        "max_tokens": f.max_tokens, "session_id": f.session_id,
+        "embedder_model": f.embedder_model, "ranking_version": RANKING_VERSION,
     })
 }
 

@@ -73,6 +73,14 @@ pub async fn replay(
     if body["mode"] == "as_of_replay" {
         return Err(unreplayable("nested_replay", "the receipt is itself a replay"));
     }
+    // A brief reads resolutions, which are updated in place: the past cannot be rebuilt exactly,
+    // and a context assembly of the brief's task (Statewave's fallback) would prove nothing.
+    if body["mode"] == "handoff" {
+        return Err(unreplayable(
+            "invalid_snapshot",
+            "handoff receipts cannot be replayed: session resolutions are not versioned",
+        ));
+    }
     if body.get("policy_snapshot").is_none_or(Value::is_null) {
         return Err(unreplayable("missing_policy_snapshot", "the receipt has no policy snapshot"));
     }

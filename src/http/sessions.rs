@@ -1,0 +1,197 @@
+//! Support sessions: `POST|GET /v1/resolutions`, `GET /v1/subjects/{id}/health|sla`, `POST /v1/handoff`.
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::http::extract::{JsonBody, Tenant};
+use crate::http::input::{object_at, Query};
+use crate::model::time::{isoformat, now_micros};
+use crate::services::context_call::CallError;
+use crate::services::handoff::{handoff as build_handoff, HandoffRequest};
+use crate::services::receipts::ReceiptMeta;
+use crate::services::sessions as svc;
+use crate::sessions::sla::Thresholds;
+use crate::state::AppState;
+
+const STATUSES: [&str; 3] = ["open", "resolved", "unresolved"];
+/// Default and largest handoff budget.
+const HANDOFF_DEFAULT_TOKENS: i64 = 4000;
+const HANDOFF_MAX_TOKENS: i64 = 16_000;
+
+fn resolution_json(r: &ResolutionRow) -> Value {
+    json!({
+        "id": r.id.to_string(),
+        "subject_id": r.subject_id,
+        "session_id": r.session_id,
+        "status": r.status,
+        "resolution_summary": r.resolution_summary,
+        "resolved_at": r.resolved_at.as_ref().map(isoformat),
+        "metadata": r.metadata,
+        "created_at": isoformat(&r.created_at),
+        "updated_at": isoformat(&r.updated_at),
+    })
+}
+
+fn subject_path(subject_id: &str) -> ApiResult<()> {
+    let n = subject_id.chars().count();
+    if n == 0 || n > 256 || subject_id.contains('\0') {
+        return Err(ApiError::validation(vec![FieldError {
+            loc: vec!["path".into(), "subject_id".into()],
+            msg: "must be 1-256 characters without NUL".into(),
+            kind: "string_length",
+        }]));
+    }
+    Ok(())
+}
+
+/// Creates or updates a session's resolution (200 with the row).
+pub async fn upsert_resolution(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<Value>> {
+    let mut errors = Vec::new();
+    let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| {
+        let subject_id = r.req_str("subject_id", 1, 256);
+        let session_id = r.req_str("session_id", 1, 256);
+        let status = r.opt_str("status", 32).unwrap_or_else(|| "open".to_string());
+        if !STATUSES.contains(&status.as_str()) {
+            let loc = r.child_loc("status");
+            r.errors().push(FieldError { loc, msg: format!("must be one of: {}", STATUSES.join(", ")), kind: "enum" });
+        }
+        let summary = r.opt_str("resolution_summary", 2000);
+        let metadata = r.raw("metadata").is_some().then(|| Value::Object(r.opt_object("metadata")));
+        (subject_id, session_id, status, summary, metadata)
+    });
+    let (subject_id, session_id, status, summary, metadata) = match parsed {
+        Some(p) if errors.is_empty() => p,
+        _ => return Err(ApiError::validation(errors)),
+    };
+    let write = ResolutionWrite {
+        subject_id: &subject_id,
+        session_id: &session_id,
+        status: &status,
+        summary: summary.as_deref(),
+        metadata: metadata.as_ref(),
+    };
+    let row = svc::upsert_resolution(&st.pool, &tenant, &write).await?;
+    Ok(Json(resolution_json(&row)))
+}
+
+/// The subject's resolutions as a bare array, most recently updated first.
+pub async fn list_resolutions(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
+    let mut q = Query::parse(raw.as_deref());
+    let subject_id = q.req_str("subject_id", 1, 256);
+    let status = q.opt_str("status", 32).filter(|s| !s.is_empty());
+    if let Some(s) = &status {
+        if !STATUSES.contains(&s.as_str()) {
+            q.errors.push(FieldError {
+                loc: vec!["query".into(), "status".into()],
+                msg: format!("must be one of: {}", STATUSES.join(", ")),
+                kind: "enum",
+            });
+        }
+    }
+    let limit = q.int("limit", 1, 200, 50);
+    let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
+    q.finish()?;
+    let rows = svc::list_resolutions(&st.pool, &tenant, &subject_id, status.as_deref(), limit, offset).await?;
+    Ok(Json(Value::Array(rows.iter().map(resolution_json).collect())))
+}
+
+/// The subject's health score, state and factors.
+pub async fn health(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(subject_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    subject_path(&subject_id)?;
+    let (h, transition) = svc::health(&st.pool, &tenant, &subject_id, now_micros()).await?;
+    if let Some(t) = transition {
+        tracing::info!(event = t.event, from = %t.previous_state, to = h.state, "subject health changed");
+    }
+    Ok(Json(json!(h)))
+}
+
+fn threshold(q: &mut Query, name: &str, default: f64, max: f64) -> f64 {
+    let Some(raw) = q.opt_str(name, 32) else { return default };
+    match raw.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= max => v,
+        _ => {
+            q.errors.push(FieldError {
+                loc: vec!["query".into(), name.into()],
+                msg: format!("must be a number greater than 0 and at most {max}"),
+                kind: "float_parsing",
+            });
+            default
+        }
+    }
+}
+
+/// The subject's SLA figures per session.
+pub async fn sla(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(subject_id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<Value>> {
+    subject_path(&subject_id)?;
+    let mut q = Query::parse(raw.as_deref());
+    let defaults = Thresholds::default();
+    let t = Thresholds {
+        first_response_minutes: threshold(
+            &mut q,
+            "first_response_threshold_minutes",
+            defaults.first_response_minutes,
+            525_600.0,
+        ),
+        resolution_hours: threshold(&mut q, "resolution_threshold_hours", defaults.resolution_hours, 87_600.0),
+    };
+    q.finish()?;
+    let summary = svc::sla(&st.pool, &tenant, &subject_id, t, now_micros()).await?;
+    Ok(Json(json!(summary)))
+}
+
+/// The handoff brief for a session.
+pub async fn handoff(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<Value>> {
+    let mut errors = Vec::new();
+    let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| HandoffRequest {
+        subject_id: r.req_str("subject_id", 1, 256),
+        session_id: r.req_str("session_id", 1, 256),
+        reason: r.opt_str("reason", 256).filter(|s| !s.is_empty()).unwrap_or_else(|| "escalation".to_string()),
+        max_tokens: r.opt_int("max_tokens", 1, HANDOFF_MAX_TOKENS).unwrap_or(HANDOFF_DEFAULT_TOKENS) as usize,
+        emit_receipt: r.opt_bool("emit_receipt"),
+        meta: ReceiptMeta {
+            query_id: r.opt_str("query_id", 64),
+            task_id: r.opt_str("task_id", 64),
+            parent_receipt_id: r.opt_str("parent_receipt_id", 26),
+            caller_id: r.opt_str("caller_id", 256),
+            caller_type: r.opt_str("caller_type", 64),
+        },
+    });
+    let req = match parsed {
+        Some(p) if errors.is_empty() => p,
+        _ => return Err(ApiError::validation(errors)),
+    };
+    match build_handoff(&st, &tenant, &req).await {
+        Ok(h) => Ok(Json(h.to_json(&req))),
+        Err(CallError::CallerIdentityRequired) => Err(ApiError::client(
+            StatusCode::UNAUTHORIZED,
+            "http_error",
+            "tenant config requires caller_id and caller_type on every context assembly call",
+        )),
+        Err(CallError::Internal(e)) => Err(ApiError::Internal(e)),
+    }
+}

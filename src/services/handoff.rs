@@ -1,0 +1,174 @@
+//! `POST /v1/handoff`: the brief for whoever takes over a session, with a receipt of what it showed.
+//!
+//! Facts pass through the tenant's policy like context facts do (in enforce mode denied facts
+//! go, redacted ones show the marker, and the episodes they came from are left out).
+
+use std::collections::HashSet;
+
+use chrono::Utc;
+use serde_json::{json, Value};
+
+use crate::db;
+use crate::model::time::{isoformat, now_micros};
+use crate::policy::eval::{apply, evaluate_memories, receipt_policy, PolicyMode, PolicyOutcome, REDACTION_MARKER};
+use crate::services::context_call::CallError;
+use crate::services::policy;
+use crate::services::receipts::{body_frame, emit, should_emit, Frame, ReceiptMeta};
+use crate::services::sessions::load;
+use crate::sessions::handoff::{build, Brief, FactLine, Inputs};
+use crate::sessions::health::{self, Health};
+use crate::sessions::sla::{self, Thresholds};
+use crate::state::AppState;
+
+/// Facts read for a brief (it shows at most 8; the rest leave room for policy drops).
+const FACT_POOL: i64 = 50;
+
+/// A validated handoff request.
+#[derive(Debug, Clone)]
+pub struct HandoffRequest {
+    pub subject_id: String,
+    pub session_id: String,
+    pub reason: String,
+    pub max_tokens: usize,
+    pub emit_receipt: Option<bool>,
+    pub meta: ReceiptMeta,
+}
+
+/// The brief with the figures it was built from and its receipt.
+#[derive(Debug, Clone)]
+pub struct Handoff {
+    pub brief: Brief,
+    pub health: Health,
+    pub generated_at: chrono::DateTime<Utc>,
+    pub receipt_id: Option<String>,
+}
+
+impl Handoff {
+    /// The SDK's `Handoff` shape.
+    pub fn to_json(&self, req: &HandoffRequest) -> Value {
+        let b = &self.brief;
+        json!({
+            "subject_id": req.subject_id,
+            "session_id": req.session_id,
+            "reason": req.reason,
+            "generated_at": isoformat(&self.generated_at),
+            "customer_summary": b.customer_summary,
+            "active_issue": b.active_issue,
+            "attempted_steps": b.attempted_steps,
+            "key_facts": b.key_facts,
+            "resolution_history": b.resolution_history,
+            "recent_context": b.recent_context,
+            "health_score": self.health.score,
+            "health_state": self.health.state,
+            "health_factors": b.health_factors,
+            "handoff_notes": b.handoff_notes,
+            "token_estimate": b.token_estimate,
+            "provenance": {
+                "fact_ids": b.fact_ids.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
+                "episode_ids": b.session_turns.iter().chain(&b.carried_turns).map(|t| t.id.to_string()).collect::<Vec<_>>(),
+            },
+            "receipt_id": self.receipt_id,
+            "receipt_emitted": self.receipt_id.is_some(),
+        })
+    }
+}
+
+/// Builds the brief under the tenant's caller-identity gate and policy; emits a receipt when
+/// the decision says so (a receipt that cannot be written never fails the call).
+pub async fn handoff(st: &AppState, tenant: &str, req: &HandoffRequest) -> Result<Handoff, CallError> {
+    let mut tx = db::scope::begin(&st.pool, tenant).await?;
+    let config: Value = db::tenants::config(&mut tx, tenant).await?;
+    let identified = req.meta.caller_id.as_deref().is_some_and(|s| !s.is_empty())
+        && req.meta.caller_type.as_deref().is_some_and(|s| !s.is_empty());
+    if config.get("require_caller_identity") == Some(&json!(true)) && !identified {
+        return Err(CallError::CallerIdentityRequired);
+    }
+    let policy_ctx =
+        policy::for_request(&mut tx, tenant, &config, req.meta.caller_type.clone(), req.meta.caller_id.clone()).await?;
+    let facts = db::memories::current_facts(&mut tx, tenant, &req.subject_id, FACT_POOL).await?;
+    let mut sessions = load(&mut tx, tenant, &req.subject_id).await?;
+    tx.commit().await?;
+
+    let outcome = match &policy_ctx.active {
+        Some(active) => evaluate_memories(
+            &active.bundle,
+            facts.iter().map(|f| (f.id, &f.sensitivity_labels)),
+            policy_ctx.caller_type.as_deref(),
+            policy_ctx.caller_id.as_deref(),
+        ),
+        None => PolicyOutcome::default(),
+    };
+    let policy_block = receipt_policy(policy_ctx.active.as_ref().map(|p| p.hash.as_str()), &outcome, policy_ctx.mode);
+    let mut hidden: HashSet<uuid::Uuid> = HashSet::new();
+    if policy_ctx.mode == PolicyMode::Enforce {
+        for (f, d) in facts.iter().zip(&outcome.decisions) {
+            if d.is_some() {
+                hidden.extend(f.source_episode_ids.iter().copied());
+            }
+        }
+        for s in &mut sessions {
+            s.turns.retain(|t| !hidden.contains(&t.id));
+        }
+    }
+    let facts = apply(policy_ctx.mode, facts, &outcome.decisions, |f| f.content = REDACTION_MARKER.to_string());
+    let lines: Vec<FactLine> = facts.iter().map(|f| FactLine { id: f.id, content: f.content.clone() }).collect();
+
+    let generated_at = now_micros();
+    let health = health::score(&req.subject_id, &sessions, generated_at);
+    let sla = sla::summary(&req.subject_id, &sessions, Thresholds::default(), generated_at);
+    let brief = build(&Inputs {
+        subject_id: &req.subject_id,
+        session_id: &req.session_id,
+        reason: &req.reason,
+        facts: &lines,
+        sessions: &sessions,
+        health: &health,
+        sla: &sla,
+        budget: req.max_tokens,
+        generated_at,
+    });
+
+    let mut receipt_id = None;
+    if should_emit(&config, req.emit_receipt) {
+        let task = format!("handoff:{}:{}", req.reason, req.session_id);
+        let body = body_frame(&Frame {
+            tenant,
+            subject_id: &req.subject_id,
+            task: &task,
+            mode: "handoff",
+            as_of: &generated_at,
+            meta: &req.meta,
+            entries: receipt_entries(&brief),
+            policy_block: &policy_block,
+            policy: &policy_ctx,
+            output_text: &brief.handoff_notes,
+            token_estimate: brief.token_estimate,
+            max_tokens: req.max_tokens,
+            session_id: Some(&req.session_id),
+            embedder_model: st.embedder.model_id(),
+        });
+        match emit(&st.pool, &st.signing_keys, &config, tenant, body).await {
+            Ok(id) => receipt_id = Some(id),
+            Err(e) => tracing::error!(error = %format!("{e:#}"), "handoff receipt write failed"),
+        }
+    }
+    Ok(Handoff { brief, health, generated_at, receipt_id })
+}
+
+/// Facts shown, then current-session and carried-forward episodes; ranks in that order, no scores.
+fn receipt_entries(b: &Brief) -> Vec<Value> {
+    let memories =
+        b.fact_ids.iter().map(|id| json!({"type": "memory", "memory_id": id.to_string(), "kind": "profile_fact"}));
+    let episodes =
+        b.session_turns.iter().chain(&b.carried_turns).map(
+            |t| json!({"type": "episode", "episode_id": t.id.to_string(), "occurred_at": isoformat(&t.occurred_at)}),
+        );
+    memories
+        .chain(episodes)
+        .enumerate()
+        .map(|(i, mut e)| {
+            e["rank"] = json!(i + 1);
+            e
+        })
+        .collect()
+}
