@@ -27,7 +27,7 @@ use sqlx::{ConnectOptions, Connection, PgPool};
 use mnemo::embed::{Embedder, EmbedderConfig};
 use mnemo::model::episode::NewEpisode;
 use mnemo::pg::Cluster;
-use mnemo::services::context::{assemble, ContextRequest, TaskVectorCache};
+use mnemo::services::context::{assemble, ContextRequest, RetrievalOptions, TaskVectorCache};
 use mnemo::{AppState, RuntimeConfig};
 
 const TENANT: &str = "bench";
@@ -208,6 +208,7 @@ impl Bench {
         subject: &str,
         task: &str,
         max_tokens: usize,
+        options: RetrievalOptions,
     ) -> anyhow::Result<String> {
         let req = ContextRequest {
             subject_id: subject.to_string(),
@@ -215,7 +216,7 @@ impl Bench {
             max_tokens,
             session_id: None,
             as_of: None,
-            options: Default::default(),
+            options,
             policy: Default::default(),
         };
         Ok(assemble(self.pool(), &self.state.embedder, cache, TENANT, &req).await?.assembled_context)
@@ -329,7 +330,7 @@ async fn context_scenario(b: &Bench, a: &Args) -> anyhow::Result<()> {
         // Warm-up: connections, plans, caches.
         let cache = TaskVectorCache::default();
         for task in &tasks[..WARMUP] {
-            b.context(&cache, &subject, task, a.max_tokens).await?;
+            b.context(&cache, &subject, task, a.max_tokens, RetrievalOptions::default()).await?;
         }
         b.timed.take();
         let cpu = process_cpu();
@@ -337,7 +338,7 @@ async fn context_scenario(b: &Bench, a: &Args) -> anyhow::Result<()> {
         let mut chars = 0usize;
         for task in &tasks[WARMUP..] {
             let t = Instant::now();
-            chars += b.context(&cache, &subject, task, a.max_tokens).await?.len();
+            chars += b.context(&cache, &subject, task, a.max_tokens, RetrievalOptions::default()).await?.len();
             ms.push(t.elapsed().as_secs_f64() * 1000.0);
         }
         let (embed, _) = b.timed.take();
@@ -386,7 +387,8 @@ async fn recall_scenario(b: &Bench, a: &Args) -> anyhow::Result<()> {
     let mut found = vec![vec![false; data::PLANTED.len()]; budgets.len()];
     for (k, p) in data::PLANTED.iter().enumerate() {
         for (j, &budget) in budgets.iter().enumerate() {
-            found[j][k] = b.context(&cache, subject, p.task, budget).await?.contains(p.value);
+            found[j][k] =
+                b.context(&cache, subject, p.task, budget, RetrievalOptions::default()).await?.contains(p.value);
         }
     }
     let n_ov = overlap.iter().filter(|o| **o).count();
@@ -410,6 +412,42 @@ async fn recall_scenario(b: &Bench, a: &Args) -> anyhow::Result<()> {
             overlap.len() - n_ov,
             missed.join(", ")
         );
+    }
+    ablation(b, a, &cache, subject, &budgets).await
+}
+
+/// Recall with one retrieval technique switched off at a time, to show what each contributes.
+async fn ablation(
+    b: &Bench,
+    a: &Args,
+    cache: &TaskVectorCache,
+    subject: &str,
+    budgets: &[usize],
+) -> anyhow::Result<()> {
+    let all = RetrievalOptions::default();
+    let variants = [
+        ("all techniques", all),
+        ("no lexical lane", RetrievalOptions { lexical: false, ..all }),
+        ("no semantic lane", RetrievalOptions { semantic: false, ..all }),
+        ("no neighbour turns", RetrievalOptions { neighbours: false, ..all }),
+        ("no session boost", RetrievalOptions { session_matches: false, ..all }),
+        ("no dates in task", RetrievalOptions { dates: false, ..all }),
+    ];
+    println!(
+        "\n| embedder | variant | {} |",
+        budgets.iter().map(|t| format!("recall@{t}")).collect::<Vec<_>>().join(" | ")
+    );
+    println!("|---|---|{}", "---|".repeat(budgets.len()));
+    for (name, opts) in variants {
+        let mut cells = Vec::new();
+        for &budget in budgets {
+            let mut hits = 0;
+            for p in data::PLANTED {
+                hits += usize::from(b.context(cache, subject, p.task, budget, opts).await?.contains(p.value));
+            }
+            cells.push(format!("{:.2}", hits as f64 / data::PLANTED.len() as f64));
+        }
+        println!("| {} | {name} | {} |", a.embedder, cells.join(" | "));
     }
     Ok(())
 }

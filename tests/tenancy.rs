@@ -31,6 +31,8 @@ async fn populate(app: &TestApp, tenant: &str) {
     let ctx = json!({"subject_id": "user:1", "task": "Where does the user live?", "emit_receipt": true});
     let (s, b) = app.post_as(tenant, "/v1/context", &ctx).await;
     assert_eq!(s, 200, "{b}");
+    app.post_as(tenant, "/v1/resolutions", &json!({"subject_id": "user:1", "session_id": "s1"})).await;
+    app.get_as(tenant, "/v1/subjects/user:1/health").await;
     app.post_as(tenant, "/v1/episodes", &common::episode("user:2", "I live in Oslo.")).await;
     let r = app.client.delete(app.url("/v1/subjects/user:2")).header("X-Tenant-ID", tenant).send().await.unwrap();
     assert_eq!(r.status(), 200);
@@ -119,6 +121,8 @@ async fn one_tenant_cannot_read_change_or_detect_another() {
     let (_, job) = app.post_as("victim", "/v1/memories/compile", &json!({"subject_id": "user:v", "async": true})).await;
     let ctx = json!({"subject_id": "user:v", "task": "Where does Vera live?", "emit_receipt": true});
     let (_, bundle) = app.post_as("victim", "/v1/context", &ctx).await;
+    let session = json!({"subject_id": "user:v", "session_id": "s1", "status": "resolved"});
+    app.post_as("victim", "/v1/resolutions", &session).await;
     let receipt = bundle["receipt_id"].as_str().unwrap().to_string();
     let memory = app.memories_as("victim", "user:v").await[0]["id"].as_str().unwrap().to_string();
     app.post_as("victim", "/v1/episodes", &common::episode("user:gone", "I use Rust.")).await;
@@ -153,6 +157,10 @@ async fn one_tenant_cannot_read_change_or_detect_another() {
     let a = app.patch_as(m, &format!("/v1/memories/{memory}/labels"), &labels).await;
     let b = app.patch_as(m, &format!("/v1/memories/{never_uuid}/labels"), &labels).await;
     assert_eq!((a.0, observable(&a)), (404, observable(&b)));
+    let promote = json!({"labels": ["pii.location"]});
+    let a = app.post_as(m, &format!("/admin/memories/{memory}/promote-labels"), &promote).await;
+    let b = app.post_as(m, &format!("/admin/memories/{never_uuid}/promote-labels"), &promote).await;
+    assert_eq!((a.0, observable(&a)), (404, observable(&b)));
 
     // Reads by subject are empty; the tenant's listing does not name the subject.
     let (_, t) = app.get_as(m, "/v1/timeline?subject_id=user:v").await;
@@ -167,6 +175,16 @@ async fn one_tenant_cannot_read_change_or_detect_another() {
     assert_eq!(l["receipts"], json!([]));
     let (_, c) = app.post_as(m, "/v1/context", &ctx).await;
     assert!(!c["assembled_context"].as_str().unwrap().contains("Trondheim"), "{c}");
+    let (_, q) = app.get_as(m, "/admin/memories/with-suggested-labels?subject_id=user:v").await;
+    assert_eq!(q["total"], 0);
+    let (_, r) = app.get_as(m, "/v1/resolutions?subject_id=user:v").await;
+    assert_eq!(r, json!([]));
+    let (_, h) = app.get_as(m, "/v1/subjects/user:v/health").await;
+    assert_eq!(h["factors"], json!([]), "{h}");
+    let (_, sla) = app.get_as(m, "/v1/subjects/user:v/sla").await;
+    assert_eq!(sla["total_sessions"], 0);
+    let (_, brief) = app.post_as(m, "/v1/handoff", &json!({"subject_id": "user:v", "session_id": "s1"})).await;
+    assert!(!brief.to_string().contains("Trondheim") && brief["key_facts"] == json!([]), "{brief}");
     let (_, chain) = app.get_as(m, "/v1/receipts/chain/verify").await;
     assert_eq!(chain["checked"], 1, "mallory's chain holds only its own receipt: {chain}");
 
