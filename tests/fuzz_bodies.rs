@@ -1093,6 +1093,8 @@ struct Known {
 /// as a policy bundle, a path-only case without the body the operation needs): they need not
 /// accept any case; every other rule still holds for them.
 const NEEDS_EXISTING: &[&str] = &[
+    // Accepts only labels currently suggested on the memory, which a generated body cannot know.
+    "POST /admin/memories/{memory_id}/promote-labels",
     "POST /admin/policy/activate",
     "GET /admin/policy/bundles/{bundle_hash}",
     "POST /admin/policy/bundles",
@@ -1106,6 +1108,7 @@ impl Known {
             "job_id" => self.jobs.clone(),
             "erasure_id" => self.erasures.clone(),
             "bundle_hash" => self.bundles.clone(),
+            "memory_id" => self.memories.clone(),
             "subject_id" => vec!["user:fuzz".to_string(), "user%3A2".to_string()],
             _ if op.path.starts_with("/v1/memories") => self.memories.clone(),
             _ if op.path.starts_with("/v1/receipts") => self.receipts.clone(),
