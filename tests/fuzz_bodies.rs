@@ -1090,13 +1090,16 @@ struct Known {
 }
 
 /// Operations whose generated inputs are valid only by chance (a random bundle hash, random text
-/// as a policy bundle, a path-only case without the body the operation needs): they need not
-/// accept any case; every other rule still holds for them.
+/// as a policy bundle, a path-only case without the body the operation needs, webhook events
+/// where webhooks are off): they need not accept any
+/// case; every other rule still holds for them.
 const NEEDS_EXISTING: &[&str] = &[
     "POST /admin/policy/activate",
     "GET /admin/policy/bundles/{bundle_hash}",
     "POST /admin/policy/bundles",
     "PATCH /admin/tenants/{tenant_id}/config",
+    "GET /admin/webhooks/{event_id}",
+    "POST /admin/webhooks/{event_id}/retry",
 ];
 
 impl Known {

@@ -12,6 +12,7 @@ pub const SUBJECT_TABLES: &[&str] = &[
     "supersession_records",
     "compile_jobs",
     "compile_cursors",
+    "webhook_events",
 ];
 
 /// Allows episode deletes for the rest of this transaction (the append-only trigger checks it).

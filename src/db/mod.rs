@@ -16,3 +16,4 @@ pub mod reembed;
 pub mod scope;
 pub mod subjects;
 pub mod tenants;
+pub mod webhooks;

@@ -14,6 +14,7 @@ pub mod policy;
 pub mod receipts;
 pub mod subjects;
 pub mod timeline;
+pub mod webhooks;
 
 use std::time::Duration;
 
@@ -59,6 +60,10 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("POST", "/admin/policy/activate", post(policy::activate)),
         ("POST", "/admin/policy/reload", post(policy::reload)),
         ("GET", "/admin/policy/active", get(policy::active)),
+        ("GET", "/admin/webhooks", get(webhooks::list)),
+        ("GET", "/admin/webhooks/stats", get(webhooks::stats)),
+        ("GET", "/admin/webhooks/{event_id}", get(webhooks::get)),
+        ("POST", "/admin/webhooks/{event_id}/retry", post(webhooks::retry)),
     ]
 }
 

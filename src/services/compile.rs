@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::Utc;
-use serde_json::Value;
+use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -24,6 +24,7 @@ use crate::db::compile::{MemoryRows, RecordRow};
 use crate::embed::Embedder;
 use crate::model::memory::Memory;
 use crate::services::episodes::new_id;
+use crate::services::webhooks::{WebhookEvent, Webhooks};
 
 /// Why a compile failed.
 #[derive(Debug, thiserror::Error)]
@@ -102,10 +103,12 @@ pub fn registry_for(config: &Value) -> Registry {
     }
 }
 
-/// Compiles one batch of the subject's pending episodes.
+/// Compiles one batch of the subject's pending episodes; a batch that consumed episodes
+/// announces `memories.compiled` in its transaction.
 pub async fn compile_batch(
     pool: &PgPool,
     embedder: &Arc<dyn Embedder>,
+    hooks: &Webhooks,
     tenant: &str,
     subject_id: &str,
     batch_size: i64,
@@ -157,6 +160,8 @@ pub async fn compile_batch(
     db::compile::advance_cursor(&mut tx, tenant, subject_id, last_seq).await?;
     let remaining = db::compile::remaining(&mut tx, tenant, subject_id, last_seq).await?;
     let memories = db::compile::memories_by_ids(&mut tx, tenant, subject_id, &ids).await?;
+    let data = json!({"subject_id": subject_id, "memories_created": memories.len()});
+    hooks.enqueue(&mut tx, tenant, WebhookEvent::MemoriesCompiled, data).await?;
     tx.commit().await?;
     Ok(BatchOutcome { memories, has_more: remaining > 0, remaining })
 }

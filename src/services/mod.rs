@@ -16,3 +16,4 @@ pub mod reembed;
 pub mod replay;
 pub mod task_vectors;
 pub mod tenant_config;
+pub mod webhooks;
