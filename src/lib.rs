@@ -15,6 +15,7 @@ pub mod policy;
 pub mod receipts;
 pub mod services;
 pub mod state;
+pub mod templates;
 
 use std::future::Future;
 use std::net::SocketAddr;

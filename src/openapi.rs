@@ -463,6 +463,46 @@ fn operations() -> Vec<Op> {
         },
         Op {
             method: "GET",
+            path: "/v1/memory-templates",
+            summary: "The built-in memory templates",
+            params: vec![tenant_header()],
+            body: None,
+            responses: with(
+                vec![(
+                    "200",
+                    ok("Templates", json!({"type": "object", "properties": {"templates": {"type": "array", "items": schema_ref("MemoryTemplate")}}})),
+                )],
+                common_errors(),
+            ),
+        },
+        Op {
+            method: "GET",
+            path: "/v1/memory-templates/{template_id}",
+            summary: "One memory template",
+            params: vec![tenant_header(), id_path("template_id")],
+            body: None,
+            responses: with(
+                vec![("200", ok("Template", schema_ref("MemoryTemplate"))), ("404", error("memory template not found"))],
+                common_errors(),
+            ),
+        },
+        Op {
+            method: "POST",
+            path: "/v1/memory-templates/{template_id}/apply",
+            summary: "Record an episode from a template (values checked strictly; 422 writes nothing)",
+            params: vec![tenant_header(), id_path("template_id")],
+            body: Some(schema_ref("ApplyTemplate")),
+            responses: with(
+                vec![
+                    ("201", ok("Created", schema_ref("Episode"))),
+                    ("200", ok("Existing episode for the idempotency key", schema_ref("Episode"))),
+                    ("404", error("memory template not found")),
+                ],
+                common_errors(),
+            ),
+        },
+        Op {
+            method: "GET",
             path: "/admin/webhooks",
             summary: "Webhook events of every tenant (or one), newest first, without their data (admin key)",
             params: vec![
@@ -594,6 +634,15 @@ fn schemas() -> Value {
             "total_rows": {"type": "integer"}, "verified_tables": {"type": "array", "items": string()}, "rows_remaining": {"type": "integer"},
             "signature_key_id": {"type": "string", "nullable": true}, "signature_algorithm": {"type": "string", "nullable": true},
             "signature": {"type": "string", "nullable": true}}},
+        "MemoryTemplate": {"type": "object", "properties": {"id": string(), "version": {"type": "integer"}, "title": string(),
+            "description": string(), "episode_type": string(), "content_template": string(), "min_values": {"type": "integer"},
+            "fields": {"type": "array", "items": {"type": "object", "properties": {"name": string(),
+                "type": {"type": "string", "enum": ["text", "number", "integer", "date", "email", "phone", "url", "boolean", "enum"]},
+                "required": {"type": "boolean"}, "description": string(), "options": {"type": "array", "items": string()}}}}}},
+        "ApplyTemplate": {"type": "object", "required": ["subject_id", "values"], "additionalProperties": false, "properties": {
+            "subject_id": {"type": "string", "minLength": 1, "maxLength": 256}, "session_id": {"type": "string", "maxLength": 256, "nullable": true},
+            "values": {"type": "object", "additionalProperties": {"type": "string"}},
+            "idempotency_key": {"type": "string", "maxLength": 512, "nullable": true}}},
         "WebhookEvent": {"type": "object", "properties": {"id": string(), "tenant_id": string(), "subject_id": {"type": "string", "nullable": true},
             "event": string(), "status": {"type": "string", "enum": ["pending", "delivered", "dead_letter"]}, "attempts": {"type": "integer"},
             "max_attempts": {"type": "integer"}, "next_attempt_at": nullable_ts(), "last_attempt_at": nullable_ts(),

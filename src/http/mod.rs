@@ -13,6 +13,7 @@ pub mod middleware;
 pub mod policy;
 pub mod receipts;
 pub mod subjects;
+pub mod templates;
 pub mod timeline;
 pub mod webhooks;
 
@@ -51,6 +52,9 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/v1/subjects", get(subjects::list)),
         ("DELETE", "/v1/subjects/{subject_id}", delete(subjects::delete)),
         ("GET", "/v1/erasures/{erasure_id}", get(subjects::erasure)),
+        ("GET", "/v1/memory-templates", get(templates::list)),
+        ("GET", "/v1/memory-templates/{template_id}", get(templates::get)),
+        ("POST", "/v1/memory-templates/{template_id}/apply", post(templates::apply)),
         ("GET", "/admin/tenants", get(admin::list_tenants)),
         ("GET", "/admin/tenants/{tenant_id}/config", get(admin::get_config)),
         ("PATCH", "/admin/tenants/{tenant_id}/config", patch(admin::patch_config)),

@@ -15,5 +15,6 @@ pub mod receipts;
 pub mod reembed;
 pub mod replay;
 pub mod task_vectors;
+pub mod templates;
 pub mod tenant_config;
 pub mod webhooks;
