@@ -56,14 +56,19 @@ pub async fn erase_subject(
     let mut tx = db::scope::begin(pool, tenant).await?;
     // Every writer of subject rows waits for the erasure: compile (subject lock), job
     // submission (submit lock), receipt emission (the tenant's chain head), ingest (the
-    // subject's counter row, deleted first below). Always taken in this order.
+    // subject's counter row, held even when it did not exist, then deleted first below).
+    // Always taken in this order.
     db::compile::lock_subject(&mut tx, tenant, subject_id).await?;
     db::jobs::lock_submit(&mut tx, tenant, subject_id).await?;
     db::receipts::lock_head(&mut tx, tenant).await?;
+    let had_counter = db::erase::hold_counter(&mut tx, tenant, subject_id).await?;
     db::erase::allow_episode_delete(&mut tx).await?;
     let mut per_table = BTreeMap::new();
     for table in db::erase::SUBJECT_TABLES {
-        let n = db::erase::delete_from(&mut tx, table, tenant, subject_id).await?;
+        let mut n = db::erase::delete_from(&mut tx, table, tenant, subject_id).await?;
+        if *table == "subject_counters" {
+            n = u64::from(had_counter);
+        }
         per_table.insert((*table).to_string(), n);
     }
     // Receipts stay as chain links: content and the subject id go, hashes and ids remain.
