@@ -164,7 +164,14 @@ impl Bench {
 
     async fn ingest(&self, episodes: &[NewEpisode]) -> anyhow::Result<()> {
         for chunk in episodes.chunks(INGEST_BATCH) {
-            mnemo::services::episodes::ingest_batch(self.pool(), &self.state.tenants, TENANT, chunk).await?;
+            mnemo::services::episodes::ingest_batch(
+                self.pool(),
+                &self.state.tenants,
+                &self.state.webhooks,
+                TENANT,
+                chunk,
+            )
+            .await?;
         }
         Ok(())
     }
@@ -176,6 +183,7 @@ impl Bench {
             let out = mnemo::services::compile::compile_batch(
                 self.pool(),
                 &self.state.embedder,
+                &self.state.webhooks,
                 TENANT,
                 subject,
                 COMPILE_BATCH,

@@ -117,8 +117,61 @@ pub struct SubjectDeleteArgs {
     /// Receipt-signing keys (JSON {key_id: base64}); the certificate is signed when one applies.
     #[arg(long, env = "MNEMO_RECEIPT_SIGNING_KEYS", hide_env_values = true)]
     pub receipt_signing_keys: Option<String>,
+    /// With MNEMO_WEBHOOK_URL set, `subject.deleted` is queued for the servers to deliver.
+    #[command(flatten)]
+    pub webhooks: WebhookArgs,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+/// Webhook settings (`serve`, and `subjects delete`, which queues `subject.deleted`).
+#[derive(Debug, Clone, Args)]
+pub struct WebhookArgs {
+    /// URL that receives events as signed JSON POSTs; unset = webhooks off (nothing is queued).
+    #[arg(long, env = "MNEMO_WEBHOOK_URL", hide_env_values = true)]
+    pub webhook_url: Option<String>,
+    /// Comma-separated events to send (default all): episode.created, episodes.batch_created,
+    /// memories.compiled, subject.deleted, subject.health_degraded, subject.health_improved.
+    #[arg(long, env = "MNEMO_WEBHOOK_EVENTS")]
+    pub webhook_events: Option<String>,
+    /// HMAC-SHA256 secret for the X-Mnemo-Signature header; unset = unsigned.
+    #[arg(long, env = "MNEMO_WEBHOOK_SECRET", hide_env_values = true)]
+    pub webhook_secret: Option<String>,
+    /// Seconds one delivery may take.
+    #[arg(long, env = "MNEMO_WEBHOOK_TIMEOUT_SECS", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub webhook_timeout_secs: u64,
+    /// Attempts before an event is dead-lettered.
+    #[arg(long, env = "MNEMO_WEBHOOK_MAX_ATTEMPTS", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub webhook_max_attempts: u32,
+    /// First retry delay in milliseconds; doubles per attempt (with jitter), at most an hour.
+    #[arg(long, env = "MNEMO_WEBHOOK_BACKOFF_MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub webhook_backoff_ms: u64,
+    /// Delivered and dead-lettered events are deleted after this many hours.
+    #[arg(long, env = "MNEMO_WEBHOOK_RETENTION_HOURS", default_value_t = 168, value_parser = clap::value_parser!(u64).range(1..=87_600))]
+    pub webhook_retention_hours: u64,
+}
+
+impl WebhookArgs {
+    /// The settings these flags describe; an unknown event name or a malformed URL is an error.
+    pub fn to_config(&self) -> Result<crate::services::webhooks::WebhookConfig, String> {
+        use crate::services::webhooks::{self as hooks, Secret, WebhookConfig};
+        let url = self.webhook_url.clone().filter(|u| !u.trim().is_empty());
+        if let Some(u) = &url {
+            hooks::check_url(u)?;
+        }
+        let events = hooks::parse_events(self.webhook_events.as_deref().unwrap_or(""))
+            .map_err(|e| format!("MNEMO_WEBHOOK_EVENTS: {e}"))?;
+        Ok(WebhookConfig {
+            url,
+            events,
+            secret: Secret::new(self.webhook_secret.clone().unwrap_or_default()),
+            timeout: std::time::Duration::from_secs(self.webhook_timeout_secs),
+            max_attempts: i32::try_from(self.webhook_max_attempts).unwrap_or(5),
+            backoff_base: std::time::Duration::from_millis(self.webhook_backoff_ms),
+            retention: std::time::Duration::from_secs(self.webhook_retention_hours * 3600),
+            ..WebhookConfig::default()
+        })
+    }
 }
 
 /// `mnemo audit verify`.
@@ -318,6 +371,8 @@ pub struct ServeArgs {
     /// Comma-separated origins allowed by CORS (`*` for any); empty = CORS off.
     #[arg(long, env = "MNEMO_CORS_ORIGINS", default_value = "")]
     pub cors_origins: String,
+    #[command(flatten)]
+    pub webhooks: WebhookArgs,
 }
 
 impl ServeArgs {
@@ -367,7 +422,35 @@ mod tests {
             region: None,
             rate_limit_rpm: 0,
             cors_origins: String::new(),
+            webhooks: webhook_args(None, None),
         }
+    }
+
+    fn webhook_args(url: Option<&str>, events: Option<&str>) -> WebhookArgs {
+        WebhookArgs {
+            webhook_url: url.map(str::to_string),
+            webhook_events: events.map(str::to_string),
+            webhook_secret: None,
+            webhook_timeout_secs: 5,
+            webhook_max_attempts: 5,
+            webhook_backoff_ms: 30_000,
+            webhook_retention_hours: 168,
+        }
+    }
+
+    #[test]
+    fn webhook_settings_fail_on_unknown_events_and_bad_urls() {
+        let off = webhook_args(None, None).to_config().unwrap();
+        assert!(off.url.is_none());
+        let on = webhook_args(Some("https://hooks.example/in"), Some("subject.deleted")).to_config().unwrap();
+        assert_eq!(on.events, vec![crate::services::webhooks::WebhookEvent::SubjectDeleted]);
+        let err = webhook_args(Some("https://hooks.example/in"), Some("subject.deleted,memory.created"))
+            .to_config()
+            .unwrap_err();
+        assert!(err.starts_with("MNEMO_WEBHOOK_EVENTS: unknown webhook event \"memory.created\""), "{err}");
+        assert!(webhook_args(Some("hooks.example"), None).to_config().is_err());
+        // The allowlist is checked even while webhooks are off, so a typo never waits for the URL.
+        assert!(webhook_args(None, Some("nope")).to_config().is_err());
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod receipts;
 pub mod services;
 pub mod sessions;
 pub mod state;
+pub mod templates;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -37,14 +38,19 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let worker = state.config.run_worker.then(|| tokio::spawn(services::jobs::run_worker(state.clone(), stop_rx)));
+    let worker =
+        state.config.run_worker.then(|| tokio::spawn(services::jobs::run_worker(state.clone(), stop_rx.clone())));
+    let dispatcher = state.webhooks.is_enabled().then(|| {
+        tokio::spawn(services::webhooks::dispatch::run_dispatcher(state.pool.clone(), state.webhooks.clone(), stop_rx))
+    });
     let result = axum::serve(listener, app(state).into_make_service_with_connect_info::<SocketAddr>())
         .with_graceful_shutdown(shutdown)
         .await;
-    // The worker finishes its current batch (a transaction) before it stops.
+    // The worker finishes its current batch (a transaction), the dispatcher its deliveries in
+    // flight, before they stop.
     let _ = stop_tx.send(true);
-    if let Some(w) = worker {
-        let _ = w.await;
+    for task in [worker, dispatcher].into_iter().flatten() {
+        let _ = task.await;
     }
     result
 }

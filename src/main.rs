@@ -92,7 +92,8 @@ async fn shutdown_signal() {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    // Load the model before starting anything: a missing model is a clear, early error.
+    // Check settings and load the model before starting anything: clear, early errors.
+    args.webhooks.to_config().map_err(anyhow::Error::msg)?;
     let keys = signing_keys(args.receipt_signing_keys.as_deref())?;
     let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
     tracing::info!(model = embedder.model_id(), signing_keys = keys.ids().len(), "embedder ready");
@@ -128,6 +129,12 @@ async fn serve_with(
         .context("connecting as the application role mnemo_app")?;
     let stored_keys = db::keys::any_live(&mut *pool.acquire().await?).await?;
     args.check_exposure(stored_keys).map_err(anyhow::Error::msg)?;
+    let webhooks = args.webhooks.to_config().map_err(anyhow::Error::msg)?;
+    if let Some(url) = webhooks.url.as_deref() {
+        let scheme = url.split(':').next().unwrap_or("");
+        let events: Vec<&str> = webhooks.events.iter().map(|e| e.as_str()).collect();
+        tracing::info!(scheme, events = %events.join(","), signed = webhooks.secret.is_set(), "webhooks on");
+    }
     let config = RuntimeConfig {
         api_key_sha256: args.api_key.as_deref().filter(|k| !k.is_empty()).map(|k| Sha256::digest(k.as_bytes()).into()),
         max_body_bytes: args.max_body_bytes,
@@ -140,6 +147,7 @@ async fn serve_with(
             rate_limit_rpm: args.rate_limit_rpm,
         },
         cors_origins: args.cors_origins.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect(),
+        webhooks,
         ..RuntimeConfig::default()
     };
     let state = AppState::new(pool.clone(), config, embedder).with_signing_keys(keys);
@@ -217,8 +225,10 @@ async fn subjects(args: SubjectsArgs) -> anyhow::Result<()> {
     match args.action {
         SubjectsAction::Delete(a) => {
             let keys = signing_keys(a.receipt_signing_keys.as_deref())?;
+            let hooks = mnemo::services::webhooks::Webhooks::new(&a.webhooks.to_config().map_err(anyhow::Error::msg)?);
             with_database(&a.db, |pool| async move {
-                let erased = mnemo::services::erase::erase_subject(&pool, &keys, &a.tenant, &a.subject_id).await?;
+                let erased =
+                    mnemo::services::erase::erase_subject(&pool, &keys, &hooks, &a.tenant, &a.subject_id).await?;
                 let out = serde_json::json!({
                     "subject_id": a.subject_id,
                     "episodes_deleted": erased.count("episodes"),

@@ -11,6 +11,7 @@ use crate::embed::Embedder;
 use crate::metrics::Metrics;
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::TaskVectorCache;
+use crate::services::webhooks::Webhooks;
 
 /// Settings the HTTP layer needs at run time.
 #[derive(Debug, Clone)]
@@ -35,6 +36,8 @@ pub struct RuntimeConfig {
     pub access: crate::services::access::AccessPolicy,
     /// Origins allowed by CORS (empty: CORS off).
     pub cors_origins: Vec<String>,
+    /// Webhook settings (off without a URL).
+    pub webhooks: crate::services::webhooks::WebhookConfig,
 }
 
 impl Default for RuntimeConfig {
@@ -50,6 +53,7 @@ impl Default for RuntimeConfig {
             run_worker: true,
             access: Default::default(),
             cors_origins: Vec::new(),
+            webhooks: Default::default(),
         }
     }
 }
@@ -71,6 +75,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Whether stored API keys exist (then keyless requests are refused).
     pub keys_present: Arc<KeysPresent>,
+    /// The webhook outbox handle (enqueue inside a change's transaction).
+    pub webhooks: Arc<Webhooks>,
 }
 
 impl AppState {
@@ -78,6 +84,7 @@ impl AppState {
     pub fn new(pool: PgPool, config: RuntimeConfig, embedder: Arc<dyn Embedder>) -> Self {
         AppState {
             pool,
+            webhooks: Arc::new(Webhooks::new(&config.webhooks)),
             config: Arc::new(config),
             tenants: Arc::new(KnownTenants::default()),
             embedder,

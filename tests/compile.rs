@@ -181,8 +181,17 @@ async fn a_failed_compile_leaves_episodes_uncompiled_and_leaks_nothing() {
     // The same database served by a working embedder compiles the episode.
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let state = mnemo::AppState::new(app.pool.clone(), RuntimeConfig::default(), embedder);
-    let out =
-        mnemo::services::compile::compile_batch(&state.pool, &state.embedder, "default", "u", 500, None).await.unwrap();
+    let out = mnemo::services::compile::compile_batch(
+        &state.pool,
+        &state.embedder,
+        &state.webhooks,
+        "default",
+        "u",
+        500,
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(out.memories.len(), 2);
 }
 

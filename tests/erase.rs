@@ -119,10 +119,18 @@ async fn cli_deletes_a_subject_and_prints_the_certificate() {
 }
 
 /// Deletes race ingests, compiles (sync and queued) and receipt-emitting context calls on one subject: no request fails with
-/// a 5xx, and after the last delete nothing of the subject remains anywhere.
+/// a 5xx, and after the last delete nothing of the subject remains anywhere. Webhooks are on, towards a receiver that
+/// refuses connections, so the dispatcher claims and updates the subject's events throughout.
 #[tokio::test]
 async fn deletes_racing_ingests_and_compiles_never_fail_and_leave_nothing() {
-    let app = std::sync::Arc::new(spawn().await);
+    let webhooks = mnemo::services::webhooks::WebhookConfig {
+        url: Some("http://127.0.0.1:9/refused".into()),
+        backoff_base: Duration::from_millis(5),
+        poll_interval: Duration::from_millis(10),
+        max_attempts: 1000,
+        ..Default::default()
+    };
+    let app = std::sync::Arc::new(common::spawn_with(mnemo::RuntimeConfig { webhooks, ..Default::default() }).await);
     let deadline = Instant::now() + Duration::from_secs(4);
     let mut tasks = Vec::new();
     for worker in 0..7 {
@@ -180,4 +188,9 @@ async fn deletes_racing_ingests_and_compiles_never_fail_and_leave_nothing() {
         .await
         .unwrap();
     assert!(erasures > 5, "{erasures}");
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM webhook_events WHERE tenant_id = 'race'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(events > 5, "the deletions were announced: {events}");
 }

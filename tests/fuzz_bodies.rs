@@ -1090,8 +1090,9 @@ struct Known {
 }
 
 /// Operations whose generated inputs are valid only by chance (a random bundle hash, random text
-/// as a policy bundle, a path-only case without the body the operation needs): they need not
-/// accept any case; every other rule still holds for them.
+/// as a policy bundle, a path-only case without the body the operation needs, template values
+/// with random field names, webhook events where webhooks are off): they need not accept any
+/// case; every other rule still holds for them.
 const NEEDS_EXISTING: &[&str] = &[
     // Accepts only labels currently suggested on the memory, which a generated body cannot know.
     "POST /admin/memories/{memory_id}/promote-labels",
@@ -1099,6 +1100,9 @@ const NEEDS_EXISTING: &[&str] = &[
     "GET /admin/policy/bundles/{bundle_hash}",
     "POST /admin/policy/bundles",
     "PATCH /admin/tenants/{tenant_id}/config",
+    "POST /v1/memory-templates/{template_id}/apply",
+    "GET /admin/webhooks/{event_id}",
+    "POST /admin/webhooks/{event_id}/retry",
 ];
 
 impl Known {
@@ -1109,6 +1113,7 @@ impl Known {
             "erasure_id" => self.erasures.clone(),
             "bundle_hash" => self.bundles.clone(),
             "memory_id" => self.memories.clone(),
+            "template_id" => mnemo::templates::catalog::all().iter().map(|t| t.id.to_string()).collect(),
             "subject_id" => vec!["user:fuzz".to_string(), "user%3A2".to_string()],
             _ if op.path.starts_with("/v1/memories") => self.memories.clone(),
             _ if op.path.starts_with("/v1/receipts") => self.receipts.clone(),

@@ -40,7 +40,13 @@ async fn populate(app: &TestApp, tenant: &str) {
 
 #[tokio::test]
 async fn the_app_role_without_a_tenant_sees_no_row_of_any_table() {
-    let app = spawn().await;
+    // Webhooks on (towards a closed port, retried rarely), so the outbox holds rows too.
+    let webhooks = mnemo::services::webhooks::WebhookConfig {
+        url: Some("http://127.0.0.1:9/closed".into()),
+        backoff_base: std::time::Duration::from_secs(600),
+        ..Default::default()
+    };
+    let app = common::spawn_with(mnemo::RuntimeConfig { webhooks, ..Default::default() }).await;
     populate(&app, "alpha").await;
     populate(&app, "beta").await;
     let (tenant_tables, other) = tables(&app).await;
@@ -68,6 +74,7 @@ async fn the_app_role_without_a_tenant_sees_no_row_of_any_table() {
     }
     // The check means something only if the tables really hold rows.
     assert!(populated >= 10, "only {populated} tables were populated");
+    assert!(app.count("webhook_events").await > 0, "the outbox was populated too");
 }
 
 #[tokio::test]

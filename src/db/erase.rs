@@ -14,7 +14,27 @@ pub const SUBJECT_TABLES: &[&str] = &[
     "compile_cursors",
     "resolutions",
     "subject_health_cache",
+    "webhook_events",
 ];
+
+/// Takes the subject's ingest counter row lock, creating the row when the subject has none: a
+/// plain DELETE would not see (nor wait for) a counter row an in-flight ingest is inserting,
+/// and that ingest could then commit episodes behind the erasure. An ingest inserting the row
+/// is waited for; later ones wait on this transaction. Returns whether the subject had a
+/// counter (the row is deleted with the subject's other rows).
+pub async fn hold_counter(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<bool> {
+    let last_seq: i64 = sqlx::query_scalar(
+        "INSERT INTO subject_counters (tenant_id, subject_id, last_seq) VALUES ($1, $2, 0) \
+         ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = subject_counters.last_seq \
+         RETURNING last_seq",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .fetch_one(conn)
+    .await?;
+    // Ingest counters start at 1, so 0 is the row created here.
+    Ok(last_seq > 0)
+}
 
 /// Allows episode deletes for the rest of this transaction (the append-only trigger checks it).
 pub async fn allow_episode_delete(conn: &mut PgConnection) -> sqlx::Result<()> {

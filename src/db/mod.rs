@@ -18,3 +18,4 @@ pub mod resolutions;
 pub mod scope;
 pub mod subjects;
 pub mod tenants;
+pub mod webhooks;

@@ -47,9 +47,10 @@ pub async fn compile(
         }
         return Ok((StatusCode::ACCEPTED, Json(out)).into_response());
     }
-    let batch = compile_batch(&st.pool, &st.embedder, &tenant, &subject_id, st.config.compile_batch_size, None)
-        .await
-        .map_err(compile_error)?;
+    let batch =
+        compile_batch(&st.pool, &st.embedder, &st.webhooks, &tenant, &subject_id, st.config.compile_batch_size, None)
+            .await
+            .map_err(compile_error)?;
     Ok(Json(json!({
         "subject_id": subject_id,
         "memories_created": batch.memories.len(),

@@ -67,7 +67,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let input = parse_one(&body)?;
-    let (row, inserted) = svc::ingest_one(&st.pool, &st.tenants, &tenant, &input).await?;
+    let (row, inserted) = svc::ingest_one(&st.pool, &st.tenants, &st.webhooks, &tenant, &input).await?;
     let status = match inserted {
         Inserted::New => StatusCode::CREATED,
         Inserted::Existing => StatusCode::OK,
@@ -82,6 +82,6 @@ pub async fn create_batch(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let inputs = parse_batch(&body)?;
-    let (rows, created) = svc::ingest_batch(&st.pool, &st.tenants, &tenant, &inputs).await?;
+    let (rows, created) = svc::ingest_batch(&st.pool, &st.tenants, &st.webhooks, &tenant, &inputs).await?;
     Ok((StatusCode::CREATED, Json(json!({ "episodes_created": created, "episodes": rows }))).into_response())
 }

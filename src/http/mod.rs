@@ -15,7 +15,9 @@ pub mod policy;
 pub mod receipts;
 pub mod sessions;
 pub mod subjects;
+pub mod templates;
 pub mod timeline;
+pub mod webhooks;
 
 use std::time::Duration;
 
@@ -57,6 +59,9 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("POST", "/v1/resolutions", post(sessions::upsert_resolution)),
         ("GET", "/v1/resolutions", get(sessions::list_resolutions)),
         ("POST", "/v1/handoff", post(sessions::handoff)),
+        ("GET", "/v1/memory-templates", get(templates::list)),
+        ("GET", "/v1/memory-templates/{template_id}", get(templates::get)),
+        ("POST", "/v1/memory-templates/{template_id}/apply", post(templates::apply)),
         ("GET", "/admin/tenants", get(admin::list_tenants)),
         ("GET", "/admin/tenants/{tenant_id}/config", get(admin::get_config)),
         ("PATCH", "/admin/tenants/{tenant_id}/config", patch(admin::patch_config)),
@@ -68,6 +73,10 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/admin/policy/active", get(policy::active)),
         ("GET", "/admin/memories/with-suggested-labels", get(labels::list)),
         ("POST", "/admin/memories/{memory_id}/promote-labels", post(labels::promote)),
+        ("GET", "/admin/webhooks", get(webhooks::list)),
+        ("GET", "/admin/webhooks/stats", get(webhooks::stats)),
+        ("GET", "/admin/webhooks/{event_id}", get(webhooks::get)),
+        ("POST", "/admin/webhooks/{event_id}/retry", post(webhooks::retry)),
     ]
 }
 

@@ -114,9 +114,9 @@ pub async fn health(
     Path(subject_id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     subject_path(&subject_id)?;
-    let (h, transition) = svc::health(&st.pool, &tenant, &subject_id, now_micros()).await?;
+    let (h, transition) = svc::health(&st.pool, &st.webhooks, &tenant, &subject_id, now_micros()).await?;
     if let Some(t) = transition {
-        tracing::info!(event = t.event, from = %t.previous_state, to = h.state, "subject health changed");
+        tracing::info!(event = t.event.as_str(), from = %t.previous_state, to = h.state, "subject health changed");
     }
     Ok(Json(json!(h)))
 }

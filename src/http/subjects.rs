@@ -41,7 +41,7 @@ pub async fn delete(
         });
     }
     q.finish()?;
-    let erased = erase::erase_subject(&st.pool, &st.signing_keys, &tenant, &subject_id).await?;
+    let erased = erase::erase_subject(&st.pool, &st.signing_keys, &st.webhooks, &tenant, &subject_id).await?;
     Ok(Json(json!({
         "subject_id": subject_id,
         "episodes_deleted": erased.count("episodes"),

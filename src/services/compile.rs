@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::Utc;
-use serde_json::Value;
+use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -25,6 +25,7 @@ use crate::embed::Embedder;
 use crate::model::memory::Memory;
 use crate::policy::suggest::suggest_labels;
 use crate::services::episodes::new_id;
+use crate::services::webhooks::{WebhookEvent, Webhooks};
 
 /// Why a compile failed.
 #[derive(Debug, thiserror::Error)]
@@ -106,10 +107,12 @@ pub fn registry_for(config: &Value) -> Registry {
     }
 }
 
-/// Compiles one batch of the subject's pending episodes.
+/// Compiles one batch of the subject's pending episodes; a batch that consumed episodes
+/// announces `memories.compiled` in its transaction.
 pub async fn compile_batch(
     pool: &PgPool,
     embedder: &Arc<dyn Embedder>,
+    hooks: &Webhooks,
     tenant: &str,
     subject_id: &str,
     batch_size: i64,
@@ -169,6 +172,8 @@ pub async fn compile_batch(
     db::compile::advance_cursor(&mut tx, tenant, subject_id, last_seq).await?;
     let remaining = db::compile::remaining(&mut tx, tenant, subject_id, last_seq).await?;
     let memories = db::compile::memories_by_ids(&mut tx, tenant, subject_id, &ids).await?;
+    let data = json!({"subject_id": subject_id, "memories_created": memories.len()});
+    hooks.enqueue(&mut tx, tenant, WebhookEvent::MemoriesCompiled, data).await?;
     tx.commit().await?;
     Ok(BatchOutcome { memories, has_more: remaining > 0, remaining })
 }

@@ -1,13 +1,15 @@
 //! Recording episodes, singly or in atomic batches.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
+use serde_json::json;
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::db;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
+use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::state::KnownTenants;
 
 static IDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
@@ -37,23 +39,31 @@ async fn ensure_tenant(pool: &PgPool, known: &KnownTenants, tenant: &str) -> sql
 }
 
 /// Records one episode; a repeated idempotency key returns the stored row unchanged.
+/// A new row announces `episode.created` (a repeat announces nothing).
 pub async fn ingest_one(
     pool: &PgPool,
     known: &KnownTenants,
+    hooks: &Webhooks,
     tenant: &str,
     episode: &NewEpisode,
 ) -> sqlx::Result<(Episode, Inserted)> {
     ensure_tenant(pool, known, tenant).await?;
     let mut tx = db::scope::begin(pool, tenant).await?;
-    let out = db::episodes::insert(&mut tx, tenant, new_id(), None, episode).await?;
+    let (row, inserted) = db::episodes::insert(&mut tx, tenant, new_id(), None, episode).await?;
+    if inserted == Inserted::New {
+        let data = json!({"id": row.id, "subject_id": row.subject_id});
+        hooks.enqueue(&mut tx, tenant, WebhookEvent::EpisodeCreated, data).await?;
+    }
     tx.commit().await?;
-    Ok(out)
+    Ok((row, inserted))
 }
 
-/// Records a batch in input order inside one transaction; returns each row and the count of new rows.
+/// Records a batch in input order inside one transaction; returns each row and the count of new
+/// rows. At least one new row announces `episodes.batch_created` with the subjects of new rows.
 pub async fn ingest_batch(
     pool: &PgPool,
     known: &KnownTenants,
+    hooks: &Webhooks,
     tenant: &str,
     episodes: &[NewEpisode],
 ) -> sqlx::Result<(Vec<Episode>, usize)> {
@@ -72,6 +82,7 @@ pub async fn ingest_batch(
     }
     let mut rows = Vec::with_capacity(episodes.len());
     let mut created = 0;
+    let mut new_subjects = BTreeSet::new();
     for e in episodes {
         let slot = next_seq.entry(e.subject_id.as_str()).or_default();
         let seq = *slot;
@@ -79,8 +90,13 @@ pub async fn ingest_batch(
         let (row, inserted) = db::episodes::insert(&mut tx, tenant, new_id(), Some(seq), e).await?;
         if inserted == Inserted::New {
             created += 1;
+            new_subjects.insert(e.subject_id.as_str());
         }
         rows.push(row);
+    }
+    if created > 0 {
+        let data = json!({"count": created, "subject_ids": new_subjects});
+        hooks.enqueue(&mut tx, tenant, WebhookEvent::EpisodesBatchCreated, data).await?;
     }
     tx.commit().await?;
     Ok((rows, created))

@@ -7,10 +7,15 @@
 //! in every table that has a `subject_id` column (read from the catalog) and rolls back if any
 //! remain. Receipts of the subject are tombstoned in place (their hashes keep the tenant's
 //! chain verifiable) and their subject id is replaced by a digest.
+//!
+//! Webhook events about the subject go with its rows (queued ones are never sent); batch events
+//! that also named other subjects lose the subject from their list. The `subject.deleted` event
+//! names the subject, so its row carries no subject_id and its payload is dropped once it has
+//! been delivered or dead-lettered.
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use sqlx::PgPool;
 
 use crate::db;
@@ -19,6 +24,7 @@ use crate::receipts::canonical::canonical_v1;
 use crate::receipts::certificate::{self, subject_digest, ErasureFacts};
 use crate::receipts::signing::SigningKeys;
 use crate::services::receipts::{new_receipt_id, tombstone_body};
+use crate::services::webhooks::{WebhookEvent, Webhooks};
 
 /// What an erasure removed, and its certificate.
 #[derive(Debug, Clone)]
@@ -38,24 +44,31 @@ impl Erased {
     }
 }
 
-/// Erases every row of the subject in the tenant and records a certificate.
+/// Erases every row of the subject in the tenant, records a certificate and (when something
+/// was deleted) announces `subject.deleted`.
 pub async fn erase_subject(
     pool: &PgPool,
     keys: &SigningKeys,
+    hooks: &Webhooks,
     tenant: &str,
     subject_id: &str,
 ) -> anyhow::Result<Erased> {
     let mut tx = db::scope::begin(pool, tenant).await?;
     // Every writer of subject rows waits for the erasure: compile (subject lock), job
     // submission (submit lock), receipt emission (the tenant's chain head), ingest (the
-    // subject's counter row, deleted first below). Always taken in this order.
+    // subject's counter row, held even when it did not exist, then deleted first below).
+    // Always taken in this order.
     db::compile::lock_subject(&mut tx, tenant, subject_id).await?;
     db::jobs::lock_submit(&mut tx, tenant, subject_id).await?;
     db::receipts::lock_head(&mut tx, tenant).await?;
+    let had_counter = db::erase::hold_counter(&mut tx, tenant, subject_id).await?;
     db::erase::allow_episode_delete(&mut tx).await?;
     let mut per_table = BTreeMap::new();
     for table in db::erase::SUBJECT_TABLES {
-        let n = db::erase::delete_from(&mut tx, table, tenant, subject_id).await?;
+        let mut n = db::erase::delete_from(&mut tx, table, tenant, subject_id).await?;
+        if *table == "subject_counters" {
+            n = u64::from(had_counter);
+        }
         per_table.insert((*table).to_string(), n);
     }
     // Receipts stay as chain links: content and the subject id go, hashes and ids remain.
@@ -66,6 +79,7 @@ pub async fn erase_subject(
     let replacement = format!("erased:{digest}");
     let n = db::receipts::tombstone(&mut tx, tenant, &ids, &bodies, Some(&replacement)).await?;
     per_table.insert("receipts".to_string(), n);
+    db::webhooks::strip_subject(&mut tx, tenant, subject_id).await?;
 
     let tables = db::erase::tables_with_subjects(&mut tx).await?;
     for table in &tables {
@@ -91,6 +105,13 @@ pub async fn erase_subject(
     let key_id = certificate::signing_key_for(&config, keys);
     let cert = certificate::build(&facts, keys, key_id.as_deref());
     db::erasures::insert(&mut tx, tenant, &erasure_id, &digest, erased_at, &canonical_v1(&cert)).await?;
+    let count = |table: &str| per_table.get(table).copied().unwrap_or(0);
+    let (episodes, memories) = (count("episodes"), count("memories"));
+    if episodes + memories > 0 {
+        let data = json!({"subject_id": subject_id, "episodes_deleted": episodes, "memories_deleted": memories,
+                          "erasure_id": erasure_id});
+        hooks.enqueue(&mut tx, tenant, WebhookEvent::SubjectDeleted, data).await?;
+    }
     tx.commit().await?;
     Ok(Erased { per_table, erasure_id, certificate: cert })
 }

@@ -105,6 +105,7 @@ async fn drain(state: &AppState, job: JobRow) {
         let outcome = compile_batch(
             pool,
             &state.embedder,
+            &state.webhooks,
             &job.tenant_id,
             &job.subject_id,
             state.config.compile_batch_size,

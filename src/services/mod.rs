@@ -18,4 +18,6 @@ pub mod reembed;
 pub mod replay;
 pub mod sessions;
 pub mod task_vectors;
+pub mod templates;
 pub mod tenant_config;
+pub mod webhooks;

@@ -1,11 +1,13 @@
 //! Resolutions, SLA and health of a subject's support sessions (the pure logic is `crate::sessions`).
 
 use chrono::{DateTime, Utc};
+use serde_json::json;
 use sqlx::{PgConnection, PgPool};
 
 use crate::db;
 use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
 use crate::services::episodes::new_id;
+use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::sessions::health::{self, state_rank, Health};
 use crate::sessions::sla::{self, SlaSummary, Thresholds};
 use crate::sessions::{group, ResolutionView, Session, Turn};
@@ -80,13 +82,14 @@ pub async fn sla(
 pub struct Transition {
     pub previous_state: String,
     pub previous_score: i64,
-    /// `subject.health_degraded` or `subject.health_improved`.
-    pub event: &'static str,
+    pub event: WebhookEvent,
 }
 
-/// The subject's health at `now`; records the state so a change is reported once.
+/// The subject's health at `now`; records the state so a change is announced once
+/// (`subject.health_degraded|improved`, committed with the new state).
 pub async fn health(
     pool: &PgPool,
+    hooks: &Webhooks,
     tenant: &str,
     subject_id: &str,
     now: DateTime<Utc>,
@@ -101,9 +104,9 @@ pub async fn health(
             previous_state: state.clone(),
             previous_score: i64::from(*score),
             event: if state_rank(h.state) < state_rank(state) {
-                "subject.health_degraded"
+                WebhookEvent::SubjectHealthDegraded
             } else {
-                "subject.health_improved"
+                WebhookEvent::SubjectHealthImproved
             },
         }),
         _ => None,
@@ -112,6 +115,11 @@ pub async fn health(
     if cached.is_some() || !sessions.is_empty() {
         let score = i32::try_from(h.score).unwrap_or(0);
         db::resolutions::store_health(&mut tx, tenant, subject_id, h.state, score).await?;
+    }
+    if let Some(t) = &transition {
+        let data = json!({"subject_id": subject_id, "state": h.state, "score": h.score,
+                          "previous_state": t.previous_state, "previous_score": t.previous_score});
+        hooks.enqueue(&mut tx, tenant, t.event, data).await?;
     }
     tx.commit().await?;
     Ok((h, transition))
