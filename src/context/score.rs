@@ -65,9 +65,9 @@ pub struct Signals {
 /// Relevance dominates: an item's match to the task matters more than every prior combined.
 const RELEVANCE_WEIGHT: f64 = 1.0;
 /// Semantic similarity captures paraphrase, so it leads the fusion when available.
-const W_SEMANTIC: f64 = 0.7;
+const W_SEMANTIC: f64 = 0.85;
 /// Lexical overlap still rewards exact names and identifiers the embedder may blur.
-const W_LEXICAL: f64 = 0.3;
+const W_LEXICAL: f64 = 0.15;
 /// Context can lift an item part of the way towards full relevance, never past it.
 const CONTEXT_WEIGHT: f64 = 0.5;
 /// Distilled knowledge is denser per token than raw chatter.

@@ -20,7 +20,7 @@ use crate::receipts::signing::{sign, SigningKeys};
 use crate::services::context::{Bundle, ContextRequest};
 
 /// Identifies the ranking and rendering code; a replay under another version may differ.
-pub const RANKING_VERSION: &str = "mnemo-rank-1";
+pub const RANKING_VERSION: &str = "mnemo-rank-2";
 
 static IDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
 
