@@ -129,8 +129,8 @@ mod tests {
             session_id: None,
             embedder_model: "m",
         });
-        let documented = properties::<Receipt>();
-        let undocumented: Vec<_> = keys(&body).difference(&documented).cloned().collect();
+        let (documented, built) = (properties::<Receipt>(), keys(&body));
+        let undocumented: Vec<_> = built.difference(&documented).collect();
         assert!(undocumented.is_empty(), "body keys missing from the Receipt schema: {undocumented:?}");
         // Added after the frame: by `emit` (id, time, chain, signature) and by the handler (row status).
         let later: BTreeSet<String> = [
@@ -144,7 +144,7 @@ mod tests {
         ]
         .map(String::from)
         .into();
-        let stale: Vec<_> = documented.difference(&keys(&body)).filter(|k| !later.contains(*k)).collect();
+        let stale: Vec<_> = documented.difference(&built).filter(|k| !later.contains(*k)).collect();
         assert!(stale.is_empty(), "Receipt schema names keys no receipt has: {stale:?}");
     }
 }
