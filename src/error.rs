@@ -2,7 +2,9 @@
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 tokio::task_local! {
     /// The current request's id, set by the request-id middleware for the handler's scope.
@@ -76,16 +78,38 @@ impl From<anyhow::Error> for ApiError {
     }
 }
 
+/// The Statewave error envelope every 4xx and 5xx body is.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = Error)]
+pub struct Envelope {
+    pub error: ErrorDetail,
+}
+
+/// What went wrong: a machine code, a message, and for 422 the invalid fields.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+    /// For `validation_error`: one `{loc, msg, type}` per invalid field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Value, nullable = false)]
+    pub details: Option<Value>,
+    /// The request's `X-Request-ID`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub request_id: Option<String>,
+}
+
 /// Builds an envelope body, adding the current request id.
-pub fn envelope(code: &str, message: &str, details: Option<&Value>) -> Value {
-    let mut err = json!({ "code": code, "message": message });
-    if let Some(d) = details {
-        err["details"] = d.clone();
+pub fn envelope(code: &str, message: &str, details: Option<&Value>) -> Envelope {
+    Envelope {
+        error: ErrorDetail {
+            code: code.to_string(),
+            message: message.to_string(),
+            details: details.cloned(),
+            request_id: current_request_id(),
+        },
     }
-    if let Some(id) = current_request_id() {
-        err["request_id"] = Value::String(id);
-    }
-    json!({ "error": err })
 }
 
 impl IntoResponse for ApiError {

@@ -101,10 +101,27 @@ fn operations(doc: &Value) -> Vec<Operation> {
     ops
 }
 
+/// Follows `$ref`s, and reads a nullable alternative (OpenAPI 3.1 writes an optional reference as
+/// `oneOf: [{type: null}, {$ref: ...}]`) as the schema it makes nullable.
 fn resolve<'a>(schema: &'a Value, doc: &'a Value) -> &'a Value {
-    match schema["$ref"].as_str().and_then(|r| doc.pointer(r.trim_start_matches('#'))) {
-        Some(target) => resolve(target, doc),
-        None => schema,
+    if let Some(target) = schema["$ref"].as_str().and_then(|r| doc.pointer(r.trim_start_matches('#'))) {
+        return resolve(target, doc);
+    }
+    for key in ["oneOf", "anyOf"] {
+        let alternatives: Vec<&Value> =
+            schema[key].as_array().into_iter().flatten().filter(|a| a["type"] != "null").collect();
+        if let [only] = alternatives[..] {
+            return resolve(only, doc);
+        }
+    }
+    schema
+}
+
+/// The schema's type other than `null` (OpenAPI 3.1 writes a nullable string as `type: [string, null]`).
+fn type_of(s: &Value) -> Option<&str> {
+    match &s["type"] {
+        Value::Array(types) => types.iter().filter_map(Value::as_str).find(|t| *t != "null"),
+        t => t.as_str(),
     }
 }
 
@@ -238,7 +255,7 @@ fn from_schema(schema: &Value, doc: &Value, name: &str, mode: Mode) -> Gen<Value
     if let Some(options) = s["enum"].as_array() {
         return prop::sample::select(options.clone()).boxed();
     }
-    match s["type"].as_str() {
+    match type_of(s) {
         Some("string") if extreme && s["format"] != "date-time" => widest(max_len).prop_map(Value::from).boxed(),
         Some("string") if name == "subject_id" => weighted(vec![
             (3, prop::sample::select(SUBJECTS).prop_map(Value::from).boxed()),

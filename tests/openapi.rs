@@ -35,7 +35,7 @@ async fn served_publicly() {
             .await;
     let (s, doc) = app.get("/openapi.json").await;
     assert_eq!(s, 200);
-    assert_eq!(doc["openapi"], "3.0.3");
+    assert_eq!(doc["openapi"], "3.1.0");
     assert!(doc["paths"]["/v1/context"]["post"].is_object());
 }
 

@@ -3,7 +3,7 @@
 use sqlx::PgConnection;
 
 /// A subject with its row counts.
-#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, serde::Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct SubjectSummary {
     pub subject_id: String,
     pub episode_count: i64,

@@ -3,10 +3,14 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, Envelope, FieldError};
 use crate::http::extract::{valid_tenant_id, JsonBody};
+use crate::http::schema::requests::TenantConfigPatch;
+use crate::http::schema::CommonErrors;
+use crate::model::tenant_config::ConfigDoc;
 use crate::model::time::isoformat;
 use crate::services::tenant_config::{self as svc, PatchError};
 use crate::state::AppState;
@@ -22,26 +26,54 @@ fn checked_tenant(tenant_id: &str) -> ApiResult<()> {
     Ok(())
 }
 
+/// The tenants mnemo has seen.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TenantList {
+    pub tenants: Vec<TenantEntry>,
+    pub total: usize,
+}
+
+/// A tenant and when mnemo first saw it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TenantEntry {
+    pub tenant_id: String,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+}
+
 /// Every tenant mnemo has seen.
-pub async fn list_tenants(State(st): State<AppState>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/admin/tenants", tag = "admin", summary = "Every tenant mnemo has seen (admin key)",
+    responses((status = 200, description = "Tenants", body = TenantList), CommonErrors))]
+pub async fn list_tenants(State(st): State<AppState>) -> ApiResult<Json<TenantList>> {
     let rows = svc::list_tenants(&st.pool).await?;
-    let tenants: Vec<Value> =
-        rows.iter().map(|(t, created)| json!({"tenant_id": t, "created_at": isoformat(created)})).collect();
-    Ok(Json(json!({ "tenants": tenants, "total": tenants.len() })))
+    let tenants: Vec<TenantEntry> = rows
+        .into_iter()
+        .map(|(tenant_id, created)| TenantEntry { tenant_id, created_at: isoformat(&created) })
+        .collect();
+    Ok(Json(TenantList { total: tenants.len(), tenants }))
 }
 
 /// The tenant's config document (`{}` at version 0 when never written).
-pub async fn get_config(State(st): State<AppState>, Path(tenant_id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/admin/tenants/{tenant_id}/config", tag = "admin",
+    summary = "A tenant's configuration document (admin key)",
+    params(("tenant_id" = String, Path, description = "Identifier.")),
+    responses((status = 200, description = "Config", body = ConfigDoc), CommonErrors))]
+pub async fn get_config(State(st): State<AppState>, Path(tenant_id): Path<String>) -> ApiResult<Json<ConfigDoc>> {
     checked_tenant(&tenant_id)?;
-    Ok(Json(svc::get(&st.pool, &tenant_id).await?.to_json()))
+    Ok(Json(svc::get(&st.pool, &tenant_id).await?))
 }
 
 /// Partially updates the tenant's config: version+1, 409 on a stale `expected_version`.
+#[utoipa::path(patch, path = "/admin/tenants/{tenant_id}/config", tag = "admin",
+    summary = "Partially update a tenant's configuration (version+1; 409 on a stale expected_version)",
+    params(("tenant_id" = String, Path, description = "Identifier.")), request_body = TenantConfigPatch,
+    responses((status = 200, description = "Config", body = ConfigDoc),
+              (status = 409, description = "version conflict", body = Envelope), CommonErrors))]
 pub async fn patch_config(
     State(st): State<AppState>,
     Path(tenant_id): Path<String>,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConfigDoc>> {
     checked_tenant(&tenant_id)?;
     let refused = |e: PatchError| match e {
         PatchError::Invalid(errors) => ApiError::validation(errors),
@@ -56,5 +88,5 @@ pub async fn patch_config(
     };
     let patch = svc::parse_patch(&body, st.config.access.region.as_deref()).map_err(refused)?;
     let doc = svc::update(&st.pool, &tenant_id, &patch).await?.map_err(refused)?;
-    Ok(Json(doc.to_json()))
+    Ok(Json(doc))
 }

@@ -4,12 +4,16 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::db;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::object_at;
+use crate::http::schema::requests::CompileRequest;
+use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::model::memory::Memory;
 use crate::services::compile::{compile_batch, CompileError};
 use crate::services::jobs::{self, COMPILATION_FAILED};
 use crate::state::AppState;
@@ -25,7 +29,65 @@ fn compile_error(e: CompileError) -> ApiError {
     }
 }
 
+/// What one synchronous batch compiled.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CompileResult {
+    pub subject_id: String,
+    pub memories_created: usize,
+    pub memories: Vec<Memory>,
+    pub has_more: bool,
+    pub remaining_episodes: i64,
+}
+
+/// A compile job as submitted or polled.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CompileJob {
+    pub job_id: String,
+    #[schema(value_type = JobStatus, inline)]
+    pub status: String,
+    pub subject_id: String,
+    /// True when the submit joined a job already queued for the subject.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub attached: Option<bool>,
+    /// Set once completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub memories_created: Option<i32>,
+    /// Empty once completed (poll the timeline for the memories).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub memories: Option<Vec<Memory>>,
+    /// Set once failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub error: Option<String>,
+}
+
+/// A compile job's status.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum JobStatus {
+    Pending,
+    Running,
+    Completed,
+    Failed,
+}
+
+impl CompileJob {
+    fn new(job_id: String, status: String, subject_id: String) -> Self {
+        CompileJob { job_id, status, subject_id, attached: None, memories_created: None, memories: None, error: None }
+    }
+}
+
 /// Compiles one bounded batch now, or queues a job (`"async": true`).
+#[utoipa::path(post, path = "/v1/memories/compile", tag = "memories",
+    summary = "Compile pending episodes (sync batch or async job)",
+    params(TenantHeader), request_body = CompileRequest,
+    responses((status = 200, description = "One batch compiled", body = CompileResult),
+              (status = 202, description = "Job queued or attached", body = CompileJob),
+              (status = 502, description = "Compiler or embedder unavailable; nothing consumed", body = Envelope),
+              CommonErrors))]
 pub async fn compile(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
@@ -41,43 +103,45 @@ pub async fn compile(
     if is_async {
         let (job, attached) = jobs::submit(&st.pool, &tenant, &subject_id, st.config.job_stale_secs).await?;
         st.job_notify.notify_one();
-        let mut out = json!({ "job_id": job.id, "status": "pending", "subject_id": subject_id });
-        if attached {
-            out["attached"] = json!(true);
-        }
+        let mut out = CompileJob::new(job.id, "pending".into(), subject_id);
+        out.attached = attached.then_some(true);
         return Ok((StatusCode::ACCEPTED, Json(out)).into_response());
     }
     let batch =
         compile_batch(&st.pool, &st.embedder, &st.webhooks, &tenant, &subject_id, st.config.compile_batch_size, None)
             .await
             .map_err(compile_error)?;
-    Ok(Json(json!({
-        "subject_id": subject_id,
-        "memories_created": batch.memories.len(),
-        "memories": batch.memories,
-        "has_more": batch.has_more,
-        "remaining_episodes": batch.remaining,
-    }))
+    Ok(Json(CompileResult {
+        subject_id,
+        memories_created: batch.memories.len(),
+        memories: batch.memories,
+        has_more: batch.has_more,
+        remaining_episodes: batch.remaining,
+    })
     .into_response())
 }
 
 /// Polls a job of the caller's tenant.
+#[utoipa::path(get, path = "/v1/memories/compile/{job_id}", tag = "memories", summary = "Poll a compile job",
+    params(TenantHeader, ("job_id" = String, Path, description = "Identifier.")),
+    responses((status = 200, description = "Job", body = CompileJob),
+              (status = 404, description = "Job not found or expired", body = Envelope)))]
 pub async fn status(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     Path(job_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<CompileJob>> {
     let mut conn = db::scope::begin(&st.pool, &tenant).await?;
     let job = db::jobs::get(&mut conn, &tenant, &job_id)
         .await?
         .ok_or_else(|| ApiError::not_found("Job not found or expired"))?;
-    let mut out = json!({ "job_id": job.id, "status": job.status, "subject_id": job.subject_id });
-    match job.status.as_str() {
+    let mut out = CompileJob::new(job.id, job.status, job.subject_id);
+    match out.status.as_str() {
         "completed" => {
-            out["memories_created"] = json!(job.memories_created);
-            out["memories"] = json!([]);
+            out.memories_created = Some(job.memories_created);
+            out.memories = Some(Vec::new());
         }
-        "failed" => out["error"] = json!(job.error.unwrap_or_else(|| jobs::INTERNAL_FAILURE.to_string())),
+        "failed" => out.error = Some(job.error.unwrap_or_else(|| jobs::INTERNAL_FAILURE.to_string())),
         _ => {}
     }
     Ok(Json(out))

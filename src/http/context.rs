@@ -3,12 +3,18 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::object_at;
-use crate::services::context::{provenance, ContextRequest};
+use crate::http::schema::requests::ContextRequest as ContextBody;
+use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::model::episode::Episode;
+use crate::model::memory::Memory;
+use crate::services::context::{provenance, ContextRequest, SessionInfo};
 use crate::services::context_call::{context_call, CallError};
 use crate::services::receipts::ReceiptMeta;
 use crate::state::AppState;
@@ -16,12 +22,35 @@ use crate::state::AppState;
 /// Default budget when the request names none.
 pub const DEFAULT_MAX_TOKENS: i64 = 4000;
 
+/// The bundle an agent reads: ranked facts, procedures and episodes, and their rendering.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ContextBundle {
+    pub subject_id: String,
+    pub task: String,
+    pub facts: Vec<Memory>,
+    pub episodes: Vec<Episode>,
+    pub procedures: Vec<Memory>,
+    /// Ids of what was included, by kind.
+    #[schema(value_type = Object)]
+    pub provenance: Value,
+    pub assembled_context: String,
+    pub token_estimate: usize,
+    pub sessions: Vec<SessionInfo>,
+    #[schema(format = DateTime)]
+    pub as_of: String,
+    pub receipt_emitted: bool,
+    pub receipt_id: Option<String>,
+}
+
 /// Validates the request, applies the caller-identity gate, assembles the bundle.
+#[utoipa::path(post, path = "/v1/context", tag = "context", summary = "Ranked, token-bounded context bundle",
+    params(TenantHeader), request_body = ContextBody,
+    responses((status = 200, description = "Bundle", body = ContextBundle), CommonErrors))]
 pub async fn context(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ContextBundle>> {
     let mut errors = Vec::new();
     let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| {
         let req = ContextRequest {
@@ -58,18 +87,18 @@ pub async fn context(
         }
         Err(CallError::Internal(e)) => return Err(ApiError::Internal(e)),
     };
-    Ok(Json(json!({
-        "subject_id": req.subject_id,
-        "task": req.task,
-        "facts": bundle.facts,
-        "episodes": bundle.episodes,
-        "procedures": bundle.procedures,
-        "provenance": provenance(&bundle),
-        "assembled_context": bundle.assembled_context,
-        "token_estimate": bundle.token_estimate,
-        "sessions": bundle.sessions,
-        "as_of": crate::model::time::format(&bundle.as_of),
-        "receipt_emitted": receipt_id.is_some(),
-        "receipt_id": receipt_id,
-    })))
+    Ok(Json(ContextBundle {
+        provenance: provenance(&bundle),
+        as_of: crate::model::time::format(&bundle.as_of),
+        subject_id: req.subject_id,
+        task: req.task,
+        facts: bundle.facts,
+        episodes: bundle.episodes,
+        procedures: bundle.procedures,
+        assembled_context: bundle.assembled_context,
+        token_estimate: bundle.token_estimate,
+        sessions: bundle.sessions,
+        receipt_emitted: receipt_id.is_some(),
+        receipt_id,
+    }))
 }

@@ -4,12 +4,16 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::{object_at, Reader};
-use crate::model::episode::{Inserted, NewEpisode, MAX_IDEMPOTENCY_KEY};
+use crate::http::schema::requests::{CreateEpisode, EpisodeBatchRequest};
+use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::model::episode::{Episode, Inserted, NewEpisode, MAX_IDEMPOTENCY_KEY};
 use crate::services::episodes as svc;
 use crate::state::AppState;
 
@@ -60,7 +64,19 @@ fn parse_batch(body: &Value) -> ApiResult<Vec<NewEpisode>> {
     }
 }
 
+/// The episodes a batch recorded.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EpisodeBatch {
+    pub episodes_created: usize,
+    pub episodes: Vec<Episode>,
+}
+
 /// Records one episode: 201 when new, 200 when the idempotency key already named one.
+#[utoipa::path(post, path = "/v1/episodes", tag = "episodes", summary = "Record one episode (idempotent with a key)",
+    params(TenantHeader), request_body = CreateEpisode,
+    responses((status = 201, description = "Created", body = Episode),
+              (status = 200, description = "Existing episode for the idempotency key", body = Episode),
+              (status = 413, description = "Body too large", body = Envelope), CommonErrors))]
 pub async fn create(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
@@ -76,6 +92,9 @@ pub async fn create(
 }
 
 /// Records up to 100 episodes atomically; all are validated before any write.
+#[utoipa::path(post, path = "/v1/episodes/batch", tag = "episodes", summary = "Record 1-100 episodes atomically",
+    params(TenantHeader), request_body = EpisodeBatchRequest,
+    responses((status = 201, description = "Created", body = EpisodeBatch), CommonErrors))]
 pub async fn create_batch(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
@@ -83,5 +102,5 @@ pub async fn create_batch(
 ) -> ApiResult<Response> {
     let inputs = parse_batch(&body)?;
     let (rows, created) = svc::ingest_batch(&st.pool, &st.tenants, &st.webhooks, &tenant, &inputs).await?;
-    Ok((StatusCode::CREATED, Json(json!({ "episodes_created": created, "episodes": rows }))).into_response())
+    Ok((StatusCode::CREATED, Json(EpisodeBatch { episodes_created: created, episodes: rows })).into_response())
 }

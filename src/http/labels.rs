@@ -3,15 +3,19 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::db::labels::SuggestedFilter;
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, Envelope, FieldError};
 use crate::http::extract::{valid_tenant_id, JsonBody, Tenant};
 use crate::http::input::{object_at, Query};
+use crate::http::schema::params::{SuggestedLabelParams, TargetTenant};
+use crate::http::schema::requests::PromoteLabels;
+use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::time::isoformat;
-use crate::policy::suggest::CATALOGUE;
+use crate::policy::suggest::{CatalogueEntry, CATALOGUE};
 use crate::services::labels::{self as svc, PromoteFailure};
 use crate::state::AppState;
 
@@ -31,12 +35,51 @@ fn target_tenant(q: &mut Query, caller: String) -> String {
     }
 }
 
+/// The review queue: one page of memories with suggestions, and every label the suggester knows.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReviewQueue {
+    pub memories: Vec<SuggestedMemory>,
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+    pub catalogue: Vec<CatalogueEntry>,
+}
+
+/// A memory awaiting label review.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SuggestedMemory {
+    #[schema(format = Uuid)]
+    pub id: String,
+    pub subject_id: String,
+    pub tenant_id: String,
+    pub kind: String,
+    pub content: String,
+    pub summary: String,
+    pub suggested_labels: Vec<String>,
+    pub sensitivity_labels: Vec<String>,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+}
+
+/// The labels of a memory after a promotion.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Promoted {
+    pub memory_id: String,
+    pub promoted: Vec<String>,
+    pub sensitivity_labels: Vec<String>,
+    pub suggested_labels: Vec<String>,
+}
+
 /// Memories with label suggestions awaiting review, newest first, and the label catalogue.
+#[utoipa::path(get, path = "/admin/memories/with-suggested-labels", tag = "admin",
+    summary = "Memories with label suggestions awaiting review, and the label catalogue",
+    params(TenantHeader, TargetTenant, SuggestedLabelParams),
+    responses((status = 200, description = "Review queue", body = ReviewQueue), CommonErrors))]
 pub async fn list(
     State(st): State<AppState>,
     Tenant(caller): Tenant,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ReviewQueue>> {
     let mut q = Query::parse(raw.as_deref());
     let tenant = target_tenant(&mut q, caller);
     let subject_id = q.opt_str("subject_id", 256).filter(|s| !s.is_empty());
@@ -47,44 +90,38 @@ pub async fn list(
     let label = label.map(|l| crate::policy::labels::normalise_label(&l));
     let filter = SuggestedFilter { subject_id: subject_id.as_deref(), label: label.as_deref() };
     let page = svc::list(&st.pool, &tenant, &filter, limit, offset).await?;
-    let memories: Vec<Value> = page
+    let memories = page
         .rows
-        .iter()
-        .map(|m| {
-            json!({
-                "id": m.id.to_string(),
-                "subject_id": m.subject_id,
-                "tenant_id": tenant,
-                "kind": m.kind,
-                "content": m.content,
-                "summary": m.summary,
-                "suggested_labels": m.suggested_labels,
-                "sensitivity_labels": m.sensitivity_labels,
-                "created_at": isoformat(&m.created_at),
-            })
+        .into_iter()
+        .map(|m| SuggestedMemory {
+            id: m.id.to_string(),
+            subject_id: m.subject_id,
+            tenant_id: tenant.clone(),
+            kind: m.kind,
+            content: m.content,
+            summary: m.summary,
+            suggested_labels: m.suggested_labels,
+            sensitivity_labels: m.sensitivity_labels,
+            created_at: isoformat(&m.created_at),
         })
         .collect();
-    let catalogue: Vec<Value> = CATALOGUE
-        .iter()
-        .map(|e| json!({"label": e.label, "description": e.description, "detector": e.detector}))
-        .collect();
-    Ok(Json(json!({
-        "memories": memories,
-        "total": page.total,
-        "limit": limit,
-        "offset": offset,
-        "catalogue": catalogue,
-    })))
+    Ok(Json(ReviewQueue { memories, total: page.total, limit, offset, catalogue: CATALOGUE.to_vec() }))
 }
 
 /// Promotes suggested labels of one memory to its sensitivity labels.
+#[utoipa::path(post, path = "/admin/memories/{memory_id}/promote-labels", tag = "admin",
+    summary = "Promote suggested labels to sensitivity labels",
+    params(TenantHeader, ("memory_id" = String, Path, description = "Identifier."), TargetTenant),
+    request_body = PromoteLabels,
+    responses((status = 200, description = "Promoted", body = Promoted),
+              (status = 404, description = "memory not found", body = Envelope), CommonErrors))]
 pub async fn promote(
     State(st): State<AppState>,
     Tenant(caller): Tenant,
     Path(id): Path<String>,
     RawQuery(raw): RawQuery,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Promoted>> {
     let mut q = Query::parse(raw.as_deref());
     let tenant = target_tenant(&mut q, caller);
     q.finish()?;
@@ -118,12 +155,12 @@ pub async fn promote(
         return Err(ApiError::validation(errors));
     }
     match svc::promote(&st.pool, &tenant, memory_id, &labels).await {
-        Ok(p) => Ok(Json(json!({
-            "memory_id": memory_id.to_string(),
-            "promoted": p.promoted,
-            "sensitivity_labels": p.sensitivity_labels,
-            "suggested_labels": p.suggested_labels,
-        }))),
+        Ok(p) => Ok(Json(Promoted {
+            memory_id: memory_id.to_string(),
+            promoted: p.promoted,
+            sensitivity_labels: p.sensitivity_labels,
+            suggested_labels: p.suggested_labels,
+        })),
         Err(PromoteFailure::NotFound) => Err(ApiError::client(StatusCode::NOT_FOUND, "http_error", "memory not found")),
         Err(PromoteFailure::Refused(e)) => {
             Err(ApiError::client(StatusCode::UNPROCESSABLE_ENTITY, e.code(), e.to_string()))

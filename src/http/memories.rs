@@ -3,22 +3,48 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, Envelope, FieldError};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::{object_at, Query};
+use crate::http::schema::params::SearchParams;
+use crate::http::schema::requests::SetLabels;
+use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::model::memory::Memory;
 use crate::policy::labels::{normalise_labels, MAX_LABELS};
 use crate::services::memories::{self as svc, search as run_search, SearchQuery};
 use crate::state::AppState;
 
+/// Search results and the mode that produced them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SearchResults {
+    pub memories: Vec<Memory>,
+    #[schema(value_type = SearchMode, inline)]
+    pub search_mode: &'static str,
+}
+
+/// Which search ran (`text_fallback`: semantic was asked for but unavailable).
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum SearchMode {
+    Text,
+    Semantic,
+    TextFallback,
+}
+
 /// Searches a subject's active memories.
+#[utoipa::path(get, path = "/v1/memories/search", tag = "memories",
+    summary = "Search active memories (text, semantic, hybrid)",
+    params(TenantHeader, SearchParams),
+    responses((status = 200, description = "Results", body = SearchResults), CommonErrors))]
 pub async fn search(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SearchResults>> {
     let mut q = Query::parse(raw.as_deref());
     let query = SearchQuery {
         subject_id: q.req_str("subject_id", 1, 256),
@@ -33,16 +59,22 @@ pub async fn search(
     let _ = q.int("rerank_pool", 1, 1000, 60);
     q.finish()?;
     let (memories, mode) = run_search(&st.pool, &st.embedder, &tenant, &query).await?;
-    Ok(Json(json!({ "memories": memories, "search_mode": mode })))
+    Ok(Json(SearchResults { memories, search_mode: mode }))
 }
 
 /// Replaces a memory's sensitivity labels (normalised and sorted).
+#[utoipa::path(patch, path = "/v1/memories/{id}/labels", tag = "memories",
+    summary = "Replace a memory's sensitivity labels",
+    params(TenantHeader, ("id" = String, Path, description = "Identifier.")), request_body = SetLabels,
+    responses((status = 200, description = "Memory", body = Memory),
+              (status = 400, description = "More than 32 labels", body = Envelope),
+              (status = 404, description = "memory not found", body = Envelope), CommonErrors))]
 pub async fn set_labels(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Memory>> {
     let id = Uuid::parse_str(&id).map_err(|_| {
         ApiError::validation(vec![FieldError {
             loc: vec!["path".into(), "memory_id".into()],
@@ -75,7 +107,7 @@ pub async fn set_labels(
     let labels = normalise_labels(labels)
         .map_err(|_| ApiError::bad_request("too_many_labels", format!("at most {MAX_LABELS} labels per memory")))?;
     match svc::set_labels(&st.pool, &tenant, id, &labels).await? {
-        Some(m) => Ok(Json(json!(m))),
+        Some(m) => Ok(Json(m)),
         None => Err(ApiError::client(StatusCode::NOT_FOUND, "http_error", "memory not found")),
     }
 }

@@ -6,16 +6,78 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::state::AppState;
 
+/// The liveness answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Liveness {
+    #[schema(value_type = String, example = "ok")]
+    pub status: &'static str,
+}
+
+/// The readiness answer: overall status and one entry per dependency checked.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Readiness {
+    pub status: ReadyState,
+    pub checks: Vec<ReadinessCheck>,
+}
+
+/// Overall readiness.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadyState {
+    Ready,
+    /// Reserved by the Statewave contract; mnemo answers `ready` or `not_ready`.
+    Degraded,
+    NotReady,
+}
+
+/// One dependency's probe.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReadinessCheck {
+    #[schema(value_type = String)]
+    pub name: &'static str,
+    /// `ok` or `fail`.
+    #[schema(value_type = String)]
+    pub status: &'static str,
+    pub latency_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String)]
+    pub detail: Option<&'static str>,
+}
+
+/// The server version and API contract.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Version {
+    #[schema(value_type = String)]
+    pub version: &'static str,
+    #[schema(value_type = String, example = "v1")]
+    pub api_contract: &'static str,
+    #[schema(value_type = String, example = "mnemo")]
+    pub server: &'static str,
+}
+
 /// Liveness: the process answers.
-pub async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({ "status": "ok" }))
+#[utoipa::path(get, path = "/healthz", tag = "meta", summary = "Liveness", security(()),
+    responses((status = 200, description = "Alive", body = Liveness)))]
+pub async fn healthz() -> Json<Liveness> {
+    Json(Liveness { status: "ok" })
+}
+
+/// `/health`, an alias of [`healthz`] kept for Statewave clients.
+#[utoipa::path(get, path = "/health", tag = "meta", summary = "Liveness (alias)", security(()),
+    responses((status = 200, description = "Alive", body = Liveness)))]
+pub async fn health() -> Json<Liveness> {
+    healthz().await
 }
 
 /// Readiness: the database answers within two seconds, else 503.
+#[utoipa::path(get, path = "/readyz", tag = "meta", summary = "Readiness (database)", security(()),
+    responses((status = 200, description = "Ready", body = Readiness),
+              (status = 503, description = "Not ready", body = Readiness)))]
 pub async fn readyz(State(st): State<AppState>) -> Response {
     let started = Instant::now();
     let probe =
@@ -27,22 +89,35 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
         Ok(Err(_)) => (false, Some("database query failed")),
         Err(_) => (false, Some("database did not answer within 2s")),
     };
-    let mut check = json!({ "name": "database", "status": if ok { "ok" } else { "fail" },
-                            "latency_ms": (latency_ms * 100.0).round() / 100.0 });
-    if let Some(d) = detail {
-        check["detail"] = json!(d);
-    }
-    let status = if ok { "ready" } else { "not_ready" };
-    let code = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (code, Json(json!({ "status": status, "checks": [check] }))).into_response()
+    let check = ReadinessCheck {
+        name: "database",
+        status: if ok { "ok" } else { "fail" },
+        latency_ms: (latency_ms * 100.0).round() / 100.0,
+        detail,
+    };
+    let (code, status) =
+        if ok { (StatusCode::OK, ReadyState::Ready) } else { (StatusCode::SERVICE_UNAVAILABLE, ReadyState::NotReady) };
+    (code, Json(Readiness { status, checks: vec![check] })).into_response()
+}
+
+/// `/ready`, an alias of [`readyz`] kept for Statewave clients.
+#[utoipa::path(get, path = "/ready", tag = "meta", summary = "Readiness (alias)", security(()),
+    responses((status = 200, description = "Ready", body = Readiness),
+              (status = 503, description = "Not ready", body = Readiness)))]
+pub async fn ready(st: State<AppState>) -> Response {
+    readyz(st).await
 }
 
 /// The server version and API contract.
-pub async fn version() -> Json<serde_json::Value> {
-    Json(json!({ "version": env!("CARGO_PKG_VERSION"), "api_contract": "v1", "server": "mnemo" }))
+#[utoipa::path(get, path = "/v1/version", tag = "meta", summary = "Server version and API contract", security(()),
+    responses((status = 200, description = "Version", body = Version)))]
+pub async fn version() -> Json<Version> {
+    Json(Version { version: env!("CARGO_PKG_VERSION"), api_contract: "v1", server: "mnemo" })
 }
 
-/// The OpenAPI 3 document of this server.
+/// The OpenAPI 3 document of this server (generated from the handlers; see `crate::openapi`).
+#[utoipa::path(get, path = "/openapi.json", tag = "meta", summary = "This document", security(()),
+    responses((status = 200, description = "OpenAPI document", body = Object)))]
 pub async fn openapi() -> Json<serde_json::Value> {
     Json(crate::openapi::document())
 }

@@ -13,6 +13,7 @@ pub mod meta;
 pub mod middleware;
 pub mod policy;
 pub mod receipts;
+pub mod schema;
 pub mod sessions;
 pub mod subjects;
 pub mod templates;
@@ -33,9 +34,9 @@ use crate::state::AppState;
 fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
     vec![
         ("GET", "/healthz", get(meta::healthz)),
-        ("GET", "/health", get(meta::healthz)),
+        ("GET", "/health", get(meta::health)),
         ("GET", "/readyz", get(meta::readyz)),
-        ("GET", "/ready", get(meta::readyz)),
+        ("GET", "/ready", get(meta::ready)),
         ("GET", "/v1/version", get(meta::version)),
         ("GET", "/openapi.json", get(meta::openapi)),
         ("POST", "/v1/episodes", post(episodes::create)),

@@ -4,11 +4,16 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::{object_at, Query};
+use crate::http::schema::params::TargetTenant;
+use crate::http::schema::requests::{PolicyActivation, PolicyUpload};
+use crate::http::schema::CommonErrors;
 use crate::services::policy as svc;
 use crate::state::AppState;
 
@@ -23,12 +28,42 @@ fn bundle_not_found() -> ApiError {
     ApiError::not_found("policy bundle not found")
 }
 
+/// A stored bundle: its hash, rule count and normalised form.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StoredBundle {
+    pub tenant_id: String,
+    pub bundle_hash: String,
+    pub rules: usize,
+    #[schema(value_type = Object)]
+    pub bundle: Value,
+}
+
+/// A tenant's bundles.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BundleList {
+    #[schema(value_type = Vec<Object>)]
+    pub bundles: Vec<Value>,
+}
+
+/// The answer to a reload.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Reloaded {
+    pub reloaded: bool,
+    /// Always false: nothing is cached.
+    pub cached: bool,
+}
+
 /// Stores a bundle (YAML or JSON text, or a JSON object); 400 when it does not load.
+#[utoipa::path(post, path = "/admin/policy/bundles", tag = "admin",
+    summary = "Upload a policy bundle (YAML or JSON text in `bundle`); 400 policy.invalid_bundle when it does not load",
+    request_body = PolicyUpload,
+    responses((status = 201, description = "Stored", body = StoredBundle),
+              (status = 400, description = "invalid bundle", body = Envelope), CommonErrors))]
 pub async fn upload(
     State(st): State<AppState>,
     Tenant(caller): Tenant,
     JsonBody(body): JsonBody,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<StoredBundle>)> {
     let mut errors = Vec::new();
     let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| {
         let tenant = r.opt_str("tenant_id", 256);
@@ -49,25 +84,30 @@ pub async fn upload(
     let (hash, bundle) = svc::store(&st.pool, &tenant, &text)
         .await?
         .map_err(|e| ApiError::bad_request("policy.invalid_bundle", e.to_string()))?;
-    Ok((
-        StatusCode::CREATED,
-        Json(
-            json!({"tenant_id": tenant, "bundle_hash": hash, "rules": bundle.rules().len(), "bundle": bundle.to_json()}),
-        ),
-    ))
+    let stored =
+        StoredBundle { tenant_id: tenant, bundle_hash: hash, rules: bundle.rules().len(), bundle: bundle.to_json() };
+    Ok((StatusCode::CREATED, Json(stored)))
 }
 
 /// The tenant's bundles.
+#[utoipa::path(get, path = "/admin/policy/bundles", tag = "admin", summary = "A tenant's policy bundles",
+    params(TargetTenant),
+    responses((status = 200, description = "Bundles", body = BundleList), CommonErrors))]
 pub async fn list(
     State(st): State<AppState>,
     Tenant(caller): Tenant,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BundleList>> {
     let tenant = query_tenant(raw.as_deref(), caller)?;
-    Ok(Json(json!({ "bundles": svc::list(&st.pool, &tenant).await? })))
+    Ok(Json(BundleList { bundles: svc::list(&st.pool, &tenant).await? }))
 }
 
 /// One bundle: the uploaded text and its normalised form.
+#[utoipa::path(get, path = "/admin/policy/bundles/{bundle_hash}", tag = "admin",
+    summary = "One policy bundle with its uploaded text",
+    params(("bundle_hash" = String, Path, description = "Identifier."), TargetTenant),
+    responses((status = 200, description = "Bundle", body = Object),
+              (status = 404, description = "not found", body = Envelope), CommonErrors))]
 pub async fn get(
     State(st): State<AppState>,
     Tenant(caller): Tenant,
@@ -79,6 +119,11 @@ pub async fn get(
 }
 
 /// Makes a stored bundle the tenant's active one (takes effect on the next request everywhere).
+#[utoipa::path(post, path = "/admin/policy/activate", tag = "admin",
+    summary = "Make a stored bundle the tenant's active one",
+    request_body = PolicyActivation,
+    responses((status = 200, description = "Activated", body = Object),
+              (status = 404, description = "not found", body = Envelope), CommonErrors))]
 pub async fn activate(
     State(st): State<AppState>,
     Tenant(caller): Tenant,
@@ -93,11 +138,16 @@ pub async fn activate(
 }
 
 /// Bundles are resolved on every request (no cache), so a reload has nothing to do.
-pub async fn reload() -> Json<Value> {
-    Json(json!({"reloaded": true, "cached": false}))
+#[utoipa::path(post, path = "/admin/policy/reload", tag = "admin", summary = "No-op: bundles are resolved on every request",
+    responses((status = 200, description = "Reloaded", body = Reloaded), CommonErrors))]
+pub async fn reload() -> Json<Reloaded> {
+    Json(Reloaded { reloaded: true, cached: false })
 }
 
 /// The tenant's active bundle, or `null`.
+#[utoipa::path(get, path = "/admin/policy/active", tag = "admin", summary = "The tenant's active bundle, or null",
+    params(TargetTenant),
+    responses((status = 200, description = "Active bundle or null", body = Option<Object>), CommonErrors))]
 pub async fn active(
     State(st): State<AppState>,
     Tenant(caller): Tenant,

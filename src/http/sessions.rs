@@ -3,18 +3,24 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::{object_at, Query};
+use crate::http::schema::params::{PageParams, ResolutionListParams, ResolutionStatus, SlaParams};
+use crate::http::schema::requests::{HandoffRequest as HandoffBody, ResolutionRequest};
+use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::time::{isoformat, now_micros};
 use crate::services::context_call::CallError;
-use crate::services::handoff::{handoff as build_handoff, HandoffRequest};
+use crate::services::handoff::{handoff as build_handoff, HandoffRequest, HandoffView};
 use crate::services::receipts::ReceiptMeta;
 use crate::services::sessions as svc;
-use crate::sessions::sla::Thresholds;
+use crate::sessions::health::Health;
+use crate::sessions::sla::{SlaSummary, Thresholds};
 use crate::state::AppState;
 
 const STATUSES: [&str; 3] = ["open", "resolved", "unresolved"];
@@ -22,18 +28,40 @@ const STATUSES: [&str; 3] = ["open", "resolved", "unresolved"];
 const HANDOFF_DEFAULT_TOKENS: i64 = 4000;
 const HANDOFF_MAX_TOKENS: i64 = 16_000;
 
-fn resolution_json(r: &ResolutionRow) -> Value {
-    json!({
-        "id": r.id.to_string(),
-        "subject_id": r.subject_id,
-        "session_id": r.session_id,
-        "status": r.status,
-        "resolution_summary": r.resolution_summary,
-        "resolved_at": r.resolved_at.as_ref().map(isoformat),
-        "metadata": r.metadata,
-        "created_at": isoformat(&r.created_at),
-        "updated_at": isoformat(&r.updated_at),
-    })
+/// A session's resolution.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Resolution {
+    #[schema(format = Uuid)]
+    pub id: String,
+    pub subject_id: String,
+    pub session_id: String,
+    #[schema(value_type = ResolutionStatus, inline)]
+    pub status: String,
+    pub resolution_summary: Option<String>,
+    #[schema(format = DateTime)]
+    pub resolved_at: Option<String>,
+    #[schema(value_type = Object)]
+    pub metadata: Value,
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    #[schema(format = DateTime)]
+    pub updated_at: String,
+}
+
+impl From<ResolutionRow> for Resolution {
+    fn from(r: ResolutionRow) -> Self {
+        Resolution {
+            id: r.id.to_string(),
+            resolved_at: r.resolved_at.as_ref().map(isoformat),
+            created_at: isoformat(&r.created_at),
+            updated_at: isoformat(&r.updated_at),
+            subject_id: r.subject_id,
+            session_id: r.session_id,
+            status: r.status,
+            resolution_summary: r.resolution_summary,
+            metadata: r.metadata,
+        }
+    }
 }
 
 fn subject_path(subject_id: &str) -> ApiResult<()> {
@@ -49,11 +77,14 @@ fn subject_path(subject_id: &str) -> ApiResult<()> {
 }
 
 /// Creates or updates a session's resolution (200 with the row).
+#[utoipa::path(post, path = "/v1/resolutions", tag = "sessions", summary = "Create or update a session's resolution",
+    params(TenantHeader), request_body = ResolutionRequest,
+    responses((status = 200, description = "Resolution", body = Resolution), CommonErrors))]
 pub async fn upsert_resolution(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Resolution>> {
     let mut errors = Vec::new();
     let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| {
         let subject_id = r.req_str("subject_id", 1, 256);
@@ -79,15 +110,19 @@ pub async fn upsert_resolution(
         metadata: metadata.as_ref(),
     };
     let row = svc::upsert_resolution(&st.pool, &tenant, &write).await?;
-    Ok(Json(resolution_json(&row)))
+    Ok(Json(row.into()))
 }
 
 /// The subject's resolutions as a bare array, most recently updated first.
+#[utoipa::path(get, path = "/v1/resolutions", tag = "sessions",
+    summary = "A subject's resolutions (a bare array, most recently updated first)",
+    params(TenantHeader, ResolutionListParams, PageParams),
+    responses((status = 200, description = "Resolutions", body = Vec<Resolution>), CommonErrors))]
 pub async fn list_resolutions(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Vec<Resolution>>> {
     let mut q = Query::parse(raw.as_deref());
     let subject_id = q.req_str("subject_id", 1, 256);
     let status = q.opt_str("status", 32).filter(|s| !s.is_empty());
@@ -104,21 +139,25 @@ pub async fn list_resolutions(
     let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
     q.finish()?;
     let rows = svc::list_resolutions(&st.pool, &tenant, &subject_id, status.as_deref(), limit, offset).await?;
-    Ok(Json(Value::Array(rows.iter().map(resolution_json).collect())))
+    Ok(Json(rows.into_iter().map(Resolution::from).collect()))
 }
 
 /// The subject's health score, state and factors.
+#[utoipa::path(get, path = "/v1/subjects/{subject_id}/health", tag = "sessions",
+    summary = "The subject's health score, state and factors",
+    params(TenantHeader, ("subject_id" = String, Path, description = "Identifier.")),
+    responses((status = 200, description = "Health", body = Health), CommonErrors))]
 pub async fn health(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     Path(subject_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Health>> {
     subject_path(&subject_id)?;
     let (h, transition) = svc::health(&st.pool, &st.webhooks, &tenant, &subject_id, now_micros()).await?;
     if let Some(t) = transition {
         tracing::info!(event = t.event.as_str(), from = %t.previous_state, to = h.state, "subject health changed");
     }
-    Ok(Json(json!(h)))
+    Ok(Json(h))
 }
 
 fn threshold(q: &mut Query, name: &str, default: f64, max: f64) -> f64 {
@@ -137,12 +176,16 @@ fn threshold(q: &mut Query, name: &str, default: f64, max: f64) -> f64 {
 }
 
 /// The subject's SLA figures per session.
+#[utoipa::path(get, path = "/v1/subjects/{subject_id}/sla", tag = "sessions",
+    summary = "First-response and resolution times per session",
+    params(TenantHeader, ("subject_id" = String, Path, description = "Identifier."), SlaParams),
+    responses((status = 200, description = "SLA summary", body = SlaSummary), CommonErrors))]
 pub async fn sla(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     Path(subject_id): Path<String>,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SlaSummary>> {
     subject_path(&subject_id)?;
     let mut q = Query::parse(raw.as_deref());
     let defaults = Thresholds::default();
@@ -157,15 +200,18 @@ pub async fn sla(
     };
     q.finish()?;
     let summary = svc::sla(&st.pool, &tenant, &subject_id, t, now_micros()).await?;
-    Ok(Json(json!(summary)))
+    Ok(Json(summary))
 }
 
 /// The handoff brief for a session.
+#[utoipa::path(post, path = "/v1/handoff", tag = "sessions", summary = "A handoff brief for whoever takes over a session",
+    params(TenantHeader), request_body = HandoffBody,
+    responses((status = 200, description = "Handoff", body = HandoffView), CommonErrors))]
 pub async fn handoff(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<HandoffView>> {
     let mut errors = Vec::new();
     let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| HandoffRequest {
         subject_id: r.req_str("subject_id", 1, 256),
@@ -186,7 +232,7 @@ pub async fn handoff(
         _ => return Err(ApiError::validation(errors)),
     };
     match build_handoff(&st, &tenant, &req).await {
-        Ok(h) => Ok(Json(h.to_json(&req))),
+        Ok(h) => Ok(Json(h.view(&req))),
         Err(CallError::CallerIdentityRequired) => Err(ApiError::client(
             StatusCode::UNAUTHORIZED,
             "http_error",

@@ -2,36 +2,76 @@
 
 use axum::extract::{Path, RawQuery, State};
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
 use crate::db;
-use crate::error::{ApiError, ApiResult};
+use crate::db::subjects::SubjectSummary;
+use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::Tenant;
 use crate::http::input::Query;
+use crate::http::schema::params::PageParams;
+use crate::http::schema::responses::ErasureCertificate;
+use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::receipts::certificate::CertificateCheck;
 use crate::services::erase;
 use crate::state::AppState;
 
+/// One page of subjects and how many there are.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SubjectPage {
+    pub subjects: Vec<SubjectSummary>,
+    pub total: i64,
+}
+
+/// What erasing a subject removed, and its certificate.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Erasure {
+    pub subject_id: String,
+    pub episodes_deleted: u64,
+    pub memories_deleted: u64,
+    pub erasure_id: String,
+    #[schema(value_type = ErasureCertificate)]
+    pub certificate: Value,
+}
+
+/// A stored certificate and whether its signature checks out.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErasureRecord {
+    pub erasure_id: String,
+    #[schema(value_type = ErasureCertificate)]
+    pub certificate: Value,
+    pub signature_check: CertificateCheck,
+}
+
 /// Lists the tenant's subjects with episode and memory counts.
+#[utoipa::path(get, path = "/v1/subjects", tag = "subjects", summary = "Subjects with counts",
+    params(TenantHeader, PageParams),
+    responses((status = 200, description = "Subjects", body = SubjectPage), CommonErrors))]
 pub async fn list(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SubjectPage>> {
     let mut q = Query::parse(raw.as_deref());
     let limit = q.int("limit", 1, 200, 50);
     let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
     q.finish()?;
     let mut conn = db::scope::begin(&st.pool, &tenant).await?;
     let (subjects, total) = db::subjects::list(&mut conn, &tenant, limit, offset).await?;
-    Ok(Json(json!({ "subjects": subjects, "total": total })))
+    Ok(Json(SubjectPage { subjects, total }))
 }
 
 /// Deletes every row of a subject in the tenant; 200 with counts even when nothing existed.
+#[utoipa::path(delete, path = "/v1/subjects/{subject_id}", tag = "subjects", summary = "Erase every row of a subject",
+    params(TenantHeader, ("subject_id" = String, Path, description = "Identifier.")),
+    responses((status = 200, description = "Counts", body = Erasure), CommonErrors))]
 pub async fn delete(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     Path(subject_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Erasure>> {
     let mut q = Query::parse(None);
     if subject_id.is_empty() || subject_id.chars().count() > 256 || subject_id.contains('\0') {
         q.errors.push(crate::error::FieldError {
@@ -42,22 +82,27 @@ pub async fn delete(
     }
     q.finish()?;
     let erased = erase::erase_subject(&st.pool, &st.signing_keys, &st.webhooks, &tenant, &subject_id).await?;
-    Ok(Json(json!({
-        "subject_id": subject_id,
-        "episodes_deleted": erased.count("episodes"),
-        "memories_deleted": erased.count("memories"),
-        "erasure_id": erased.erasure_id,
-        "certificate": erased.certificate,
-    })))
+    Ok(Json(Erasure {
+        episodes_deleted: erased.count("episodes"),
+        memories_deleted: erased.count("memories"),
+        subject_id,
+        erasure_id: erased.erasure_id,
+        certificate: erased.certificate,
+    }))
 }
 
 /// An erasure certificate of the tenant, with its signature check; 404 for unknown ids.
+#[utoipa::path(get, path = "/v1/erasures/{erasure_id}", tag = "subjects",
+    summary = "An erasure certificate and its signature check",
+    params(TenantHeader, ("erasure_id" = String, Path, description = "Identifier.")),
+    responses((status = 200, description = "Certificate", body = ErasureRecord),
+              (status = 404, description = "erasure not found", body = Envelope), CommonErrors))]
 pub async fn erasure(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     Path(erasure_id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ErasureRecord>> {
     let found = erase::certificate(&st.pool, &st.signing_keys, &tenant, &erasure_id).await?;
     let (certificate, check) = found.ok_or_else(|| ApiError::not_found("Erasure not found."))?;
-    Ok(Json(json!({ "erasure_id": erasure_id, "certificate": certificate, "signature_check": check })))
+    Ok(Json(ErasureRecord { erasure_id, certificate, signature_check: check }))
 }

@@ -4,15 +4,20 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult, Envelope, FieldError};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::object_at;
+use crate::http::schema::requests::ApplyTemplate;
+use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::model::episode::Episode;
 use crate::model::episode::{Inserted, NewEpisode, MAX_IDEMPOTENCY_KEY};
 use crate::services::templates::{self as svc, Application};
 use crate::state::AppState;
-use crate::templates::{catalog, Template};
+use crate::templates::{catalog, Template, TemplateView};
 
 /// Keys an apply body may have.
 const BODY_KEYS: [&str; 4] = ["subject_id", "session_id", "values", "idempotency_key"];
@@ -21,15 +26,27 @@ fn template(id: &str) -> ApiResult<&'static Template> {
     catalog::find(id).ok_or_else(|| ApiError::not_found("memory template not found"))
 }
 
+/// The built-in templates.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TemplateList {
+    pub templates: Vec<TemplateView>,
+}
+
 /// Every built-in template.
-pub async fn list() -> Json<Value> {
-    let templates: Vec<Value> = catalog::all().iter().map(Template::to_json).collect();
-    Json(json!({ "templates": templates }))
+#[utoipa::path(get, path = "/v1/memory-templates", tag = "templates", summary = "The built-in memory templates",
+    params(TenantHeader),
+    responses((status = 200, description = "Templates", body = TemplateList), CommonErrors))]
+pub async fn list() -> Json<TemplateList> {
+    Json(TemplateList { templates: catalog::all().iter().map(Template::view).collect() })
 }
 
 /// One template; 404 for unknown ids.
-pub async fn get(Path(id): Path<String>) -> ApiResult<Json<Value>> {
-    Ok(Json(template(&id)?.to_json()))
+#[utoipa::path(get, path = "/v1/memory-templates/{template_id}", tag = "templates", summary = "One memory template",
+    params(TenantHeader, ("template_id" = String, Path, description = "Identifier.")),
+    responses((status = 200, description = "Template", body = TemplateView),
+              (status = 404, description = "memory template not found", body = Envelope), CommonErrors))]
+pub async fn get(Path(id): Path<String>) -> ApiResult<Json<TemplateView>> {
+    Ok(Json(template(&id)?.view()))
 }
 
 /// Reads the body and checks the values; every problem (body keys and values alike) is
@@ -68,6 +85,12 @@ fn parse(body: &Value, t: &Template) -> ApiResult<NewEpisode> {
 
 /// Creates an episode from the template: 201 (200 when `idempotency_key` already named one),
 /// the episode as `POST /v1/episodes` returns it; 422 for any invalid value, nothing written.
+#[utoipa::path(post, path = "/v1/memory-templates/{template_id}/apply", tag = "templates",
+    summary = "Record an episode from a template (values checked strictly; 422 writes nothing)",
+    params(TenantHeader, ("template_id" = String, Path, description = "Identifier.")), request_body = ApplyTemplate,
+    responses((status = 201, description = "Created", body = Episode),
+              (status = 200, description = "Existing episode for the idempotency key", body = Episode),
+              (status = 404, description = "memory template not found", body = Envelope), CommonErrors))]
 pub async fn apply(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,

@@ -2,20 +2,38 @@
 
 use axum::extract::{RawQuery, State};
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::db;
 use crate::error::ApiResult;
 use crate::http::extract::Tenant;
 use crate::http::input::Query;
+use crate::http::schema::params::TimelineParams;
+use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::model::episode::Episode;
+use crate::model::memory::Memory;
 use crate::state::AppState;
 
+/// One page of a subject's episodes and memories.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Timeline {
+    pub subject_id: String,
+    pub episodes: Vec<Episode>,
+    pub memories: Vec<Memory>,
+    pub episodes_has_more: bool,
+    pub memories_has_more: bool,
+}
+
 /// Returns one page of each collection with `*_has_more` flags.
+#[utoipa::path(get, path = "/v1/timeline", tag = "subjects", summary = "A subject's episodes and memories, paged",
+    params(TenantHeader, TimelineParams),
+    responses((status = 200, description = "Timeline", body = Timeline), CommonErrors))]
 pub async fn get(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Timeline>> {
     let mut q = Query::parse(raw.as_deref());
     let subject_id = q.req_str("subject_id", 1, 256);
     let limit = q.int("limit", 1, 200, 100);
@@ -28,11 +46,5 @@ pub async fn get(
         db::episodes::page(&mut conn, &tenant, &subject_id, limit, offset, newest_first).await?;
     let (memories, memories_has_more) =
         db::memories::page(&mut conn, &tenant, &subject_id, limit, offset, newest_first, status == "active").await?;
-    Ok(Json(json!({
-        "subject_id": subject_id,
-        "episodes": episodes,
-        "memories": memories,
-        "episodes_has_more": episodes_has_more,
-        "memories_has_more": memories_has_more,
-    })))
+    Ok(Json(Timeline { subject_id, episodes, memories, episodes_has_more, memories_has_more }))
 }

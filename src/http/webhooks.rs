@@ -3,19 +3,35 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
+use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::input::Query;
-use crate::services::webhooks::admin::{self as svc, RetryRefused};
+use crate::http::schema::params::{PageParams, WebhookListParams, WebhookTenant};
+use crate::http::schema::CommonErrors;
+use crate::services::webhooks::admin::{self as svc, EventView, RetryRefused, WebhookStats};
 use crate::state::AppState;
 
 fn event_not_found() -> ApiError {
     ApiError::not_found("webhook event not found")
 }
 
+/// One page of events.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventPage {
+    pub events: Vec<EventView>,
+    pub has_more: bool,
+    pub limit: i64,
+    pub offset: i64,
+}
+
 /// Events of every tenant (or `tenant_id`), newest first, without their data.
-pub async fn list(State(st): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/admin/webhooks", tag = "admin",
+    summary = "Webhook events of every tenant (or one), newest first, without their data (admin key)",
+    params(WebhookListParams, PageParams),
+    responses((status = 200, description = "Page", body = EventPage), CommonErrors))]
+pub async fn list(State(st): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<EventPage>> {
     let mut q = Query::parse(raw.as_deref());
     let status = q.choice("status", &["all", "pending", "delivered", "dead_letter"], "all");
     let tenant = q.opt_str("tenant_id", 256);
@@ -24,11 +40,15 @@ pub async fn list(State(st): State<AppState>, RawQuery(raw): RawQuery) -> ApiRes
     q.finish()?;
     let status = (status != "all").then_some(status);
     let (events, has_more) = svc::list(&st.pool, status, tenant.as_deref(), limit, offset).await?;
-    Ok(Json(json!({ "events": events, "has_more": has_more, "limit": limit, "offset": offset })))
+    Ok(Json(EventPage { events, has_more, limit, offset }))
 }
 
 /// Counts by status and whether webhooks are on (the URL and secret are never shown).
-pub async fn stats(State(st): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/admin/webhooks/stats", tag = "admin",
+    summary = "Webhook event counts by status and whether webhooks are on (admin key)",
+    params(WebhookTenant),
+    responses((status = 200, description = "Counts", body = WebhookStats), CommonErrors))]
+pub async fn stats(State(st): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<WebhookStats>> {
     let mut q = Query::parse(raw.as_deref());
     let tenant = q.opt_str("tenant_id", 256);
     q.finish()?;
@@ -36,12 +56,24 @@ pub async fn stats(State(st): State<AppState>, RawQuery(raw): RawQuery) -> ApiRe
 }
 
 /// One event with its data (null once removed).
-pub async fn get(State(st): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/admin/webhooks/{event_id}", tag = "admin",
+    summary = "One webhook event with its data (null once removed) (admin key)",
+    params(("event_id" = String, Path, description = "Identifier.")),
+    responses((status = 200, description = "Event", body = EventView),
+              (status = 404, description = "webhook event not found", body = Envelope), CommonErrors))]
+pub async fn get(State(st): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<EventView>> {
     Ok(Json(svc::get(&st.pool, &id).await?.ok_or_else(event_not_found)?))
 }
 
 /// Queues a dead-lettered event again (fresh attempts); 409 for any other event.
-pub async fn retry(State(st): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+#[utoipa::path(post, path = "/admin/webhooks/{event_id}/retry", tag = "admin",
+    summary = "Queue a dead-lettered webhook event again with fresh attempts (admin key)",
+    params(("event_id" = String, Path, description = "Identifier.")),
+    responses((status = 200, description = "Queued", body = EventView),
+              (status = 404, description = "webhook event not found", body = Envelope),
+              (status = 409, description = "not dead-lettered, or its data was removed", body = Envelope),
+              CommonErrors))]
+pub async fn retry(State(st): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<EventView>> {
     match svc::retry(&st.pool, &st.webhooks, &id).await? {
         Ok(event) => Ok(Json(event)),
         Err(RetryRefused::NotFound) => Err(event_not_found()),

@@ -3,10 +3,11 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// A stored episode, as returned on the wire (no tenant, no idempotency key).
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, ToSchema)]
 pub struct Episode {
     pub id: Uuid,
     pub subject_id: String,
@@ -14,8 +15,11 @@ pub struct Episode {
     #[serde(rename = "type")]
     #[sqlx(rename = "type")]
     pub kind: String,
+    #[schema(value_type = Object)]
     pub payload: Value,
+    #[schema(value_type = Object)]
     pub metadata: Value,
+    #[schema(value_type = Object)]
     pub provenance: Value,
     pub session_id: Option<String>,
     #[serde(serialize_with = "crate::model::time::serialize")]

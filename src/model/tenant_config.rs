@@ -1,21 +1,20 @@
 //! A tenant's configuration document as stored and served.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
 
-/// The stored document of a tenant (version 0 and `{}` when none was ever written).
-#[derive(Debug, Clone, PartialEq)]
+/// The stored document of a tenant (version 0 and `{}` when none was ever written); the wire
+/// shape of GET and PATCH.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[schema(as = TenantConfig)]
 pub struct ConfigDoc {
     pub tenant_id: String,
+    #[schema(value_type = Object)]
     pub config: Value,
     pub version: i64,
+    #[schema(format = DateTime)]
     pub created_at: Option<String>,
+    #[schema(format = DateTime)]
     pub updated_at: Option<String>,
-}
-
-impl ConfigDoc {
-    /// The wire shape of GET and PATCH.
-    pub fn to_json(&self) -> Value {
-        json!({"tenant_id": self.tenant_id, "config": self.config, "version": self.version,
-               "created_at": self.created_at, "updated_at": self.updated_at})
-    }
 }

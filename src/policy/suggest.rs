@@ -11,11 +11,14 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 /// One label the suggester can produce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct CatalogueEntry {
+    #[schema(value_type = String)]
     pub label: &'static str,
+    #[schema(value_type = String)]
     pub description: &'static str,
     /// How it is detected: `pattern`, `keyword` or `claim_key`.
+    #[schema(value_type = String)]
     pub detector: &'static str,
 }
 

@@ -73,11 +73,12 @@ pub fn signing_key_for<'a>(tenant_config: &'a Value, keys: &'a SigningKeys) -> O
 }
 
 /// Outcome of checking a stored certificate's signature.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct CertificateCheck {
     /// true/false when checked; null when it could not be.
     pub valid: Option<bool>,
     /// `ok`, `signature_mismatch`, `key_unavailable`, `unsupported_algorithm` or `unsigned`.
+    #[schema(value_type = String)]
     pub reason: &'static str,
 }
 

@@ -65,7 +65,7 @@ impl Default for RetrievalOptions {
 }
 
 /// One session among the included episodes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct SessionInfo {
     pub session_id: String,
     pub episode_count: usize,

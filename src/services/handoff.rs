@@ -6,7 +6,9 @@
 use std::collections::HashSet;
 
 use chrono::Utc;
+use serde::Serialize;
 use serde_json::{json, Value};
+use utoipa::ToSchema;
 
 use crate::db;
 use crate::model::time::{isoformat, now_micros};
@@ -15,8 +17,8 @@ use crate::services::context_call::CallError;
 use crate::services::policy;
 use crate::services::receipts::{body_frame, emit, should_emit, Frame, ReceiptMeta};
 use crate::services::sessions::load;
-use crate::sessions::handoff::{build, Brief, FactLine, Inputs};
-use crate::sessions::health::{self, Health};
+use crate::sessions::handoff::{build, Brief, FactLine, Inputs, ResolutionItem};
+use crate::sessions::health::{self, Factor, Health, HealthState};
 use crate::sessions::sla::{self, Thresholds};
 use crate::state::AppState;
 
@@ -43,33 +45,68 @@ pub struct Handoff {
     pub receipt_id: Option<String>,
 }
 
+/// The SDK's `Handoff`: the brief, the subject's health, and the receipt it was recorded under.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = Handoff)]
+pub struct HandoffView {
+    pub subject_id: String,
+    pub session_id: String,
+    pub reason: String,
+    #[schema(format = DateTime)]
+    pub generated_at: String,
+    pub customer_summary: String,
+    pub active_issue: String,
+    pub attempted_steps: Vec<String>,
+    pub key_facts: Vec<String>,
+    pub resolution_history: Vec<ResolutionItem>,
+    pub recent_context: Vec<String>,
+    pub health_score: i64,
+    #[schema(value_type = HealthState, inline)]
+    pub health_state: &'static str,
+    pub health_factors: Vec<Factor>,
+    /// The brief as markdown.
+    pub handoff_notes: String,
+    pub token_estimate: usize,
+    pub provenance: HandoffProvenance,
+    pub receipt_id: Option<String>,
+    pub receipt_emitted: bool,
+}
+
+/// Ids of the facts and episodes a brief shows.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HandoffProvenance {
+    pub fact_ids: Vec<String>,
+    pub episode_ids: Vec<String>,
+}
+
 impl Handoff {
-    /// The SDK's `Handoff` shape.
-    pub fn to_json(&self, req: &HandoffRequest) -> Value {
-        let b = &self.brief;
-        json!({
-            "subject_id": req.subject_id,
-            "session_id": req.session_id,
-            "reason": req.reason,
-            "generated_at": isoformat(&self.generated_at),
-            "customer_summary": b.customer_summary,
-            "active_issue": b.active_issue,
-            "attempted_steps": b.attempted_steps,
-            "key_facts": b.key_facts,
-            "resolution_history": b.resolution_history,
-            "recent_context": b.recent_context,
-            "health_score": self.health.score,
-            "health_state": self.health.state,
-            "health_factors": b.health_factors,
-            "handoff_notes": b.handoff_notes,
-            "token_estimate": b.token_estimate,
-            "provenance": {
-                "fact_ids": b.fact_ids.iter().map(|u| u.to_string()).collect::<Vec<_>>(),
-                "episode_ids": b.session_turns.iter().chain(&b.carried_turns).map(|t| t.id.to_string()).collect::<Vec<_>>(),
-            },
-            "receipt_id": self.receipt_id,
-            "receipt_emitted": self.receipt_id.is_some(),
-        })
+    /// The wire shape.
+    pub fn view(self, req: &HandoffRequest) -> HandoffView {
+        let b = self.brief;
+        let provenance = HandoffProvenance {
+            fact_ids: b.fact_ids.iter().map(|u| u.to_string()).collect(),
+            episode_ids: b.session_turns.iter().chain(&b.carried_turns).map(|t| t.id.to_string()).collect(),
+        };
+        HandoffView {
+            subject_id: req.subject_id.clone(),
+            session_id: req.session_id.clone(),
+            reason: req.reason.clone(),
+            generated_at: isoformat(&self.generated_at),
+            customer_summary: b.customer_summary,
+            active_issue: b.active_issue,
+            attempted_steps: b.attempted_steps,
+            key_facts: b.key_facts,
+            resolution_history: b.resolution_history,
+            recent_context: b.recent_context,
+            health_score: self.health.score,
+            health_state: self.health.state,
+            health_factors: b.health_factors,
+            handoff_notes: b.handoff_notes,
+            token_estimate: b.token_estimate,
+            provenance,
+            receipt_emitted: self.receipt_id.is_some(),
+            receipt_id: self.receipt_id,
+        }
     }
 }
 

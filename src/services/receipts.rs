@@ -217,11 +217,13 @@ pub fn tombstone_body(row: &db::receipts::ReceiptRow, reason: &str, subject_sha2
 }
 
 /// Where a tenant's chain first breaks, if anywhere.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct ChainReport {
     pub tenant_id: String,
     pub ok: bool,
     pub checked: usize,
+    /// The first broken link and why, or null.
+    #[schema(value_type = Option<Object>)]
     pub first_break: Option<Value>,
 }
 

@@ -26,11 +26,12 @@ pub struct FactLine {
 }
 
 /// One session's resolution in the brief (the SDK's `ResolutionSummaryItem`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct ResolutionItem {
     pub session_id: String,
     pub status: String,
     pub summary: Option<String>,
+    #[schema(format = DateTime)]
     pub resolved_at: Option<String>,
 }
 

@@ -12,13 +12,16 @@ use std::sync::LazyLock;
 use chrono::{DateTime, Duration, Utc};
 use regex::Regex;
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::sla::{summary, Thresholds};
 use super::{same_issue, Session};
 
 /// One reason the score moved.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, ToSchema)]
+#[schema(as = HealthFactor)]
 pub struct Factor {
+    #[schema(value_type = String)]
     pub signal: &'static str,
     /// Points added (positive) or taken (negative).
     pub impact: i64,
@@ -26,12 +29,23 @@ pub struct Factor {
 }
 
 /// The score, its state and every factor, largest effect first.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, ToSchema)]
 pub struct Health {
     pub subject_id: String,
+    #[schema(minimum = 0, maximum = 100)]
     pub score: i64,
+    #[schema(value_type = HealthState, inline)]
     pub state: &'static str,
     pub factors: Vec<Factor>,
+}
+
+/// A health state: `healthy` (70+), `watch` (40-69), `at_risk` (below 40).
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum HealthState {
+    Healthy,
+    Watch,
+    AtRisk,
 }
 
 static URGENT: LazyLock<Regex> = LazyLock::new(|| {

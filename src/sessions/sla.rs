@@ -20,10 +20,12 @@ impl Default for Thresholds {
 }
 
 /// One session's figures (the SDK's `SessionSLA`; times are ISO strings).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
+#[schema(as = SessionSLA)]
 pub struct SessionSla {
     pub session_id: String,
-    /// `resolved` or `open`.
+    // `resolved` or `open`.
+    #[schema(value_type = SlaStatus, inline)]
     pub status: &'static str,
     pub first_message_at: Option<String>,
     pub first_response_at: Option<String>,
@@ -35,8 +37,17 @@ pub struct SessionSla {
     pub resolution_breached: bool,
 }
 
+/// Whether a session is resolved.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum SlaStatus {
+    Resolved,
+    Open,
+}
+
 /// A subject's figures (the SDK's `SLASummary`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
+#[schema(as = SLASummary)]
 pub struct SlaSummary {
     pub subject_id: String,
     pub total_sessions: usize,

@@ -11,7 +11,9 @@ pub mod render;
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::{json, Map, Value};
+use utoipa::ToSchema;
 
 use crate::error::FieldError;
 pub use fields::FieldType;
@@ -35,6 +37,58 @@ pub struct MemorySpec {
     pub claim: Option<(&'static str, &'static str)>,
 }
 
+/// A template as the API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[schema(as = MemoryTemplate)]
+pub struct TemplateView {
+    #[schema(value_type = String)]
+    pub id: &'static str,
+    pub version: u32,
+    #[schema(value_type = String)]
+    pub title: &'static str,
+    #[schema(value_type = String)]
+    pub description: &'static str,
+    #[schema(value_type = String)]
+    pub episode_type: &'static str,
+    pub fields: Vec<FieldView>,
+    /// Text of the episode, with `{field}` placeholders.
+    #[schema(value_type = String)]
+    pub content_template: &'static str,
+    pub min_values: usize,
+}
+
+/// One input of a template as the API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct FieldView {
+    #[schema(value_type = String)]
+    pub name: &'static str,
+    #[serde(rename = "type")]
+    #[schema(value_type = FieldKind, inline)]
+    pub kind: &'static str,
+    pub required: bool,
+    #[schema(value_type = String)]
+    pub description: &'static str,
+    /// The allowed values of an `enum` field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Vec<String>)]
+    pub options: Option<&'static [&'static str]>,
+}
+
+/// A template field's type.
+#[derive(ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum FieldKind {
+    Text,
+    Number,
+    Integer,
+    Date,
+    Email,
+    Phone,
+    Url,
+    Boolean,
+    Enum,
+}
+
 /// A template.
 #[derive(Debug, Clone)]
 pub struct Template {
@@ -56,29 +110,31 @@ pub struct Template {
 
 impl Template {
     /// The template as the API shows it.
-    pub fn to_json(&self) -> Value {
-        let fields: Vec<Value> = self
+    pub fn view(&self) -> TemplateView {
+        let fields = self
             .fields
             .iter()
-            .map(|f| {
-                let mut v = json!({"name": f.name, "type": f.kind.as_str(), "required": f.required,
-                                   "description": f.description});
-                if let FieldType::Enum(options) = f.kind {
-                    v["options"] = json!(options);
-                }
-                v
+            .map(|f| FieldView {
+                name: f.name,
+                kind: f.kind.as_str(),
+                required: f.required,
+                description: f.description,
+                options: match f.kind {
+                    FieldType::Enum(options) => Some(options),
+                    _ => None,
+                },
             })
             .collect();
-        json!({
-            "id": self.id,
-            "version": self.version,
-            "title": self.title,
-            "description": self.description,
-            "episode_type": self.episode_type,
-            "fields": fields,
-            "content_template": self.content,
-            "min_values": self.min_values,
-        })
+        TemplateView {
+            id: self.id,
+            version: self.version,
+            title: self.title,
+            description: self.description,
+            episode_type: self.episode_type,
+            fields,
+            content_template: self.content,
+            min_values: self.min_values,
+        }
     }
 
     /// Checks `values` strictly: unknown fields, missing required ones, wrong types, too long,

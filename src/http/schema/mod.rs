@@ -1,0 +1,35 @@
+//! Doc-only OpenAPI types: what the hand-written parsers in `http::input` accept, and the
+//! shapes of responses whose bytes are built elsewhere (signed or canonical JSON).
+//!
+//! Nothing here is (de)serialized on the request path. Request bodies and query strings are
+//! read by hand for field-precise 422s, so their limits are restated here and
+//! `tests/fuzz_bodies.rs` (which generates requests from the document) catches a mismatch;
+//! the response schemas are checked against real output by the unit tests in `responses`.
+
+pub mod params;
+pub mod requests;
+pub mod responses;
+
+use utoipa::{IntoParams, IntoResponses};
+
+use crate::error::Envelope;
+
+/// The tenant header, accepted by every tenant-scoped route.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct TenantHeader {
+    /// Tenant; absent means the tenant `default`.
+    #[param(rename = "X-Tenant-ID", required = false)]
+    pub tenant: String,
+}
+
+/// The errors any authenticated route with input can answer.
+#[derive(IntoResponses)]
+pub enum CommonErrors {
+    #[response(status = 401, description = "Missing API key")]
+    MissingKey(Envelope),
+    #[response(status = 403, description = "Invalid API key")]
+    InvalidKey(Envelope),
+    #[response(status = 422, description = "Invalid input")]
+    Invalid(Envelope),
+}

@@ -1,0 +1,218 @@
+//! Request bodies as the handlers read them (doc-only; see the module docs of `http::schema`).
+//! Optional fields may also be `null`, which the readers treat as absent.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::params::ResolutionStatus;
+
+/// One episode (`POST /v1/episodes`, and each item of a batch).
+#[derive(ToSchema)]
+pub struct CreateEpisode {
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    #[schema(min_length = 1, max_length = 256)]
+    pub source: String,
+    #[schema(rename = "type", min_length = 1, max_length = 128)]
+    pub kind: String,
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: serde_json::Value,
+    #[schema(value_type = Option<Object>)]
+    pub provenance: serde_json::Value,
+    #[schema(max_length = 256)]
+    pub session_id: Option<String>,
+    /// When it happened (ISO-8601; without an offset, UTC); default now.
+    #[schema(format = DateTime)]
+    pub occurred_at: Option<String>,
+    /// Replays with the same key return the stored episode (an empty key is no key).
+    #[schema(max_length = 512)]
+    pub idempotency_key: Option<String>,
+}
+
+/// `POST /v1/episodes/batch`.
+#[derive(ToSchema)]
+pub struct EpisodeBatchRequest {
+    #[schema(min_items = 1, max_items = 100)]
+    pub episodes: Vec<CreateEpisode>,
+}
+
+/// `POST /v1/context`.
+#[derive(ToSchema)]
+pub struct ContextRequest {
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    #[schema(min_length = 1, max_length = 4000)]
+    pub task: String,
+    #[schema(minimum = 1, maximum = 128000, default = 4000)]
+    pub max_tokens: Option<i64>,
+    #[schema(max_length = 256)]
+    pub session_id: Option<String>,
+    /// mnemo extension: assemble from what was believed at this instant
+    #[schema(format = DateTime)]
+    pub as_of: Option<String>,
+    pub emit_receipt: Option<bool>,
+    #[schema(max_length = 64)]
+    pub query_id: Option<String>,
+    #[schema(max_length = 64)]
+    pub task_id: Option<String>,
+    #[schema(max_length = 26)]
+    pub parent_receipt_id: Option<String>,
+    #[schema(max_length = 256)]
+    pub caller_id: Option<String>,
+    #[schema(max_length = 64)]
+    pub caller_type: Option<String>,
+}
+
+/// `POST /v1/memories/compile`.
+#[derive(ToSchema)]
+pub struct CompileRequest {
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    /// Queue a job and answer 202 instead of compiling one batch now.
+    #[schema(rename = "async", default = false)]
+    pub is_async: Option<bool>,
+}
+
+/// `PATCH /v1/memories/{id}/labels`.
+#[derive(ToSchema)]
+pub struct SetLabels {
+    /// Normalised and de-duplicated; more than 32 after that is a 400.
+    #[schema(max_items = 1000)]
+    pub sensitivity_labels: Vec<String>,
+}
+
+/// `POST /admin/memories/{memory_id}/promote-labels`.
+#[derive(ToSchema)]
+pub struct PromoteLabels {
+    /// Each must be currently suggested on the memory.
+    #[schema(max_items = 1000)]
+    pub labels: Vec<String>,
+}
+
+/// When receipts are written.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReceiptsMode {
+    Always,
+    OnRequest,
+    Never,
+}
+
+/// How policy decisions apply.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyMode {
+    LogOnly,
+    Enforce,
+}
+
+/// How many current values a claim key may hold.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimScope {
+    Single,
+    Multi,
+}
+
+/// `PATCH /admin/tenants/{tenant_id}/config`: present keys are set, `null` resets one.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfigPatch {
+    #[schema(inline)]
+    pub receipts: Option<ReceiptsMode>,
+    #[schema(minimum = 0, maximum = 36500)]
+    pub receipt_retention_days: Option<i64>,
+    #[schema(inline)]
+    pub policy_mode: Option<PolicyMode>,
+    pub require_caller_identity: Option<bool>,
+    #[schema(min_length = 1, max_length = 64)]
+    pub region: Option<String>,
+    #[schema(min_length = 1, max_length = 64)]
+    pub receipt_signing_key_id: Option<String>,
+    #[schema(inline)]
+    pub claim_keys: Option<BTreeMap<String, ClaimScope>>,
+    #[schema(minimum = 0)]
+    pub rate_limit_rpm: Option<i64>,
+    pub auto_labeling: Option<bool>,
+    /// 409 unless it equals the stored version.
+    #[schema(minimum = 0)]
+    pub expected_version: Option<i64>,
+    /// Pin a region other than this server's.
+    pub force_region_pin: Option<bool>,
+}
+
+/// `POST /admin/policy/bundles`.
+#[derive(ToSchema)]
+pub struct PolicyUpload {
+    #[schema(max_length = 256)]
+    pub tenant_id: Option<String>,
+    /// YAML or JSON text, or a JSON object.
+    #[schema(value_type = Value)]
+    pub bundle: serde_json::Value,
+}
+
+/// `POST /admin/policy/activate`.
+#[derive(ToSchema)]
+pub struct PolicyActivation {
+    #[schema(max_length = 256)]
+    pub tenant_id: Option<String>,
+    #[schema(min_length = 1, max_length = 64)]
+    pub bundle_hash: String,
+}
+
+/// `POST /v1/memory-templates/{template_id}/apply`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyTemplate {
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    #[schema(max_length = 256)]
+    pub session_id: Option<String>,
+    /// Field name to value, checked against the template's fields.
+    pub values: BTreeMap<String, String>,
+    #[schema(max_length = 512)]
+    pub idempotency_key: Option<String>,
+}
+
+/// `POST /v1/resolutions`.
+#[derive(ToSchema)]
+pub struct ResolutionRequest {
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    #[schema(min_length = 1, max_length = 256)]
+    pub session_id: String,
+    #[schema(inline, default = "open")]
+    pub status: Option<ResolutionStatus>,
+    #[schema(max_length = 2000)]
+    pub resolution_summary: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub metadata: serde_json::Value,
+}
+
+/// `POST /v1/handoff`.
+#[derive(ToSchema)]
+pub struct HandoffRequest {
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    #[schema(min_length = 1, max_length = 256)]
+    pub session_id: String,
+    #[schema(max_length = 256, default = "escalation")]
+    pub reason: Option<String>,
+    #[schema(minimum = 1, maximum = 16000, default = 4000)]
+    pub max_tokens: Option<i64>,
+    pub emit_receipt: Option<bool>,
+    #[schema(max_length = 64)]
+    pub query_id: Option<String>,
+    #[schema(max_length = 64)]
+    pub task_id: Option<String>,
+    #[schema(max_length = 26)]
+    pub parent_receipt_id: Option<String>,
+    #[schema(max_length = 256)]
+    pub caller_id: Option<String>,
+    #[schema(max_length = 64)]
+    pub caller_type: Option<String>,
+}
