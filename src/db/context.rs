@@ -61,11 +61,16 @@ const MEMORY_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND recorded_at
      AND (asserted_valid_to IS NULL OR asserted_valid_to > $3)";
 
 /// Memory candidates: full-text, nearest vectors, every current single-valued claim, recent facts.
+///
+/// `vis` is `NOT MATERIALIZED`: referenced five times, Postgres would otherwise copy every
+/// visible row of the subject (content, tsvector, vector) into a tuplestore on each call and
+/// scan that copy without indexes; inlined, each lane reads the table through its own index
+/// (claims, recent facts) and the final join fetches the chosen ids by key. Same rows either way.
 pub async fn memory_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<MemoryCandidate>> {
     let (vector, model) = p.vector_and_model();
     let sql = format!(
         "WITH q AS (SELECT CASE WHEN $4::text IS NULL THEN NULL ELSE to_tsquery('english', $4) END AS q), \
-         vis AS (SELECT * FROM memories WHERE {MEMORY_VISIBLE}), \
+         vis AS NOT MATERIALIZED (SELECT * FROM memories WHERE {MEMORY_VISIBLE}), \
          ids AS ( \
            (SELECT id FROM vis, q WHERE q.q IS NOT NULL AND content_tsv @@ q.q \
               ORDER BY ts_rank_cd(content_tsv, q.q) DESC, id LIMIT {LEXICAL_LANE}) \
@@ -104,12 +109,13 @@ pub struct EpisodeCandidate {
 
 const EPISODE_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND created_at <= $3";
 
-/// Episode candidates: full-text, nearest vectors, the most recent, the current session's.
+/// Episode candidates: full-text, nearest vectors, the most recent, the current session's
+/// (`vis` inlined for the same reason as in [`memory_candidates`]).
 pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<EpisodeCandidate>> {
     let (vector, model) = p.vector_and_model();
     let sql = format!(
         "WITH q AS (SELECT CASE WHEN $4::text IS NULL THEN NULL ELSE to_tsquery('english', $4) END AS q), \
-         vis AS (SELECT * FROM episodes WHERE {EPISODE_VISIBLE}), \
+         vis AS NOT MATERIALIZED (SELECT * FROM episodes WHERE {EPISODE_VISIBLE}), \
          ids AS ( \
            (SELECT id FROM vis, q WHERE q.q IS NOT NULL AND search_tsv @@ q.q \
               ORDER BY ts_rank_cd(search_tsv, q.q) DESC, id LIMIT {LEXICAL_LANE}) \
