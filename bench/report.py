@@ -62,6 +62,9 @@ if ingest:
 if ingest and pgb:
     ratio = ingest["items_per_s"] / pgb["tps"]
     targets.append(("Ingest ÷ pgbench single-row INSERT tps (same run)", "≥ 50%", f"{ratio:.0%} ({f(ingest['items_per_s'])} ÷ {f(pgb['tps'])})", check(ratio, 0.5)))
+pgbe = one("pgbench-episode-sql")
+if ingest and pgbe:
+    targets.append(("(context) Ingest ÷ the same episode INSERT sent as SQL by pgbench", "–", f"{ingest['items_per_s'] / pgbe['tps']:.0%} ({f(ingest['items_per_s'])} ÷ {f(pgbe['tps'])})", "info"))
 if ingest_fixed:
     targets.append(("Ingest p99 at a fixed 1,000 req/s (ms)", "< 10", f"{f(lat(ingest_fixed, 'p99'), 2)} (p50 {f(lat(ingest_fixed, 'p50'), 2)}, {f(ingest_fixed['throughput_rps'])} req/s done, {ingest_fixed['errors']} errors)", check(lat(ingest_fixed, "p99"), 10, False)))
 if ctx1k_fixed:
@@ -96,6 +99,8 @@ print("Machine limits measured in the same run:")
 print()
 if pgb:
     print(f"- pgbench, single-row INSERT transactions, 16 clients: **{f(pgb['tps'])} tps** (avg {pgb['latency_avg_ms']} ms)")
+if pgbe:
+    print(f"- pgbench, mnemo's episode INSERT as one SQL statement (counter upsert + `episodes` row with its tsvector and indexes), 16 clients: **{f(pgbe['tps'])} tps** (avg {pgbe['latency_avg_ms']} ms)")
 if axum:
     hz = one("mnemo-healthz")
     echo = one("axum-echo")

@@ -117,6 +117,14 @@ echo "{\"cmd\":\"pgbench\",\"label\":\"pgbench-insert\",\"clients\":16,\"tps\":$
 log "pgbench: $TPS tps (avg latency $LAT ms)"
 sql -c "DROP TABLE bench_insert" >/dev/null
 
+log "pgbench: mnemo's own single-episode INSERT (counter upsert + episodes row), as SQL, 16 clients"
+PGB=$(/usr/lib/postgresql/15/bin/pgbench -h "$SOCK" -U postgres -n -M prepared -c 16 -j 2 -T "$DUR" \
+    -f bench/sql/pgbench_episode.sql "$DB" 2>&1)
+TPS=$(echo "$PGB" | sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p')
+LAT=$(echo "$PGB" | sed -n 's/^latency average = \([0-9.]*\) ms/\1/p')
+echo "{\"cmd\":\"pgbench\",\"label\":\"pgbench-episode-sql\",\"clients\":16,\"tps\":$TPS,\"latency_avg_ms\":$LAT,\"machine\":{\"loadavg_end\":$(cut -d' ' -f1 /proc/loadavg)}}" >> "$RES"
+log "pgbench episode SQL: $TPS tps (avg latency $LAT ms)"
+
 log "trivial axum handler"
 "$LG" baseline-server --addr 127.0.0.1:$BASE_PORT 2>/dev/null &
 BASE_PID=$!
