@@ -58,7 +58,7 @@ mini_fixed = one("context-minilm-1k-fixed")
 mini_cached = one("context-minilm-1k-cached-fixed")
 delete = one("delete-10k")
 minilm_rss = [r["machine"]["rss_peak_mib"] for r in rows if "minilm" in r.get("label", "") and "machine" in r]
-all_rss = [r["machine"].get("rss_peak_mib", 0) for r in rows if r.get("label", "").startswith(("ingest", "batch", "context", "compile", "seed", "delete", "mnemo"))]
+all_rss = [r.get("machine", {}).get("rss_peak_mib", 0) for r in rows if r.get("label", "").startswith(("ingest", "batch", "context", "compile", "seed", "delete", "mnemo"))]
 
 
 def check(value, target, higher=True):
