@@ -17,14 +17,63 @@ use tiktoken_rs::CoreBPE;
 static BPE: LazyLock<Option<CoreBPE>> = LazyLock::new(|| tiktoken_rs::cl100k_base().ok());
 
 /// Token count of `text` under cl100k_base (or the documented byte estimate when the BPE is unavailable).
+///
+/// Counts of short texts are memoised: the packer prices every candidate line (and the same
+/// headers) on every context call, and a subject's lines recur from call to call, while BPE
+/// encoding through the pre-tokenising regex was the largest CPU cost of a call. Counting is a
+/// pure function of the text, so the memo never changes a result.
 pub fn count(text: &str) -> usize {
     if text.is_empty() {
         return 0;
     }
+    if text.len() > MEMO_MAX_LEN {
+        return count_uncached(text);
+    }
+    if let Some(n) = memo().get(text) {
+        return n;
+    }
+    let n = count_uncached(text);
+    memo().insert(text, n);
+    n
+}
+
+fn count_uncached(text: &str) -> usize {
     match encode(text) {
         Some(tokens) => tokens.len(),
         None => estimate(text),
     }
+}
+
+/// Texts up to this many bytes are memoised (a rendered line shows at most ~150 chars of text).
+const MEMO_MAX_LEN: usize = 1024;
+/// Entries kept before the memo starts over (bounds memory at a few MiB).
+const MEMO_MAX_ENTRIES: usize = 20_000;
+
+/// A bounded map from text to token count, shared by all threads.
+struct Memo(std::sync::Mutex<std::collections::HashMap<String, usize>>);
+
+impl Memo {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, usize>> {
+        // A panic cannot leave the map inconsistent (one insert or clear at a time).
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn get(&self, text: &str) -> Option<usize> {
+        self.lock().get(text).copied()
+    }
+
+    fn insert(&self, text: &str, n: usize) {
+        let mut map = self.lock();
+        if map.len() >= MEMO_MAX_ENTRIES {
+            map.clear();
+        }
+        map.insert(text.to_owned(), n);
+    }
+}
+
+fn memo() -> &'static Memo {
+    static MEMO: LazyLock<Memo> = LazyLock::new(|| Memo(std::sync::Mutex::new(std::collections::HashMap::new())));
+    &MEMO
 }
 
 /// The longest prefix of `text` (on a char boundary) whose token count is at most `max_tokens`.
@@ -94,6 +143,15 @@ mod tests {
         assert_eq!(count("## About this user\n"), 5);
         assert_eq!(count("- [2026-03-02] I work at Initech\n"), 15);
         assert_eq!(count(""), 0);
+    }
+
+    #[test]
+    fn memoised_counts_equal_fresh_counts() {
+        let long = "word ".repeat(400);
+        for t in ["hello world", "## Task\n", "- [2026-03-02] I work at Initech\n", long.as_str()] {
+            assert_eq!(count(t), count_uncached(t));
+            assert_eq!(count(t), count_uncached(t));
+        }
     }
 
     #[test]

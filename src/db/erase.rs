@@ -53,14 +53,17 @@ pub async fn delete_from(conn: &mut PgConnection, table: &str, tenant: &str, sub
 }
 
 /// Every table of the schema with both `tenant_id` and `subject_id` columns, from the catalog,
-/// so a table added later cannot be forgotten by the check.
+/// so a table added later cannot be forgotten by the check. Reads `pg_class`/`pg_attribute`
+/// directly: the `information_schema` views took 10-35 ms of a 10k-episode erasure, and they
+/// hide tables the role has no privilege on (which would silently skip the check).
 pub async fn tables_with_subjects(conn: &mut PgConnection) -> sqlx::Result<Vec<String>> {
     sqlx::query_scalar(
-        "SELECT c.table_name::text FROM information_schema.columns c \
-         JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name \
-         WHERE c.table_schema = current_schema() AND c.column_name = 'subject_id' AND t.table_type = 'BASE TABLE' \
-         AND EXISTS (SELECT 1 FROM information_schema.columns x WHERE x.table_schema = c.table_schema \
-                     AND x.table_name = c.table_name AND x.column_name = 'tenant_id') \
+        "SELECT c.relname::text FROM pg_catalog.pg_class c \
+         WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') \
+         AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid \
+                     AND a.attname = 'subject_id' AND a.attnum > 0 AND NOT a.attisdropped) \
+         AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid \
+                     AND a.attname = 'tenant_id' AND a.attnum > 0 AND NOT a.attisdropped) \
          ORDER BY 1",
     )
     .fetch_all(conn)
