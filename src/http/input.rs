@@ -218,6 +218,46 @@ fn parse_any_datetime(s: &str) -> Option<DateTime<Utc>> {
     chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|n| n.and_utc())
 }
 
+/// A memory id from the path, or a 422 naming `path.memory_id`.
+pub fn memory_id_path(id: &str) -> Result<uuid::Uuid, crate::error::ApiError> {
+    uuid::Uuid::parse_str(id).map_err(|_| {
+        crate::error::ApiError::validation(vec![FieldError {
+            loc: vec!["path".into(), "memory_id".into()],
+            msg: "must be a UUID".into(),
+            kind: "uuid_parsing",
+        }])
+    })
+}
+
+/// A body `{<field>: [label, ...]}`: strings of at most 128 characters without NUL (not yet
+/// normalised), or a 422 naming each bad item.
+pub fn label_list_body(body: &Value, field: &str) -> Result<Vec<String>, crate::error::ApiError> {
+    let mut errors = Vec::new();
+    let mut labels = Vec::new();
+    if let Some(mut r) = object_at(body, vec!["body".into()], &mut errors) {
+        let loc = r.child_loc(field);
+        for (i, v) in r.req_array(field, 0, 1000).iter().enumerate() {
+            match v.as_str() {
+                Some(s) if s.chars().count() <= 128 && !s.contains('\0') => labels.push(s.to_string()),
+                _ => {
+                    let mut l = loc.clone();
+                    l.push(i.to_string());
+                    r.errors().push(FieldError {
+                        loc: l,
+                        msg: "must be a string of at most 128 characters".into(),
+                        kind: "string_type",
+                    });
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(labels)
+    } else {
+        Err(crate::error::ApiError::validation(errors))
+    }
+}
+
 /// A parsed query string with typed, validated accessors.
 pub struct Query {
     pairs: Vec<(String, String)>,

@@ -5,12 +5,11 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use crate::db::labels::SuggestedFilter;
 use crate::error::{ApiError, ApiResult, Envelope, FieldError};
 use crate::http::extract::{valid_tenant_id, JsonBody, Tenant};
-use crate::http::input::{object_at, Query};
+use crate::http::input::{label_list_body, memory_id_path, Query};
 use crate::http::schema::params::{SuggestedLabelParams, TargetTenant};
 use crate::http::schema::requests::PromoteLabels;
 use crate::http::schema::{CommonErrors, TenantHeader};
@@ -125,35 +124,8 @@ pub async fn promote(
     let mut q = Query::parse(raw.as_deref());
     let tenant = target_tenant(&mut q, caller);
     q.finish()?;
-    let memory_id = Uuid::parse_str(&id).map_err(|_| {
-        ApiError::validation(vec![FieldError {
-            loc: vec!["path".into(), "memory_id".into()],
-            msg: "must be a UUID".into(),
-            kind: "uuid_parsing",
-        }])
-    })?;
-    let mut errors = Vec::new();
-    let mut labels = Vec::new();
-    if let Some(mut r) = object_at(&body, vec!["body".into()], &mut errors) {
-        let loc = r.child_loc("labels");
-        for (i, v) in r.req_array("labels", 0, 1000).iter().enumerate() {
-            match v.as_str() {
-                Some(s) if s.chars().count() <= 128 && !s.contains('\0') => labels.push(s.to_string()),
-                _ => {
-                    let mut l = loc.clone();
-                    l.push(i.to_string());
-                    r.errors().push(FieldError {
-                        loc: l,
-                        msg: "must be a string of at most 128 characters".into(),
-                        kind: "string_type",
-                    });
-                }
-            }
-        }
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::validation(errors));
-    }
+    let memory_id = memory_id_path(&id)?;
+    let labels = label_list_body(&body, "labels")?;
     match svc::promote(&st.pool, &tenant, memory_id, &labels).await {
         Ok(p) => Ok(Json(Promoted {
             memory_id: memory_id.to_string(),

@@ -5,11 +5,10 @@ use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
-use crate::error::{ApiError, ApiResult, Envelope, FieldError};
+use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{object_at, Query};
+use crate::http::input::{label_list_body, memory_id_path, Query};
 use crate::http::schema::params::SearchParams;
 use crate::http::schema::requests::SetLabels;
 use crate::http::schema::{CommonErrors, TenantHeader};
@@ -75,35 +74,8 @@ pub async fn set_labels(
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Memory>> {
-    let id = Uuid::parse_str(&id).map_err(|_| {
-        ApiError::validation(vec![FieldError {
-            loc: vec!["path".into(), "memory_id".into()],
-            msg: "must be a UUID".into(),
-            kind: "uuid_parsing",
-        }])
-    })?;
-    let mut errors = Vec::new();
-    let mut labels = Vec::new();
-    if let Some(mut r) = object_at(&body, vec!["body".into()], &mut errors) {
-        let loc = r.child_loc("sensitivity_labels");
-        for (i, v) in r.req_array("sensitivity_labels", 0, 1000).iter().enumerate() {
-            match v.as_str() {
-                Some(s) if s.chars().count() <= 128 && !s.contains('\0') => labels.push(s.to_string()),
-                _ => {
-                    let mut l = loc.clone();
-                    l.push(i.to_string());
-                    r.errors().push(FieldError {
-                        loc: l,
-                        msg: "must be a string of at most 128 characters".into(),
-                        kind: "string_type",
-                    });
-                }
-            }
-        }
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::validation(errors));
-    }
+    let id = memory_id_path(&id)?;
+    let labels = label_list_body(&body, "sensitivity_labels")?;
     let labels = normalise_labels(labels)
         .map_err(|_| ApiError::bad_request("too_many_labels", format!("at most {MAX_LABELS} labels per memory")))?;
     match svc::set_labels(&st.pool, &tenant, id, &labels).await? {
