@@ -1,7 +1,7 @@
 //! Synthetic, deterministic chat data for the benchmark: everyday chat episodes, context tasks,
 //! and the planted-evidence history of the recall scenario.
 
-use chrono::{DateTime, Duration, TimeZone, Utc};
+use chrono::{DateTime, Duration, Utc};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -33,10 +33,6 @@ fn episode(subject: &str, session: String, at: DateTime<Utc>, user: &str, reply:
     }
 }
 
-fn base_time() -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).single().unwrap_or_else(Utc::now)
-}
-
 /// `n` chat episodes for `subject`, starting at `offset` in the deterministic stream (25 turns a
 /// session, a session every day, about 60% with an assistant reply).
 pub fn chat_episodes(subject: &str, offset: usize, n: usize) -> Vec<NewEpisode> {
@@ -52,38 +48,6 @@ pub fn chat_episodes(subject: &str, offset: usize, n: usize) -> Vec<NewEpisode> 
         out.push(episode(subject, format!("s{:05}", i / 25), at, &user, reply.as_deref()));
     }
     out
-}
-
-/// `n` distinct context tasks (what an agent would ask memory for before a prompt).
-pub fn context_tasks(n: usize) -> Vec<String> {
-    let mut tasks = Vec::new();
-    let mut rng = StdRng::seed_from_u64(SEED ^ 0x7a5c);
-    let templates: &[&dyn Fn(&mut StdRng) -> String] = &[
-        &|_| "Where does the user currently work?".to_string(),
-        &|_| "Which city does the user live in?".to_string(),
-        &|r| format!("What does the user use for {}?", pick(r, TOOLS).1),
-        &|r| format!("Help the user with {}.", pick(r, TOPICS)),
-        &|r| format!("Draft a reply to the user's question about {}.", pick(r, TOPICS)),
-        &|r| format!("The user asks how to {}; tailor the answer to their setup.", pick(r, HOWTOS)),
-        &|r| format!("Explain {} vs {} at the user's level.", pick(r, PAIRS).0, pick(r, PAIRS).1),
-        &|r| format!("Troubleshoot: the user's {} is {}.", pick(r, FAILURES).0, pick(r, FAILURES).1),
-        &|_| "What is the user's role and team?".to_string(),
-        &|_| "How does the user like answers to be formatted?".to_string(),
-        &|r| format!("Recommend a tool for {} that fits what the user already runs.", pick(r, TOOLS).1),
-        &|r| format!("Prepare notes for a meeting with the user on {}.", pick(r, TOPICS)),
-    ];
-    let mut seen = std::collections::HashSet::new();
-    let mut attempts = 0;
-    while tasks.len() < n && attempts < n * 200 {
-        attempts += 1;
-        let t = pick(&mut rng, templates)(&mut rng);
-        // Distinct tasks, so the task-vector cache never answers for the embedder.
-        let t = if seen.contains(&t) { format!("{t} (request {})", tasks.len()) } else { t };
-        if seen.insert(t.clone()) {
-            tasks.push(t);
-        }
-    }
-    tasks
 }
 
 /// A planted fact: the sentence the user said, the distinctive value, and a differently-phrased task.
