@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::object_at;
+use crate::http::input::{object_at, Reader};
 use crate::http::schema::requests::ContextRequest as ContextBody;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::episode::Episode;
@@ -42,6 +42,29 @@ pub struct ContextBundle {
     pub receipt_id: Option<String>,
 }
 
+/// The receipt and caller fields shared by `/v1/context` and `/v1/handoff`.
+pub(crate) fn receipt_meta(r: &mut Reader<'_>) -> ReceiptMeta {
+    ReceiptMeta {
+        query_id: r.opt_str("query_id", 64),
+        task_id: r.opt_str("task_id", 64),
+        parent_receipt_id: r.opt_str("parent_receipt_id", 26),
+        caller_id: r.opt_str("caller_id", 256),
+        caller_type: r.opt_str("caller_type", 64),
+    }
+}
+
+/// The answer to a refused context or handoff call (401 for the caller-identity gate).
+pub(crate) fn refused(e: CallError) -> ApiError {
+    match e {
+        CallError::CallerIdentityRequired => ApiError::client(
+            StatusCode::UNAUTHORIZED,
+            "http_error",
+            "tenant config requires caller_id and caller_type on every context assembly call",
+        ),
+        CallError::Internal(e) => ApiError::Internal(e),
+    }
+}
+
 /// Validates the request, applies the caller-identity gate, assembles the bundle.
 #[utoipa::path(post, path = "/v1/context", tag = "context", summary = "Ranked, token-bounded context bundle",
     params(TenantHeader), request_body = ContextBody,
@@ -63,13 +86,7 @@ pub async fn context(
             policy: Default::default(),
         };
         let emit_receipt = r.opt_bool("emit_receipt");
-        let meta = ReceiptMeta {
-            query_id: r.opt_str("query_id", 64),
-            task_id: r.opt_str("task_id", 64),
-            parent_receipt_id: r.opt_str("parent_receipt_id", 26),
-            caller_id: r.opt_str("caller_id", 256),
-            caller_type: r.opt_str("caller_type", 64),
-        };
+        let meta = receipt_meta(&mut r);
         (req, emit_receipt, meta)
     });
     let (req, emit_receipt, meta) = match parsed {
@@ -78,14 +95,7 @@ pub async fn context(
     };
     let (bundle, receipt_id) = match context_call(&st, &tenant, &req, emit_receipt, &meta).await {
         Ok(done) => done,
-        Err(CallError::CallerIdentityRequired) => {
-            return Err(ApiError::client(
-                StatusCode::UNAUTHORIZED,
-                "http_error",
-                "tenant config requires caller_id and caller_type on every context assembly call",
-            ))
-        }
-        Err(CallError::Internal(e)) => return Err(ApiError::Internal(e)),
+        Err(e) => return Err(refused(e)),
     };
     Ok(Json(ContextBundle {
         provenance: provenance(&bundle),

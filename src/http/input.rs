@@ -218,6 +218,19 @@ fn parse_any_datetime(s: &str) -> Option<DateTime<Utc>> {
     chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|n| n.and_utc())
 }
 
+/// A subject id from the path (1-256 characters without NUL), or a 422 naming `path.subject_id`.
+pub fn subject_id_path(subject_id: &str) -> Result<(), crate::error::ApiError> {
+    let n = subject_id.chars().count();
+    if n == 0 || n > 256 || subject_id.contains('\0') {
+        return Err(crate::error::ApiError::validation(vec![FieldError {
+            loc: vec!["path".into(), "subject_id".into()],
+            msg: "must be 1-256 characters without NUL".into(),
+            kind: "string_length",
+        }]));
+    }
+    Ok(())
+}
+
 /// A memory id from the path, or a 422 naming `path.memory_id`.
 pub fn memory_id_path(id: &str) -> Result<uuid::Uuid, crate::error::ApiError> {
     uuid::Uuid::parse_str(id).map_err(|_| {

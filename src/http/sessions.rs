@@ -1,7 +1,6 @@
 //! Support sessions: `POST|GET /v1/resolutions`, `GET /v1/subjects/{id}/health|sla`, `POST /v1/handoff`.
 
 use axum::extract::{Path, RawQuery, State};
-use axum::http::StatusCode;
 use axum::Json;
 use serde::Serialize;
 use serde_json::Value;
@@ -9,15 +8,15 @@ use utoipa::ToSchema;
 
 use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
 use crate::error::{ApiError, ApiResult, FieldError};
+use crate::http::context::{receipt_meta, refused};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{object_at, Query};
+use crate::http::input::{object_at, subject_id_path, Query};
 use crate::http::schema::params::{PageParams, ResolutionListParams, ResolutionStatus, SlaParams};
 use crate::http::schema::requests::{HandoffRequest as HandoffBody, ResolutionRequest};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::time::{isoformat, now_micros};
-use crate::services::context_call::CallError;
+
 use crate::services::handoff::{handoff as build_handoff, HandoffRequest, HandoffView};
-use crate::services::receipts::ReceiptMeta;
 use crate::services::sessions as svc;
 use crate::sessions::health::Health;
 use crate::sessions::sla::{SlaSummary, Thresholds};
@@ -62,18 +61,6 @@ impl From<ResolutionRow> for Resolution {
             metadata: r.metadata,
         }
     }
-}
-
-fn subject_path(subject_id: &str) -> ApiResult<()> {
-    let n = subject_id.chars().count();
-    if n == 0 || n > 256 || subject_id.contains('\0') {
-        return Err(ApiError::validation(vec![FieldError {
-            loc: vec!["path".into(), "subject_id".into()],
-            msg: "must be 1-256 characters without NUL".into(),
-            kind: "string_length",
-        }]));
-    }
-    Ok(())
 }
 
 /// Creates or updates a session's resolution (200 with the row).
@@ -152,7 +139,7 @@ pub async fn health(
     Tenant(tenant): Tenant,
     Path(subject_id): Path<String>,
 ) -> ApiResult<Json<Health>> {
-    subject_path(&subject_id)?;
+    subject_id_path(&subject_id)?;
     let (h, transition) = svc::health(&st.pool, &st.webhooks, &tenant, &subject_id, now_micros()).await?;
     if let Some(t) = transition {
         tracing::info!(event = t.event.as_str(), from = %t.previous_state, to = h.state, "subject health changed");
@@ -186,7 +173,7 @@ pub async fn sla(
     Path(subject_id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SlaSummary>> {
-    subject_path(&subject_id)?;
+    subject_id_path(&subject_id)?;
     let mut q = Query::parse(raw.as_deref());
     let defaults = Thresholds::default();
     let t = Thresholds {
@@ -219,13 +206,7 @@ pub async fn handoff(
         reason: r.opt_str("reason", 256).filter(|s| !s.is_empty()).unwrap_or_else(|| "escalation".to_string()),
         max_tokens: r.opt_int("max_tokens", 1, HANDOFF_MAX_TOKENS).unwrap_or(HANDOFF_DEFAULT_TOKENS) as usize,
         emit_receipt: r.opt_bool("emit_receipt"),
-        meta: ReceiptMeta {
-            query_id: r.opt_str("query_id", 64),
-            task_id: r.opt_str("task_id", 64),
-            parent_receipt_id: r.opt_str("parent_receipt_id", 26),
-            caller_id: r.opt_str("caller_id", 256),
-            caller_type: r.opt_str("caller_type", 64),
-        },
+        meta: receipt_meta(&mut r),
     });
     let req = match parsed {
         Some(p) if errors.is_empty() => p,
@@ -233,11 +214,6 @@ pub async fn handoff(
     };
     match build_handoff(&st, &tenant, &req).await {
         Ok(h) => Ok(Json(h.view(&req))),
-        Err(CallError::CallerIdentityRequired) => Err(ApiError::client(
-            StatusCode::UNAUTHORIZED,
-            "http_error",
-            "tenant config requires caller_id and caller_type on every context assembly call",
-        )),
-        Err(CallError::Internal(e)) => Err(ApiError::Internal(e)),
+        Err(e) => Err(refused(e)),
     }
 }

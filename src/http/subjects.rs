@@ -10,7 +10,7 @@ use crate::db;
 use crate::db::subjects::SubjectSummary;
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::Tenant;
-use crate::http::input::Query;
+use crate::http::input::{subject_id_path, Query};
 use crate::http::schema::params::PageParams;
 use crate::http::schema::responses::ErasureCertificate;
 use crate::http::schema::{CommonErrors, TenantHeader};
@@ -72,15 +72,7 @@ pub async fn delete(
     Tenant(tenant): Tenant,
     Path(subject_id): Path<String>,
 ) -> ApiResult<Json<Erasure>> {
-    let mut q = Query::parse(None);
-    if subject_id.is_empty() || subject_id.chars().count() > 256 || subject_id.contains('\0') {
-        q.errors.push(crate::error::FieldError {
-            loc: vec!["path".into(), "subject_id".into()],
-            msg: "must be 1-256 characters without NUL".into(),
-            kind: "string_length",
-        });
-    }
-    q.finish()?;
+    subject_id_path(&subject_id)?;
     let erased = erase::erase_subject(&st.pool, &st.signing_keys, &st.webhooks, &tenant, &subject_id).await?;
     Ok(Json(Erasure {
         episodes_deleted: erased.count("episodes"),

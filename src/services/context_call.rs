@@ -23,6 +23,13 @@ impl<E: Into<anyhow::Error>> From<E> for CallError {
     }
 }
 
+/// Whether the tenant requires caller_id and caller_type and the call lacks one of them.
+pub fn identity_missing(config: &Value, meta: &ReceiptMeta) -> bool {
+    let identified = meta.caller_id.as_deref().is_some_and(|s| !s.is_empty())
+        && meta.caller_type.as_deref().is_some_and(|s| !s.is_empty());
+    config.get("require_caller_identity") == Some(&json!(true)) && !identified
+}
+
 /// Applies the gate, assembles the bundle and emits a receipt when the decision says so.
 /// A receipt that cannot be written never fails the call: the receipt id is then None.
 pub async fn context_call(
@@ -39,9 +46,7 @@ pub async fn context_call(
         policy::for_request(&mut conn, tenant, &config, meta.caller_type.clone(), meta.caller_id.clone()).await?;
     drop(conn);
     let req = &req;
-    let identified = meta.caller_id.as_deref().is_some_and(|s| !s.is_empty())
-        && meta.caller_type.as_deref().is_some_and(|s| !s.is_empty());
-    if config.get("require_caller_identity") == Some(&json!(true)) && !identified {
+    if identity_missing(&config, meta) {
         return Err(CallError::CallerIdentityRequired);
     }
     let bundle = assemble(&st.pool, &st.embedder, &st.task_vectors, tenant, req).await?;

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use crate::db;
 use crate::model::time::{isoformat, now_micros};
 use crate::policy::eval::{apply, evaluate_memories, receipt_policy, PolicyMode, PolicyOutcome, REDACTION_MARKER};
-use crate::services::context_call::CallError;
+use crate::services::context_call::{identity_missing, CallError};
 use crate::services::policy;
 use crate::services::receipts::{body_frame, emit, should_emit, Frame, ReceiptMeta};
 use crate::services::sessions::load;
@@ -115,9 +115,7 @@ impl Handoff {
 pub async fn handoff(st: &AppState, tenant: &str, req: &HandoffRequest) -> Result<Handoff, CallError> {
     let mut tx = db::scope::begin(&st.pool, tenant).await?;
     let config: Value = db::tenants::config(&mut tx, tenant).await?;
-    let identified = req.meta.caller_id.as_deref().is_some_and(|s| !s.is_empty())
-        && req.meta.caller_type.as_deref().is_some_and(|s| !s.is_empty());
-    if config.get("require_caller_identity") == Some(&json!(true)) && !identified {
+    if identity_missing(&config, &req.meta) {
         return Err(CallError::CallerIdentityRequired);
     }
     let policy_ctx =
