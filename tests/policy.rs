@@ -127,3 +127,12 @@ async fn log_only_records_and_enforce_drops_and_redacts() {
     assert_eq!(s, 200, "{replay}");
     assert_eq!(replay["reproduced"], true, "{replay}");
 }
+
+#[tokio::test]
+async fn admin_tenant_parameter_is_checked_like_the_header() {
+    let app = common::spawn().await;
+    let (s, b) = app.get_as("acme", "/admin/policy/active?tenant_id=").await;
+    assert_eq!(s, 422, "an empty tenant_id must not name the tenant \"\": {b}");
+    let (s, _) = app.get_as("acme", "/admin/policy/bundles?tenant_id=acme").await;
+    assert_eq!(s, 200);
+}

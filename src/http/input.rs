@@ -368,6 +368,18 @@ impl Query {
         }
     }
 
+    /// `?tenant_id=` for admin routes that may name any tenant (checked like the header), else `caller`.
+    pub fn target_tenant(&mut self, caller: String) -> String {
+        match self.opt_str("tenant_id", 256) {
+            Some(t) if crate::http::extract::valid_tenant_id(&t) => t,
+            Some(_) => {
+                self.push("tenant_id", "must be 1-256 printable characters", "string_length");
+                caller
+            }
+            None => caller,
+        }
+    }
+
     /// Fails with 422 when any parameter was invalid.
     pub fn finish(self) -> Result<(), crate::error::ApiError> {
         if self.errors.is_empty() {

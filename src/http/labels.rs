@@ -7,8 +7,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::db::labels::SuggestedFilter;
-use crate::error::{ApiError, ApiResult, Envelope, FieldError};
-use crate::http::extract::{valid_tenant_id, JsonBody, Tenant};
+use crate::error::{ApiError, ApiResult, Envelope};
+use crate::http::extract::{JsonBody, Tenant};
 use crate::http::input::{label_list_body, memory_id_path, Query};
 use crate::http::schema::params::{SuggestedLabelParams, TargetTenant};
 use crate::http::schema::requests::PromoteLabels;
@@ -17,22 +17,6 @@ use crate::model::time::isoformat;
 use crate::policy::suggest::{CatalogueEntry, CATALOGUE};
 use crate::services::labels::{self as svc, PromoteFailure};
 use crate::state::AppState;
-
-/// The tenant to act on: `?tenant_id=` when given (admin routes may name any tenant), else the caller's.
-fn target_tenant(q: &mut Query, caller: String) -> String {
-    match q.opt_str("tenant_id", 256) {
-        Some(t) if valid_tenant_id(&t) => t,
-        Some(_) => {
-            q.errors.push(FieldError {
-                loc: vec!["query".into(), "tenant_id".into()],
-                msg: "must be 1-256 printable characters".into(),
-                kind: "string_length",
-            });
-            caller
-        }
-        None => caller,
-    }
-}
 
 /// The review queue: one page of memories with suggestions, and every label the suggester knows.
 #[derive(Debug, Serialize, ToSchema)]
@@ -80,7 +64,7 @@ pub async fn list(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<ReviewQueue>> {
     let mut q = Query::parse(raw.as_deref());
-    let tenant = target_tenant(&mut q, caller);
+    let tenant = q.target_tenant(caller);
     let subject_id = q.opt_str("subject_id", 256).filter(|s| !s.is_empty());
     let label = q.opt_str("label", 128).filter(|s| !s.is_empty());
     let limit = q.int("limit", 1, 500, 50);
@@ -122,7 +106,7 @@ pub async fn promote(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Promoted>> {
     let mut q = Query::parse(raw.as_deref());
-    let tenant = target_tenant(&mut q, caller);
+    let tenant = q.target_tenant(caller);
     q.finish()?;
     let memory_id = memory_id_path(&id)?;
     let labels = label_list_body(&body, "labels")?;

@@ -19,9 +19,9 @@ use crate::state::AppState;
 
 fn query_tenant(raw: Option<&str>, fallback: String) -> ApiResult<String> {
     let mut q = Query::parse(raw);
-    let t = q.opt_str("tenant_id", 256);
+    let t = q.target_tenant(fallback);
     q.finish()?;
-    Ok(t.unwrap_or(fallback))
+    Ok(t)
 }
 
 fn bundle_not_found() -> ApiError {
