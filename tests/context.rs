@@ -149,3 +149,80 @@ async fn semantic_lane_finds_what_words_do_not() {
     assert_eq!(s["search_mode"], "semantic");
     assert!(s["memories"][0]["content"].as_str().unwrap().contains("Biscuit"), "{s}");
 }
+
+/// Candidate signals for a task straight from the retrieval queries (as the server runs them:
+/// mnemo_app, tenant-scoped transaction).
+async fn lexical_scores(app: &common::TestApp, subject: &str, task_words: &str, as_of: &str) -> Vec<f64> {
+    let as_of = chrono::DateTime::parse_from_rfc3339(as_of).unwrap().with_timezone(&chrono::Utc);
+    let probe = mnemo::db::context::Probe {
+        tenant: "default",
+        subject_id: subject,
+        as_of,
+        tsquery: Some(task_words.to_string()),
+        vector: None,
+        session_id: None,
+        days: Vec::new(),
+    };
+    let mut tx = mnemo::db::scope::begin(&app.app_pool, "default").await.unwrap();
+    let m = mnemo::db::context::memory_candidates(&mut tx, &probe).await.unwrap();
+    let e = mnemo::db::context::episode_candidates(&mut tx, &probe).await.unwrap();
+    m.iter().map(|c| c.lex).chain(e.iter().map(|c| c.lex)).collect()
+}
+
+/// A word found in COMMON_TERM_DF of a subject's items stops counting for its full-text lanes
+/// from the instant compile counted it there; a call as of an earlier instant still uses it, and
+/// the other words of the task still count. Erasure removes the subject's term statistics.
+#[tokio::test]
+async fn a_word_in_a_thousand_items_stops_counting_from_then_on() {
+    let app = spawn().await;
+    let n = mnemo::db::terms::COMMON_TERM_DF as usize;
+    // Half the episodes first, then the rest: the word becomes common in the second half.
+    for (from, to) in [(0, n / 2), (n / 2, n)] {
+        for chunk in (from..to).collect::<Vec<_>>().chunks(100) {
+            let eps: Vec<Value> =
+                chunk.iter().map(|i| episode("big", &format!("Ticket {i}: the standup moved again."))).collect();
+            let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": eps })).await;
+            assert_eq!(s, 201, "{b}");
+        }
+        app.compile_all("big").await;
+        if from == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+    app.ingest_and_compile("big", &["My favourite standup comedian is Ali Wong."]).await;
+    let (_, ctx) = app.post("/v1/context", &json!({"subject_id": "big", "task": "standup comedian"})).await;
+    let now = ctx["as_of"].as_str().unwrap().to_string();
+
+    let terms: Vec<(String, String, i64, bool)> = sqlx::query_as(
+        "SELECT source, lexeme, df, common_since IS NOT NULL FROM subject_terms \
+         WHERE subject_id = 'big' AND lexeme IN ('standup', 'comedian') ORDER BY source, lexeme",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let common: Vec<_> = terms.iter().filter(|t| t.3).map(|t| (t.0.as_str(), t.1.as_str())).collect();
+    assert_eq!(common, [("episode", "standup"), ("memory", "standup")], "{terms:?}");
+    assert!(terms.iter().all(|t| t.2 >= 1), "{terms:?}");
+
+    // Now: "standup" adds nothing anywhere, "comedian" still ranks the one item that has it.
+    let scores = lexical_scores(&app, "big", "standup", &now).await;
+    assert!(!scores.is_empty() && scores.iter().all(|&s| s == 0.0), "common word still ranked");
+    let scores = lexical_scores(&app, "big", "standup | comedian", &now).await;
+    assert!(scores.iter().filter(|&&s| s > 0.0).count() >= 1, "the rare word must still count");
+    assert!(scores.iter().filter(|&&s| s > 0.0).count() <= 3, "only the comedian items score: {scores:?}");
+
+    // Before the word became common it counted.
+    let since: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
+        "SELECT common_since FROM subject_terms WHERE subject_id = 'big' AND source = 'memory' AND lexeme = 'standup'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let before = (since - chrono::Duration::microseconds(1)).to_rfc3339();
+    let scores = lexical_scores(&app, "big", "standup", &before).await;
+    assert!(scores.iter().any(|&s| s > 0.0), "as of before, the word still ranked");
+
+    let r = app.client.delete(app.url("/v1/subjects/big")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(app.count("subject_terms").await, 0);
+}

@@ -206,3 +206,71 @@ async fn one_tenant_cannot_read_change_or_detect_another() {
     let (_, t) = app.get_as("victim", "/v1/timeline?subject_id=user:v").await;
     assert_eq!(t["episodes"].as_array().unwrap().len(), 1);
 }
+
+/// The full-text lane functions run as their owner (so the GIN indexes apply) and must still
+/// return only the current tenant's rows, and nothing without a tenant.
+#[tokio::test]
+async fn lexical_lane_functions_stay_inside_the_tenant() {
+    let app = spawn().await;
+    populate(&app, "alpha").await;
+    populate(&app, "beta").await;
+    let count = |tenant: Option<&'static str>, f: &'static str| {
+        let app = &app;
+        async move {
+            let mut tx = match tenant {
+                Some(t) => mnemo::db::scope::begin(&app.app_pool, t).await.unwrap(),
+                None => app.app_pool.begin().await.unwrap(),
+            };
+            let sql =
+                format!("SELECT count(*) FROM {f}('user:1', now(), to_tsquery('english', 'Globex | Bergen'), 100)");
+            let n: i64 = sqlx::query_scalar(&sql).fetch_one(&mut *tx).await.unwrap();
+            let ids: Vec<uuid::Uuid> = sqlx::query_scalar(&format!(
+                "SELECT id FROM {f}('user:1', now(), to_tsquery('english', 'Globex'), 100)"
+            ))
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
+            (n, ids)
+        }
+    };
+    for (f, table) in [("mnemo_memory_lexical", "memories"), ("mnemo_episode_lexical", "episodes")] {
+        let (alpha, ids) = count(Some("alpha"), f).await;
+        assert!(alpha > 0, "{f} found nothing for alpha");
+        let tenants: Vec<String> =
+            sqlx::query_scalar(&format!("SELECT DISTINCT tenant_id FROM {table} WHERE id = ANY($1)"))
+                .bind(&ids)
+                .fetch_all(&app.pool)
+                .await
+                .unwrap();
+        assert_eq!(tenants, ["alpha"], "{f} leaked rows of another tenant");
+        assert_eq!(count(None, f).await.0, 0, "{f} returned rows without a tenant");
+    }
+
+    // The backing lookup, given every episode id of both tenants, answers only for the caller's.
+    let all: Vec<uuid::Uuid> = sqlx::query_scalar("SELECT id FROM episodes").fetch_all(&app.pool).await.unwrap();
+    let backing = |tenant: Option<&'static str>| {
+        let (app, all) = (&app, &all);
+        async move {
+            let mut tx = match tenant {
+                Some(t) => mnemo::db::scope::begin(&app.app_pool, t).await.unwrap(),
+                None => app.app_pool.begin().await.unwrap(),
+            };
+            let ids: Vec<uuid::Uuid> =
+                sqlx::query_scalar("SELECT episode_id FROM mnemo_episode_backing('user:1', now(), $1)")
+                    .bind(all)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .unwrap();
+            ids
+        }
+    };
+    let ids = backing(Some("alpha")).await;
+    assert!(!ids.is_empty(), "alpha's episodes back its memories");
+    let tenants: Vec<String> = sqlx::query_scalar("SELECT DISTINCT tenant_id FROM episodes WHERE id = ANY($1)")
+        .bind(&ids)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(tenants, ["alpha"], "mnemo_episode_backing leaked another tenant's episodes");
+    assert!(backing(None).await.is_empty(), "mnemo_episode_backing answered without a tenant");
+}

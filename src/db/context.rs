@@ -44,6 +44,19 @@ impl Probe<'_> {
     }
 }
 
+/// The `q` CTE: the task's full-text query for one source (`memory` or `episode`), from the
+/// task words in `$4` (lexemes joined with `|`), leaving out the terms that had become common in
+/// the subject by `$3` (`subject_terms`, see [`crate::db::terms`]). NULL when the task has no
+/// words or all of them are common: the full-text lane then adds nothing and `lex` is 0.
+fn task_query(source: &str) -> String {
+    format!(
+        "q AS (SELECT (SELECT string_agg(quote_literal(l), ' | ' ORDER BY l) \
+           FROM unnest(tsvector_to_array(to_tsvector('english', $4::text))) l \
+           WHERE NOT EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = $1 AND s.subject_id = $2 \
+             AND s.source = '{source}' AND s.lexeme = l AND s.common_since <= $3))::tsquery AS q)"
+    )
+}
+
 /// A memory candidate with its bitemporal columns and raw relevance signals.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MemoryCandidate {
@@ -62,7 +75,18 @@ const MEMORY_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND recorded_at
 
 /// Memory candidates: full-text, nearest vectors, every current single-valued claim, recent facts.
 ///
-/// `vis` is `NOT MATERIALIZED`: referenced five times, Postgres would otherwise copy every
+/// The full-text lane goes through `mnemo_memory_lexical` (migration 0012), which can use the
+/// GIN index that row-level security would otherwise keep out of reach; it applies the same
+/// visibility and tenant filter.
+///
+/// The claims and recent-facts lanes are each split into the rows not superseded (partial
+/// indexes of current rows) and the rows superseded after `as_of` (their own index; none for a
+/// call about now): the same rows as one visibility filter, without reading every superseded
+/// value the subject ever had. The second part has no ORDER BY of its own, so even a generic
+/// plan (prepared statements switch to one) cannot prefer walking the valid_from index, which
+/// read all 100k rows of a large subject to find nothing.
+///
+/// `vis` is `NOT MATERIALIZED`: referenced several times, Postgres would otherwise copy every
 /// visible row of the subject (content, tsvector, vector) into a tuplestore on each call and
 /// scan that copy without indexes; inlined, each lane reads the table through its own index
 /// (claims, recent facts) and the final join fetches the chosen ids by key. Same rows either way.
@@ -71,16 +95,21 @@ const MEMORY_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND recorded_at
 /// row; 10-13 ms of a 1k-memory call with MiniLM, 4 ms without).
 pub async fn memory_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<MemoryCandidate>> {
     let (vector, model) = p.vector_and_model();
+    let q = task_query("memory");
     let sql = format!(
-        "WITH q AS (SELECT CASE WHEN $4::text IS NULL THEN NULL ELSE to_tsquery('english', $4) END AS q), \
+        "WITH {q}, \
          vis AS NOT MATERIALIZED (SELECT * FROM memories WHERE {MEMORY_VISIBLE}), \
          ids AS ( \
-           (SELECT id FROM vis, q WHERE q.q IS NOT NULL AND content_tsv @@ q.q \
-              ORDER BY ts_rank_cd(content_tsv, q.q) DESC, id LIMIT {LEXICAL_LANE}) \
+           (SELECT l.id FROM q, mnemo_memory_lexical($2, $3, q.q, {LEXICAL_LANE}) l WHERE q.q IS NOT NULL) \
            UNION (SELECT id FROM vis WHERE $5::text IS NOT NULL AND embedding_model = $6 \
               ORDER BY embedding <=> (SELECT $5::vector), id LIMIT {SEMANTIC_LANE}) \
-           UNION (SELECT id FROM vis WHERE claim_single) \
-           UNION (SELECT id FROM vis WHERE kind IN ('profile_fact', 'procedure') \
+           UNION (SELECT id FROM vis WHERE claim_single AND superseded_at IS NULL) \
+           UNION (SELECT id FROM vis WHERE claim_single AND superseded_at > $3) \
+           UNION (SELECT id FROM ( \
+              (SELECT id, valid_from FROM vis WHERE kind IN ('profile_fact', 'procedure') AND superseded_at IS NULL \
+                 ORDER BY valid_from DESC, id DESC LIMIT {RECENT_FACTS}) \
+              UNION ALL (SELECT id, valid_from FROM vis WHERE kind IN ('profile_fact', 'procedure') \
+                 AND superseded_at > $3)) f \
               ORDER BY valid_from DESC, id DESC LIMIT {RECENT_FACTS})) \
          SELECT vis.id, subject_id, kind, content, summary, confidence, valid_from, valid_to, asserted_valid_to, \
            superseded_at, source_episode_ids, metadata, status, sensitivity_labels, suggested_labels, created_at, updated_at, \
@@ -116,12 +145,12 @@ const EPISODE_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND created_at
 /// (`vis` inlined for the same reason as in [`memory_candidates`]).
 pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<EpisodeCandidate>> {
     let (vector, model) = p.vector_and_model();
+    let q = task_query("episode");
     let sql = format!(
-        "WITH q AS (SELECT CASE WHEN $4::text IS NULL THEN NULL ELSE to_tsquery('english', $4) END AS q), \
+        "WITH {q}, \
          vis AS NOT MATERIALIZED (SELECT * FROM episodes WHERE {EPISODE_VISIBLE}), \
          ids AS ( \
-           (SELECT id FROM vis, q WHERE q.q IS NOT NULL AND search_tsv @@ q.q \
-              ORDER BY ts_rank_cd(search_tsv, q.q) DESC, id LIMIT {LEXICAL_LANE}) \
+           (SELECT l.id FROM q, mnemo_episode_lexical($2, $3, q.q, {LEXICAL_LANE}) l WHERE q.q IS NOT NULL) \
            UNION (SELECT x.episode_id FROM episode_embeddings x JOIN vis ON vis.id = x.episode_id \
               WHERE x.tenant_id = $1 AND x.subject_id = $2 AND $5::text IS NOT NULL AND x.embedding_model = $6 \
               AND x.created_at <= $3 \
@@ -129,9 +158,10 @@ pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx:
            UNION (SELECT id FROM vis ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {RECENT_EPISODES}) \
            UNION (SELECT id FROM vis WHERE $7::text IS NOT NULL AND session_id = $7 \
               ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {SESSION_EPISODES}) \
-           UNION (SELECT id FROM vis WHERE EXISTS (SELECT 1 FROM unnest($8::timestamptz[]) d \
-                  WHERE occurred_at >= d AND occurred_at < d + interval '1 day') \
-              ORDER BY occurred_at, id LIMIT {DATE_EPISODES})) \
+           UNION (SELECT day.id FROM unnest($8::timestamptz[]) d, LATERAL (SELECT id, occurred_at FROM vis \
+                  WHERE occurred_at >= d AND occurred_at < d + interval '1 day' \
+                  ORDER BY occurred_at, id LIMIT {DATE_EPISODES}) day \
+              ORDER BY day.occurred_at, day.id LIMIT {DATE_EPISODES})) \
          SELECT vis.id, vis.subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, \
            vis.created_at, seq, COALESCE(ts_rank_cd(search_tsv, q.q), 0)::float8 AS lex, \
            CASE WHEN $5::text IS NOT NULL AND x.embedding_model = $6 \
@@ -158,12 +188,13 @@ pub async fn neighbours(conn: &mut PgConnection, p: &Probe<'_>, seqs: &[i64]) ->
     if seqs.is_empty() {
         return Ok(Vec::new());
     }
-    sqlx::query_as(
-        "WITH q AS (SELECT CASE WHEN $4::text IS NULL THEN NULL ELSE to_tsquery('english', $4) END AS q) \
-         SELECT e.id, e.subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, e.created_at, \
+    let sql = format!(
+        "WITH {} SELECT e.id, e.subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, e.created_at, \
            seq, COALESCE(ts_rank_cd(search_tsv, q.q), 0)::float8 AS lex, NULL::float8 AS sem \
          FROM episodes e, q WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.created_at <= $3 AND e.seq = ANY($5)",
-    )
+        task_query("episode")
+    );
+    sqlx::query_as(&sql)
     .bind(p.tenant)
     .bind(p.subject_id)
     .bind(p.as_of)
@@ -173,34 +204,30 @@ pub async fn neighbours(conn: &mut PgConnection, p: &Probe<'_>, seqs: &[i64]) ->
     .await
 }
 
-/// Episodes that asserted a single-valued claim value superseded (by contradiction) as of `as_of`.
-pub async fn contradicted_sources(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<Uuid>> {
-    sqlx::query_scalar(
-        "SELECT DISTINCT e FROM memories m \
-         JOIN supersession_records r ON r.tenant_id = m.tenant_id AND r.subject_id = m.subject_id \
-              AND r.superseded_memory_id = m.id AND r.rule = 'claim_contradiction', \
-         unnest(m.source_episode_ids) e \
-         WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.superseded_at IS NOT NULL AND m.superseded_at <= $3",
-    )
-    .bind(p.tenant)
-    .bind(p.subject_id)
-    .bind(p.as_of)
-    .fetch_all(conn)
-    .await
-}
-
-/// For each given episode that backs at least one memory: whether any of them is visible at `as_of`.
-pub async fn backing_visible(
+/// How the given episodes back memories as of `as_of`, one row per episode that backs any:
+/// whether a memory compiled from it is visible then, and whether one was superseded by then
+/// through a claim contradiction. Runs `mnemo_episode_backing` (migration 0012), which reads the
+/// GIN index on `source_episode_ids` for just these episodes.
+pub async fn episode_backing(
     conn: &mut PgConnection,
     p: &Probe<'_>,
     episodes: &[Uuid],
-) -> sqlx::Result<Vec<(Uuid, bool)>> {
+) -> sqlx::Result<Vec<Backing>> {
     if episodes.is_empty() {
         return Ok(Vec::new());
     }
-    let sql = format!(
-        "SELECT e, bool_or({MEMORY_VISIBLE}) FROM memories, unnest(source_episode_ids) e \
-         WHERE tenant_id = $1 AND subject_id = $2 AND recorded_at <= $3 AND e = ANY($4) GROUP BY e"
-    );
-    sqlx::query_as(&sql).bind(p.tenant).bind(p.subject_id).bind(p.as_of).bind(episodes).fetch_all(conn).await
+    sqlx::query_as("SELECT episode_id, visible, contradicted FROM mnemo_episode_backing($1, $2, $3)")
+        .bind(p.subject_id)
+        .bind(p.as_of)
+        .bind(episodes)
+        .fetch_all(conn)
+        .await
+}
+
+/// One episode's backing (see [`episode_backing`]).
+#[derive(Debug, Clone, Copy, sqlx::FromRow)]
+pub struct Backing {
+    pub episode_id: Uuid,
+    pub visible: bool,
+    pub contradicted: bool,
 }

@@ -15,6 +15,7 @@ pub const SUBJECT_TABLES: &[&str] = &[
     "resolutions",
     "subject_health_cache",
     "webhook_events",
+    "subject_terms",
 ];
 
 /// Takes the subject's ingest counter row lock, creating the row when the subject has none: a

@@ -18,4 +18,5 @@ pub mod resolutions;
 pub mod scope;
 pub mod subjects;
 pub mod tenants;
+pub mod terms;
 pub mod webhooks;

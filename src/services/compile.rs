@@ -168,6 +168,7 @@ pub async fn compile_batch(
     db::compile::insert_episode_embeddings(&mut tx, tenant, subject_id, &ep_ids, &ep_vecs, &model).await?;
 
     apply_supersession(&mut tx, &registry, tenant, subject_id, &ids, job_id).await?;
+    db::terms::count_batch(&mut tx, tenant, subject_id, &ids, cursor, last_seq).await?;
 
     db::compile::advance_cursor(&mut tx, tenant, subject_id, last_seq).await?;
     let remaining = db::compile::remaining(&mut tx, tenant, subject_id, last_seq).await?;

@@ -203,12 +203,21 @@ pub async fn assemble(
     let missing: Vec<i64> = lent.keys().copied().filter(|s| !have.contains(s)).collect();
     episodes.extend(db::context::neighbours(&mut conn, &probe, &missing).await?);
 
-    // Suppression (see the module doc).
-    let contradicted: HashSet<Uuid> = db::context::contradicted_sources(&mut conn, &probe).await?.into_iter().collect();
-    let ep_ids: Vec<Uuid> = episodes.iter().map(|e| e.episode.id).collect();
-    let backed: HashMap<Uuid, bool> =
-        db::context::backing_visible(&mut conn, &probe, &ep_ids).await?.into_iter().collect();
+    // Suppression (see the module doc), asked for the candidate episodes and the sources of the
+    // candidate episode summaries only.
+    let mut asked: Vec<Uuid> = episodes.iter().map(|e| e.episode.id).collect();
+    asked.extend(
+        memories
+            .iter()
+            .filter(|m| m.memory.kind == "episode_summary")
+            .flat_map(|m| m.memory.source_episode_ids.iter().copied()),
+    );
+    asked.sort_unstable();
+    asked.dedup();
+    let backing = db::context::episode_backing(&mut conn, &probe, &asked).await?;
     drop(conn);
+    let contradicted: HashSet<Uuid> = backing.iter().filter(|b| b.contradicted).map(|b| b.episode_id).collect();
+    let backed: HashMap<Uuid, bool> = backing.iter().map(|b| (b.episode_id, b.visible)).collect();
     episodes.retain(|e| {
         let id = e.episode.id;
         !contradicted.contains(&id) && backed.get(&id).copied().unwrap_or(true) && !is_structured(&e.episode.payload)
