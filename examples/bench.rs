@@ -9,7 +9,10 @@
 //!
 //! Flags: `--embedder hash|minilm` (hash), `--n` episodes for compile (1000), `--runs` (3),
 //! `--sizes` memory counts for context (1000,10000), `--calls` timed context calls (200),
-//! `--max-tokens` context budget (4000), `--keep-db` (the run's database is dropped otherwise).
+//! `--max-tokens` context budget (4000), `--keep-db` (the run's database is dropped otherwise),
+//! `--db NAME` (use and keep this database; a context subject already built there is reused),
+//! `--grow K` (context: clone each built subject K times in SQL, as `bench/sql/clone_subject.sql`
+//! does for the HTTP suite, so `--sizes 10000 --grow 10` measures 100k memories).
 //! See bench/README.md for the method and results.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -76,6 +79,8 @@ struct Args {
     calls: usize,
     max_tokens: usize,
     keep_db: bool,
+    db: Option<String>,
+    grow: usize,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -88,6 +93,8 @@ fn parse_args() -> anyhow::Result<Args> {
         calls: 200,
         max_tokens: 4000,
         keep_db: false,
+        db: None,
+        grow: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -100,12 +107,14 @@ fn parse_args() -> anyhow::Result<Args> {
             "--calls" => a.calls = val()?.parse()?,
             "--max-tokens" => a.max_tokens = val()?.parse()?,
             "--keep-db" => a.keep_db = true,
+            "--db" => a.db = Some(val()?),
+            "--grow" => a.grow = val()?.parse()?,
             s if !s.starts_with('-') && a.scenario.is_empty() => a.scenario = s.to_string(),
             s => bail!("unknown argument {s}"),
         }
     }
     if !["compile", "context", "recall"].contains(&a.scenario.as_str()) {
-        bail!("usage: bench compile|context|recall [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db]");
+        bail!("usage: bench compile|context|recall [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db] [--db NAME] [--grow K]");
     }
     Ok(a)
 }
@@ -118,14 +127,26 @@ struct Bench {
 }
 
 impl Bench {
-    async fn setup(embedder: &str) -> anyhow::Result<Self> {
+    async fn setup(embedder: &str, db: Option<&str>) -> anyhow::Result<Self> {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tmp/mnemo-bench");
         // Default durability: fsync, synchronous_commit and full_page_writes stay on.
         let cluster = Cluster::new(&dir)?;
         cluster.start().await?;
-        let db_name = format!("mnemo_bench_{}", ulid::Ulid::new().to_string().to_lowercase());
+        let db_name = match db {
+            Some(name) => name.to_string(),
+            None => format!("mnemo_bench_{}", ulid::Ulid::new().to_string().to_lowercase()),
+        };
+        if !db_name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') {
+            bail!("--db must be lowercase letters, digits and _");
+        }
         let mut admin = cluster.connect_options("postgres").connect().await?;
-        sqlx::query(&format!("CREATE DATABASE {db_name}")).execute(&mut admin).await?;
+        let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+            .bind(&db_name)
+            .fetch_one(&mut admin)
+            .await?;
+        if !exists {
+            sqlx::query(&format!("CREATE DATABASE {db_name}")).execute(&mut admin).await?;
+        }
         admin.close().await?;
         let pool = mnemo::db::pool::connect(cluster.connect_options(&db_name), 10).await?;
         mnemo::db::pool::migrate(&pool).await?;
@@ -196,6 +217,25 @@ impl Bench {
                 return Ok((memories, batches));
             }
         }
+    }
+
+    /// Clones `src` `copies` times into `dst` with `bench/sql/clone_subject.sql`, as the superuser.
+    async fn clone_subject(&self, src: &str, dst: &str, copies: usize) -> anyhow::Result<()> {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench/sql/clone_subject.sql");
+        let sql = std::fs::read_to_string(path)?
+            .lines()
+            .filter(|l| !l.starts_with('\\'))
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace(":'tenant'", &format!("'{TENANT}'"))
+            .replace(":'src'", &format!("'{src}'"))
+            .replace(":'dst'", &format!("'{dst}'"))
+            .replace(":copies", &copies.to_string());
+        let mut admin = self.cluster.connect_options(&self.db_name).connect().await?;
+        sqlx::raw_sql(&sql).execute(&mut admin).await?;
+        sqlx::raw_sql("VACUUM ANALYZE").execute(&mut admin).await?;
+        admin.close().await?;
+        Ok(())
     }
 
     async fn memory_counts(&self, subject: &str) -> anyhow::Result<(i64, i64)> {
@@ -329,12 +369,29 @@ async fn context_scenario(b: &Bench, a: &Args) -> anyhow::Result<()> {
     let tasks = data::context_tasks(WARMUP + a.calls);
     let mut rows = Vec::new();
     for &size in &a.sizes {
-        let subject = format!("context-{size}");
-        let (memories, episodes, secs) = build_subject(b, &subject, size).await?;
+        let subject = if a.grow > 1 { format!("context-{size}x{}", a.grow) } else { format!("context-{size}") };
         let (total, active) = b.memory_counts(&subject).await?;
-        println!(
-            "built {subject}: {episodes} episodes -> {memories} memories ({active} active of {total}) in {secs:.1}s"
-        );
+        let (memories, total, active) = if total > 0 {
+            println!("reusing {subject}: {active} active memories of {total}");
+            (total as usize, total, active)
+        } else {
+            let base = format!("context-{size}");
+            let (mut memories, episodes, secs) = if b.memory_counts(&base).await?.0 > 0 {
+                (b.memory_counts(&base).await?.0 as usize, 0, 0.0)
+            } else {
+                build_subject(b, &base, size).await?
+            };
+            println!("built {base}: {episodes} episodes -> {memories} memories in {secs:.1}s");
+            if a.grow > 1 {
+                let t = Instant::now();
+                b.clone_subject(&base, &subject, a.grow).await?;
+                memories *= a.grow;
+                println!("cloned {base} x{} into {subject} in {:.1}s", a.grow, t.elapsed().as_secs_f64());
+            }
+            let (total, active) = b.memory_counts(&subject).await?;
+            (memories, total, active)
+        };
+        println!("{subject}: {memories} memories ({active} active of {total})");
         // Warm-up: connections, plans, caches.
         let cache = TaskVectorCache::default();
         for task in &tasks[..WARMUP] {
@@ -471,7 +528,7 @@ fn profile() -> &'static str {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let a = parse_args()?;
-    let b = Bench::setup(&a.embedder).await?;
+    let b = Bench::setup(&a.embedder, a.db.as_deref()).await?;
     let pg: String = sqlx::query_scalar("SHOW server_version").fetch_one(b.pool()).await?;
     let fsync: String = sqlx::query_scalar("SHOW fsync").fetch_one(b.pool()).await?;
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -489,7 +546,7 @@ async fn main() -> anyhow::Result<()> {
         "context" => context_scenario(&b, &a).await,
         _ => recall_scenario(&b, &a).await,
     };
-    let keep = a.keep_db;
+    let keep = a.keep_db || a.db.is_some();
     b.teardown(keep).await?;
     result
 }

@@ -41,6 +41,18 @@ SELECT r.tenant_id, :'dst', md5(r.id::text || g.k)::uuid, md5(r.superseded_memor
        r.compile_job_id, r.details, r.created_at
 FROM supersession_records r, gen g WHERE r.tenant_id = :'tenant' AND r.subject_id = :'src';
 
+-- Term statistics as compile would have kept them (same rule as migration 0012's backfill).
+INSERT INTO subject_terms (tenant_id, subject_id, source, lexeme, df, common_since)
+SELECT m.tenant_id, m.subject_id, 'memory', t.lexeme, count(*),
+       CASE WHEN count(*) >= 1000 THEN (array_agg(m.recorded_at ORDER BY m.recorded_at))[1000] END
+FROM memories m, unnest(m.content_tsv) t WHERE m.tenant_id = :'tenant' AND m.subject_id = :'dst'
+GROUP BY m.tenant_id, m.subject_id, t.lexeme;
+INSERT INTO subject_terms (tenant_id, subject_id, source, lexeme, df, common_since)
+SELECT e.tenant_id, e.subject_id, 'episode', t.lexeme, count(*),
+       CASE WHEN count(*) >= 1000 THEN (array_agg(e.created_at ORDER BY e.created_at))[1000] END
+FROM episodes e, unnest(e.search_tsv) t WHERE e.tenant_id = :'tenant' AND e.subject_id = :'dst'
+GROUP BY e.tenant_id, e.subject_id, t.lexeme;
+
 INSERT INTO subject_counters (tenant_id, subject_id, last_seq)
 SELECT :'tenant', :'dst', :copies * m FROM seqmax;
 INSERT INTO compile_cursors (tenant_id, subject_id, compiled_seq)
