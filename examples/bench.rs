@@ -161,6 +161,16 @@ impl Bench {
             other => bail!("--embedder must be hash or minilm, not {other}"),
         };
         let inner = mnemo::embed::build(&config)?;
+        if inner.is_semantic() {
+            // As `mnemo serve` does at start (here in the foreground, so the timed calls use them).
+            let t = Instant::now();
+            let owner = mnemo::db::pool::connect(cluster.connect_options(&db_name), 2).await?;
+            let built = mnemo::db::vector_index::ensure(&owner, inner.model_id(), inner.dims()).await?;
+            owner.close().await;
+            if !built.is_empty() {
+                println!("built vector indexes {} in {:.1}s", built.join(", "), t.elapsed().as_secs_f64());
+            }
+        }
         let timed = Arc::new(Timed { inner, nanos: AtomicU64::new(0), texts: AtomicU64::new(0) });
         let embedder: Arc<dyn Embedder> = timed.clone();
         let state = AppState::new(pool, RuntimeConfig::default(), embedder);

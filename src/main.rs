@@ -119,7 +119,22 @@ async fn serve_with(
     // Migrations run as the connecting (owner) role; the server itself runs as mnemo_app.
     let owner = db::pool::connect(opts.clone(), 2).await.context("connecting to Postgres")?;
     db::pool::migrate(&owner).await.context("applying migrations")?;
-    owner.close().await;
+    if embedder.is_semantic() {
+        // HNSW indexes for the configured model, built in the background (CONCURRENTLY): a large
+        // table takes minutes, and until they are valid the context lanes scan exactly.
+        let (model, dims) = (embedder.model_id().to_string(), embedder.dims());
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            match db::vector_index::ensure(&owner, &model, dims).await {
+                Ok(built) if built.is_empty() => tracing::debug!(%model, "vector indexes present"),
+                Ok(built) => tracing::info!(%model, indexes = %built.join(","), secs = started.elapsed().as_secs_f64(), "vector indexes built"),
+                Err(e) => tracing::warn!(error = %e, %model, "building vector indexes failed; large subjects scan vectors exactly"),
+            }
+            owner.close().await;
+        });
+    } else {
+        owner.close().await;
+    }
     let app_opts = match args.app_database_url.as_deref().filter(|u| !u.is_empty()) {
         Some(url) => PgConnectOptions::from_str(url).context("MNEMO_APP_DATABASE_URL is not a valid Postgres URL")?,
         None => opts,

@@ -150,6 +150,63 @@ async fn semantic_lane_finds_what_words_do_not() {
     assert!(s["memories"][0]["content"].as_str().unwrap().contains("Biscuit"), "{s}");
 }
 
+/// The approximate vector lanes (HNSW candidates, re-scored exactly) give the bundle the exact
+/// lanes give when the index can return every vector, and the server's index builder makes
+/// valid indexes (and leaves them alone the second time).
+#[tokio::test]
+async fn approximate_vector_lanes_match_the_exact_ones_on_a_small_subject() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".mnemo/models/all-MiniLM-L6-v2");
+    if !dir.join("model.safetensors").exists() {
+        assert!(std::env::var("MNEMO_REQUIRE_MODEL").is_err(), "MNEMO_REQUIRE_MODEL is set but the model is missing");
+        eprintln!("SKIP: MiniLM model files not found; run scripts/bootstrap");
+        return;
+    }
+    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::MiniLm { model_dir: dir }).unwrap();
+    let app = spawn_full(mnemo::RuntimeConfig::default(), embedder.clone()).await;
+    let built = mnemo::db::vector_index::ensure(&app.pool, embedder.model_id(), embedder.dims()).await.unwrap();
+    assert_eq!(built.len(), 2, "{built:?}");
+    assert!(mnemo::db::vector_index::ensure(&app.pool, embedder.model_id(), embedder.dims()).await.unwrap().is_empty());
+    let valid: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = ANY($1) AND i.indisvalid",
+    )
+    .bind(&built)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(valid, 2);
+
+    let mut texts: Vec<String> = (0..30).map(|i| format!("Can you reformat this table for me? ({i})")).collect();
+    texts.insert(7, "By the way, my dog's name is Biscuit and she is a beagle.".into());
+    texts.insert(19, "I moved to Lisbon last spring for a job at a fintech.".into());
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    app.ingest_and_compile("u", &refs).await;
+
+    let cache = mnemo::services::context::TaskVectorCache::default();
+    for task in ["What pet does the user have?", "Where does the user live and work?"] {
+        let mut bundles = Vec::new();
+        for approx_vectors_from in [mnemo::db::context::APPROX_VECTORS_FROM, 0] {
+            let req = mnemo::services::context::ContextRequest {
+                subject_id: "u".into(),
+                task: task.into(),
+                max_tokens: 300,
+                session_id: None,
+                as_of: None,
+                options: mnemo::services::context::RetrievalOptions { approx_vectors_from, ..Default::default() },
+                policy: Default::default(),
+            };
+            let b = mnemo::services::context::assemble(&app.app_pool, &embedder, &cache, "default", &req).await.unwrap();
+            bundles.push(b.assembled_context);
+        }
+        assert_eq!(bundles[0], bundles[1], "{task}");
+    }
+    assert!(facts_text(&app, "What pet does the user have?").await.contains("Biscuit"));
+}
+
+async fn facts_text(app: &common::TestApp, task: &str) -> String {
+    let (_, b) = app.post("/v1/context", &json!({"subject_id": "u", "task": task, "max_tokens": 300})).await;
+    b["assembled_context"].as_str().unwrap().to_string()
+}
+
 /// Candidate signals for a task straight from the retrieval queries (as the server runs them:
 /// mnemo_app, tenant-scoped transaction).
 async fn lexical_scores(app: &common::TestApp, subject: &str, task_words: &str, as_of: &str) -> Vec<f64> {
@@ -162,6 +219,7 @@ async fn lexical_scores(app: &common::TestApp, subject: &str, task_words: &str, 
         vector: None,
         session_id: None,
         days: Vec::new(),
+        approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
     };
     let mut tx = mnemo::db::scope::begin(&app.app_pool, "default").await.unwrap();
     let m = mnemo::db::context::memory_candidates(&mut tx, &probe).await.unwrap();

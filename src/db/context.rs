@@ -18,6 +18,11 @@ pub const RECENT_FACTS: i64 = 50;
 pub const RECENT_EPISODES: i64 = 20;
 pub const SESSION_EPISODES: i64 = 30;
 pub const DATE_EPISODES: i64 = 30;
+/// HNSW candidates per vector lane in a large subject, re-scored exactly down to [`SEMANTIC_LANE`].
+pub const APPROX_CANDIDATES: i64 = 4 * SEMANTIC_LANE;
+/// Subjects with this many episodes (as of the call) use approximate vector candidates: an exact
+/// cosine over every vector grows with the subject (about 1 s at 100k memories with MiniLM).
+pub const APPROX_VECTORS_FROM: i64 = 20_000;
 
 /// The query inputs shared by both tables.
 #[derive(Debug, Clone)]
@@ -32,9 +37,31 @@ pub struct Probe<'a> {
     pub session_id: Option<&'a str>,
     /// Starts (UTC midnight) of the days the task names; episodes of those days are candidates.
     pub days: Vec<DateTime<Utc>>,
+    /// From this many episodes recorded by `as_of`, the vector lanes pick candidates through the
+    /// HNSW indexes (see [`crate::db::vector_index`]) and score only those exactly; below it they
+    /// score every vector of the subject. Normally [`APPROX_VECTORS_FROM`].
+    pub approx_from: i64,
 }
 
 impl Probe<'_> {
+    /// The `sz` CTE: whether the subject counts as large as of `$3` (its latest episode seq
+    /// recorded by then, read backwards on the (tenant, subject, seq) index), with the threshold in
+    /// parameter `$n`.
+    fn size_cte(n: usize) -> String {
+        format!(
+            "sz AS (SELECT COALESCE((SELECT seq FROM episodes WHERE tenant_id = $1 AND subject_id = $2 \
+               AND created_at <= $3 ORDER BY seq DESC LIMIT 1), 0) >= ${n} AS big)"
+        )
+    }
+
+    /// The approximate vector lane's pieces: the model as an SQL literal (a partial index is only
+    /// chosen when its predicate is visible in the statement) and the dimension count of the
+    /// index expression. None without a task vector.
+    fn hnsw_keys(&self) -> Option<(String, usize)> {
+        let (v, m) = self.vector.as_ref()?;
+        Some((format!("'{}'", m.replace('\'', "''")), v.split(',').count()))
+    }
+
     /// The task vector and its model as separate bind parameters.
     fn vector_and_model(&self) -> (Option<&str>, Option<&str>) {
         match &self.vector {
@@ -96,13 +123,24 @@ const MEMORY_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND recorded_at
 pub async fn memory_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<MemoryCandidate>> {
     let (vector, model) = p.vector_and_model();
     let q = task_query("memory");
+    let sz = Probe::size_cte(7);
+    let approx = match p.hnsw_keys() {
+        Some((model, dims)) => format!(
+            "UNION (SELECT c.id FROM (SELECT id, embedding <=> (SELECT $5::vector) AS d FROM vis \
+               WHERE embedding_model = {model} AND (SELECT big FROM sz) \
+               ORDER BY embedding::vector({dims}) <=> (SELECT $5::vector({dims})) LIMIT {APPROX_CANDIDATES}) c \
+             ORDER BY c.d, c.id LIMIT {SEMANTIC_LANE})"
+        ),
+        None => String::new(),
+    };
     let sql = format!(
-        "WITH {q}, \
+        "WITH {q}, {sz}, \
          vis AS NOT MATERIALIZED (SELECT * FROM memories WHERE {MEMORY_VISIBLE}), \
          ids AS ( \
            (SELECT l.id FROM q, mnemo_memory_lexical($2, $3, q.q, {LEXICAL_LANE}) l WHERE q.q IS NOT NULL) \
-           UNION (SELECT id FROM vis WHERE $5::text IS NOT NULL AND embedding_model = $6 \
+           UNION (SELECT id FROM vis WHERE $5::text IS NOT NULL AND embedding_model = $6 AND NOT (SELECT big FROM sz) \
               ORDER BY embedding <=> (SELECT $5::vector), id LIMIT {SEMANTIC_LANE}) \
+           {approx} \
            UNION (SELECT id FROM vis WHERE claim_single AND superseded_at IS NULL) \
            UNION (SELECT id FROM vis WHERE claim_single AND superseded_at > $3) \
            UNION (SELECT id FROM ( \
@@ -125,6 +163,7 @@ pub async fn memory_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::
         .bind(&p.tsquery)
         .bind(vector)
         .bind(model)
+        .bind(p.approx_from)
         .fetch_all(conn)
         .await
 }
@@ -146,15 +185,29 @@ const EPISODE_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND created_at
 pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<EpisodeCandidate>> {
     let (vector, model) = p.vector_and_model();
     let q = task_query("episode");
+    let sz = Probe::size_cte(9);
+    // An embedding row is written after its episode, so `x.created_at <= $3` implies the episode
+    // is visible too.
+    let approx = match p.hnsw_keys() {
+        Some((model, dims)) => format!(
+            "UNION (SELECT c.episode_id FROM (SELECT x.episode_id, x.embedding <=> (SELECT $5::vector) AS d \
+               FROM episode_embeddings x WHERE x.tenant_id = $1 AND x.subject_id = $2 AND x.created_at <= $3 \
+               AND x.embedding_model = {model} AND (SELECT big FROM sz) \
+               ORDER BY x.embedding::vector({dims}) <=> (SELECT $5::vector({dims})) LIMIT {APPROX_CANDIDATES}) c \
+             ORDER BY c.d, c.episode_id LIMIT {SEMANTIC_LANE})"
+        ),
+        None => String::new(),
+    };
     let sql = format!(
-        "WITH {q}, \
+        "WITH {q}, {sz}, \
          vis AS NOT MATERIALIZED (SELECT * FROM episodes WHERE {EPISODE_VISIBLE}), \
          ids AS ( \
            (SELECT l.id FROM q, mnemo_episode_lexical($2, $3, q.q, {LEXICAL_LANE}) l WHERE q.q IS NOT NULL) \
            UNION (SELECT x.episode_id FROM episode_embeddings x JOIN vis ON vis.id = x.episode_id \
               WHERE x.tenant_id = $1 AND x.subject_id = $2 AND $5::text IS NOT NULL AND x.embedding_model = $6 \
-              AND x.created_at <= $3 \
+              AND x.created_at <= $3 AND NOT (SELECT big FROM sz) \
               ORDER BY x.embedding <=> (SELECT $5::vector), x.episode_id LIMIT {SEMANTIC_LANE}) \
+           {approx} \
            UNION (SELECT id FROM vis ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {RECENT_EPISODES}) \
            UNION (SELECT id FROM vis WHERE $7::text IS NOT NULL AND session_id = $7 \
               ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {SESSION_EPISODES}) \
@@ -179,6 +232,7 @@ pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx:
         .bind(model)
         .bind(p.session_id)
         .bind(&p.days)
+        .bind(p.approx_from)
         .fetch_all(conn)
         .await
 }
@@ -230,4 +284,15 @@ pub struct Backing {
     pub episode_id: Uuid,
     pub visible: bool,
     pub contradicted: bool,
+}
+
+/// Settings of the approximate vector lanes for this transaction: iterative index scans (so the
+/// subject and visibility filters can be met past the first neighbours found) and an `ef_search`
+/// as large as the candidate count. Set before the lanes run when the task has a vector.
+pub async fn prepare_vector_search(conn: &mut PgConnection) -> sqlx::Result<()> {
+    sqlx::query("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)")
+        .bind(APPROX_CANDIDATES.to_string())
+        .execute(conn)
+        .await?;
+    Ok(())
 }

@@ -19,4 +19,5 @@ pub mod scope;
 pub mod subjects;
 pub mod tenants;
 pub mod terms;
+pub mod vector_index;
 pub mod webhooks;

@@ -56,11 +56,20 @@ pub struct RetrievalOptions {
     pub neighbours: bool,
     pub session_matches: bool,
     pub dates: bool,
+    /// Subject size (episodes) from which vector candidates come from the HNSW indexes.
+    pub approx_vectors_from: i64,
 }
 
 impl Default for RetrievalOptions {
     fn default() -> Self {
-        RetrievalOptions { lexical: true, semantic: true, neighbours: true, session_matches: true, dates: true }
+        RetrievalOptions {
+            lexical: true,
+            semantic: true,
+            neighbours: true,
+            session_matches: true,
+            dates: true,
+            approx_vectors_from: db::context::APPROX_VECTORS_FROM,
+        }
     }
 }
 
@@ -180,9 +189,13 @@ pub async fn assemble(
         vector,
         session_id: req.session_id.as_deref(),
         days: if opts.dates { day_starts(&req.task, as_of) } else { Vec::new() },
+        approx_from: opts.approx_vectors_from,
     };
     let named_days: HashSet<chrono::NaiveDate> = probe.days.iter().map(|d| d.date_naive()).collect();
     let mut conn = db::scope::begin(pool, tenant).await?;
+    if probe.vector.is_some() {
+        db::context::prepare_vector_search(&mut conn).await?;
+    }
     let memories = db::context::memory_candidates(&mut conn, &probe).await?;
     let mut episodes = db::context::episode_candidates(&mut conn, &probe).await?;
 

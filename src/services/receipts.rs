@@ -20,7 +20,8 @@ use crate::receipts::signing::{sign, SigningKeys};
 use crate::services::context::{Bundle, ContextRequest};
 
 /// Identifies the ranking and rendering code; a replay under another version may differ.
-pub const RANKING_VERSION: &str = "mnemo-rank-2";
+/// 3: terms common in the subject (see `db::terms`) leave the full-text query.
+pub const RANKING_VERSION: &str = "mnemo-rank-3";
 
 static IDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
 
