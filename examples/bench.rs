@@ -12,7 +12,8 @@
 //! `--max-tokens` context budget (4000), `--keep-db` (the run's database is dropped otherwise),
 //! `--db NAME` (use and keep this database; a context subject already built there is reused),
 //! `--grow K` (context: clone each built subject K times in SQL, as `bench/sql/clone_subject.sql`
-//! does for the HTTP suite, so `--sizes 10000 --grow 10` measures 100k memories).
+//! does for the HTTP suite, so `--sizes 10000 --grow 10` measures 100k memories), `--explain`
+//! (context: instead of timing, print the plans of two calls, with actual rows and times).
 //! See bench/README.md for the method and results.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -81,6 +82,7 @@ struct Args {
     keep_db: bool,
     db: Option<String>,
     grow: usize,
+    explain: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -95,6 +97,7 @@ fn parse_args() -> anyhow::Result<Args> {
         keep_db: false,
         db: None,
         grow: 1,
+        explain: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -109,12 +112,13 @@ fn parse_args() -> anyhow::Result<Args> {
             "--keep-db" => a.keep_db = true,
             "--db" => a.db = Some(val()?),
             "--grow" => a.grow = val()?.parse()?,
+            "--explain" => a.explain = true,
             s if !s.starts_with('-') && a.scenario.is_empty() => a.scenario = s.to_string(),
             s => bail!("unknown argument {s}"),
         }
     }
     if !["compile", "context", "recall"].contains(&a.scenario.as_str()) {
-        bail!("usage: bench compile|context|recall [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db] [--db NAME] [--grow K]");
+        bail!("usage: bench compile|context|recall [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db] [--db NAME] [--grow K] [--explain]");
     }
     Ok(a)
 }
@@ -268,6 +272,18 @@ impl Bench {
         max_tokens: usize,
         options: RetrievalOptions,
     ) -> anyhow::Result<String> {
+        self.context_on(self.pool(), cache, subject, task, max_tokens, options).await
+    }
+
+    async fn context_on(
+        &self,
+        pool: &PgPool,
+        cache: &TaskVectorCache,
+        subject: &str,
+        task: &str,
+        max_tokens: usize,
+        options: RetrievalOptions,
+    ) -> anyhow::Result<String> {
         let req = ContextRequest {
             subject_id: subject.to_string(),
             task: task.to_string(),
@@ -277,7 +293,45 @@ impl Bench {
             options,
             policy: Default::default(),
         };
-        Ok(assemble(self.pool(), &self.state.embedder, cache, TENANT, &req).await?.assembled_context)
+        Ok(assemble(pool, &self.state.embedder, cache, TENANT, &req).await?.assembled_context)
+    }
+
+    /// Runs context calls on a fresh connection with auto_explain on (every statement's plan with
+    /// actual rows, times and buffers) and prints the plan lines from the cluster's log.
+    async fn explain(&self, subject: &str, tasks: &[String], max_tokens: usize) -> anyhow::Result<()> {
+        let log = self.cluster.socket_dir().parent().context("cluster root")?.join("postgres.log");
+        let db = &self.db_name;
+        let mut admin = self.cluster.connect_options(db).connect().await?;
+        for setting in [
+            "session_preload_libraries = 'auto_explain'",
+            "auto_explain.log_min_duration = 0",
+            "auto_explain.log_analyze = on",
+            "auto_explain.log_buffers = on",
+            "auto_explain.log_nested_statements = on",
+        ] {
+            sqlx::raw_sql(&format!("ALTER DATABASE {db} SET {setting}")).execute(&mut admin).await?;
+        }
+        let start = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+        let pool = mnemo::db::pool::connect_app(self.cluster.connect_options(db), 1).await?;
+        let cache = TaskVectorCache::default();
+        let result = async {
+            for task in tasks {
+                self.context_on(&pool, &cache, subject, task, max_tokens, RetrievalOptions::default()).await?;
+            }
+            anyhow::Ok(())
+        }
+        .await;
+        pool.close().await;
+        sqlx::raw_sql(&format!("ALTER DATABASE {db} RESET ALL")).execute(&mut admin).await?;
+        result?;
+        let text = std::fs::read(&log)?;
+        let text = String::from_utf8_lossy(&text[start as usize..]);
+        let keep = ["duration:", "Scan", "Sort", "Join", "Loop", "Limit", "Removed", "Heap Fetches", "Index Cond"];
+        println!("\n## plans of {} context call(s) on {subject} (auto_explain)", tasks.len());
+        for line in text.lines().filter(|l| !l.contains("never executed") && keep.iter().any(|k| l.contains(k))) {
+            println!("{}", line.chars().take(200).collect::<String>());
+        }
+        Ok(())
     }
 }
 
@@ -402,6 +456,10 @@ async fn context_scenario(b: &Bench, a: &Args) -> anyhow::Result<()> {
             (memories, total, active)
         };
         println!("{subject}: {memories} memories ({active} active of {total})");
+        if a.explain {
+            b.explain(&subject, &tasks[..2], a.max_tokens).await?;
+            continue;
+        }
         // Warm-up: connections, plans, caches.
         let cache = TaskVectorCache::default();
         for task in &tasks[..WARMUP] {

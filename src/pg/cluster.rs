@@ -34,6 +34,32 @@ pub struct Cluster {
     settings: Vec<(String, String)>,
 }
 
+/// The embedded cluster's `shared_buffers`: a quarter of the machine's memory, from 128 MB (the
+/// Postgres default) to 2 GB. With the default, a 100k-memory subject's rows, vectors and HNSW
+/// indexes did not fit, and every context call copied pages in from the OS cache.
+fn shared_buffers_mb(meminfo: Option<&str>) -> u64 {
+    let total_kb = meminfo
+        .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal:")))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .unwrap_or(0);
+    (total_kb / 1024 / 4).clamp(128, 2048)
+}
+
+#[cfg(test)]
+mod buffer_tests {
+    use super::shared_buffers_mb;
+
+    #[test]
+    fn a_quarter_of_memory_between_128_mb_and_2_gb() {
+        assert_eq!(shared_buffers_mb(Some("MemTotal:       24684140 kB\nMemFree: 1 kB")), 2048);
+        assert_eq!(shared_buffers_mb(Some("MemTotal:        2097152 kB")), 512);
+        assert_eq!(shared_buffers_mb(Some("MemTotal:         262144 kB")), 128);
+        assert_eq!(shared_buffers_mb(None), 128);
+        assert_eq!(shared_buffers_mb(Some("garbage")), 128);
+    }
+}
+
 fn short_hash(p: &Path) -> String {
     let h = Sha256::digest(p.to_string_lossy().as_bytes());
     hex::encode(&h[..6])
@@ -97,7 +123,8 @@ impl Cluster {
     fn write_config(&self) -> anyhow::Result<()> {
         let sock = self.socket_dir.to_string_lossy().replace('\'', "''");
         let mut conf = format!(
-            "# Written by mnemo before each start.\nlisten_addresses = ''\nunix_socket_directories = '{sock}'\nport = {PORT}\nmax_connections = 300\n"
+            "# Written by mnemo before each start.\nlisten_addresses = ''\nunix_socket_directories = '{sock}'\nport = {PORT}\nmax_connections = 300\nshared_buffers = '{}MB'\n",
+            shared_buffers_mb(std::fs::read_to_string("/proc/meminfo").ok().as_deref())
         );
         for (k, v) in &self.settings {
             conf.push_str(&format!("{k} = '{}'\n", v.replace('\'', "''")));
