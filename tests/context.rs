@@ -125,15 +125,21 @@ async fn current_session_is_grouped_and_tenants_are_apart() {
     assert!(!other["assembled_context"].as_str().unwrap().contains("login timeout is back"));
 }
 
-#[tokio::test]
-async fn semantic_lane_finds_what_words_do_not() {
+/// The MiniLM embedder, or None (with a SKIP line) when the model files are missing and the run
+/// does not require them.
+fn minilm() -> Option<std::sync::Arc<dyn mnemo::embed::Embedder>> {
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".mnemo/models/all-MiniLM-L6-v2");
     if !dir.join("model.safetensors").exists() {
         assert!(std::env::var("MNEMO_REQUIRE_MODEL").is_err(), "MNEMO_REQUIRE_MODEL is set but the model is missing");
         eprintln!("SKIP: MiniLM model files not found; run scripts/bootstrap");
-        return;
+        return None;
     }
-    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::MiniLm { model_dir: dir }).unwrap();
+    Some(mnemo::embed::build(&mnemo::embed::EmbedderConfig::MiniLm { model_dir: dir }).unwrap())
+}
+
+#[tokio::test]
+async fn semantic_lane_finds_what_words_do_not() {
+    let Some(embedder) = minilm() else { return };
     let app = spawn_full(mnemo::RuntimeConfig::default(), embedder).await;
     let mut texts: Vec<String> = (0..40).map(|i| format!("Can you reformat this table for me? ({i})")).collect();
     texts.insert(5, "By the way, my dog's name is Biscuit and she is a beagle.".into());
@@ -155,13 +161,7 @@ async fn semantic_lane_finds_what_words_do_not() {
 /// valid indexes (and leaves them alone the second time).
 #[tokio::test]
 async fn approximate_vector_lanes_match_the_exact_ones_on_a_small_subject() {
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".mnemo/models/all-MiniLM-L6-v2");
-    if !dir.join("model.safetensors").exists() {
-        assert!(std::env::var("MNEMO_REQUIRE_MODEL").is_err(), "MNEMO_REQUIRE_MODEL is set but the model is missing");
-        eprintln!("SKIP: MiniLM model files not found; run scripts/bootstrap");
-        return;
-    }
-    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::MiniLm { model_dir: dir }).unwrap();
+    let Some(embedder) = minilm() else { return };
     let app = spawn_full(mnemo::RuntimeConfig::default(), embedder.clone()).await;
     let built = mnemo::db::vector_index::ensure(&app.pool, embedder.model_id(), embedder.dims()).await.unwrap();
     assert_eq!(built.len(), 2, "{built:?}");

@@ -46,20 +46,6 @@ fn shared_buffers_mb(meminfo: Option<&str>) -> u64 {
     (total_kb / 1024 / 4).clamp(128, 2048)
 }
 
-#[cfg(test)]
-mod buffer_tests {
-    use super::shared_buffers_mb;
-
-    #[test]
-    fn a_quarter_of_memory_between_128_mb_and_2_gb() {
-        assert_eq!(shared_buffers_mb(Some("MemTotal:       24684140 kB\nMemFree: 1 kB")), 2048);
-        assert_eq!(shared_buffers_mb(Some("MemTotal:        2097152 kB")), 512);
-        assert_eq!(shared_buffers_mb(Some("MemTotal:         262144 kB")), 128);
-        assert_eq!(shared_buffers_mb(None), 128);
-        assert_eq!(shared_buffers_mb(Some("garbage")), 128);
-    }
-}
-
 fn short_hash(p: &Path) -> String {
     let h = Sha256::digest(p.to_string_lossy().as_bytes());
     hex::encode(&h[..6])
@@ -260,5 +246,19 @@ impl Cluster {
             bail!("the pgvector extension is not installed for this PostgreSQL; {INSTALL_HINT}");
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod buffer_tests {
+    use super::shared_buffers_mb;
+
+    #[test]
+    fn a_quarter_of_memory_between_128_mb_and_2_gb() {
+        assert_eq!(shared_buffers_mb(Some("MemTotal:       24684140 kB\nMemFree: 1 kB")), 2048);
+        assert_eq!(shared_buffers_mb(Some("MemTotal:        2097152 kB")), 512);
+        assert_eq!(shared_buffers_mb(Some("MemTotal:         262144 kB")), 128);
+        assert_eq!(shared_buffers_mb(None), 128);
+        assert_eq!(shared_buffers_mb(Some("garbage")), 128);
     }
 }
