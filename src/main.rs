@@ -127,8 +127,12 @@ async fn serve_with(
             let started = std::time::Instant::now();
             match db::vector_index::ensure(&owner, &model, dims).await {
                 Ok(built) if built.is_empty() => tracing::debug!(%model, "vector indexes present"),
-                Ok(built) => tracing::info!(%model, indexes = %built.join(","), secs = started.elapsed().as_secs_f64(), "vector indexes built"),
-                Err(e) => tracing::warn!(error = %e, %model, "building vector indexes failed; large subjects scan vectors exactly"),
+                Ok(built) => {
+                    tracing::info!(%model, indexes = %built.join(","), secs = started.elapsed().as_secs_f64(), "vector indexes built")
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, %model, "building vector indexes failed; large subjects scan vectors exactly")
+                }
             }
             owner.close().await;
         });

@@ -194,7 +194,8 @@ async fn approximate_vector_lanes_match_the_exact_ones_on_a_small_subject() {
                 options: mnemo::services::context::RetrievalOptions { approx_vectors_from, ..Default::default() },
                 policy: Default::default(),
             };
-            let b = mnemo::services::context::assemble(&app.app_pool, &embedder, &cache, "default", &req).await.unwrap();
+            let b =
+                mnemo::services::context::assemble(&app.app_pool, &embedder, &cache, "default", &req).await.unwrap();
             bundles.push(b.assembled_context);
         }
         assert_eq!(bundles[0], bundles[1], "{task}");

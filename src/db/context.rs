@@ -249,24 +249,20 @@ pub async fn neighbours(conn: &mut PgConnection, p: &Probe<'_>, seqs: &[i64]) ->
         task_query("episode")
     );
     sqlx::query_as(&sql)
-    .bind(p.tenant)
-    .bind(p.subject_id)
-    .bind(p.as_of)
-    .bind(&p.tsquery)
-    .bind(seqs)
-    .fetch_all(conn)
-    .await
+        .bind(p.tenant)
+        .bind(p.subject_id)
+        .bind(p.as_of)
+        .bind(&p.tsquery)
+        .bind(seqs)
+        .fetch_all(conn)
+        .await
 }
 
 /// How the given episodes back memories as of `as_of`, one row per episode that backs any:
 /// whether a memory compiled from it is visible then, and whether one was superseded by then
 /// through a claim contradiction. Runs `mnemo_episode_backing` (migration 0012), which reads the
 /// GIN index on `source_episode_ids` for just these episodes.
-pub async fn episode_backing(
-    conn: &mut PgConnection,
-    p: &Probe<'_>,
-    episodes: &[Uuid],
-) -> sqlx::Result<Vec<Backing>> {
+pub async fn episode_backing(conn: &mut PgConnection, p: &Probe<'_>, episodes: &[Uuid]) -> sqlx::Result<Vec<Backing>> {
     if episodes.is_empty() {
         return Ok(Vec::new());
     }
@@ -290,9 +286,11 @@ pub struct Backing {
 /// subject and visibility filters can be met past the first neighbours found) and an `ef_search`
 /// as large as the candidate count. Set before the lanes run when the task has a vector.
 pub async fn prepare_vector_search(conn: &mut PgConnection) -> sqlx::Result<()> {
-    sqlx::query("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)")
-        .bind(APPROX_CANDIDATES.to_string())
-        .execute(conn)
-        .await?;
+    sqlx::query(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)",
+    )
+    .bind(APPROX_CANDIDATES.to_string())
+    .execute(conn)
+    .await?;
     Ok(())
 }

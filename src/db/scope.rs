@@ -16,4 +16,3 @@ pub async fn begin(pool: &PgPool, tenant: &str) -> sqlx::Result<TenantTx> {
     sqlx::query("SELECT set_config('mnemo.tenant', $1, true)").bind(tenant).execute(&mut *tx).await?;
     Ok(tx)
 }
-
