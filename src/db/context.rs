@@ -283,11 +283,15 @@ pub struct Backing {
 }
 
 /// Settings of the approximate vector lanes for this transaction: iterative index scans (so the
-/// subject and visibility filters can be met past the first neighbours found) and an `ef_search`
-/// as large as the candidate count. Set before the lanes run when the task has a vector.
+/// subject and visibility filters can be met past the first neighbours found; pgvector 0.8+,
+/// older versions reject the setting) and an `ef_search` as large as the candidate count.
+/// Set before the lanes run when the task has a vector.
 pub async fn prepare_vector_search(conn: &mut PgConnection) -> sqlx::Result<()> {
     sqlx::query(
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)",
+        "SELECT set_config('hnsw.ef_search', $1, true), \
+           CASE WHEN (SELECT (regexp_match(extversion, '^(\\d+)\\.(\\d+)'))::int[] >= '{0,8}' FROM pg_extension \
+                      WHERE extname = 'vector') \
+             THEN set_config('hnsw.iterative_scan', 'relaxed_order', true) END",
     )
     .bind(APPROX_CANDIDATES.to_string())
     .execute(conn)
