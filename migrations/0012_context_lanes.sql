@@ -41,12 +41,13 @@ GROUP BY e.tenant_id, e.subject_id, t.lexeme;
 -- trusted): a word common in one subject made every other subject's lane visit those rows to
 -- throw them away (a 1k subject beside a 100k one: 10,844 of 10,920 index hits discarded,
 -- 196 ms); with the keys in the index, the lookup returns only the subject's rows.
--- fastupdate is off so no call scans a pending list.
+-- Their pending lists are kept small (512 kB, against the 4 MB default): inserts still go in
+-- batches, and a call never scans more than that before autovacuum or the next overflow merges it.
 CREATE EXTENSION IF NOT EXISTS btree_gin;
 DROP INDEX memories_tsv;
-CREATE INDEX memories_subject_tsv ON memories USING gin (tenant_id, subject_id, content_tsv) WITH (fastupdate = off);
+CREATE INDEX memories_subject_tsv ON memories USING gin (tenant_id, subject_id, content_tsv) WITH (gin_pending_list_limit = 512);
 DROP INDEX episodes_search_tsv;
-CREATE INDEX episodes_subject_tsv ON episodes USING gin (tenant_id, subject_id, search_tsv) WITH (fastupdate = off);
+CREATE INDEX episodes_subject_tsv ON episodes USING gin (tenant_id, subject_id, search_tsv) WITH (gin_pending_list_limit = 512);
 
 CREATE FUNCTION mnemo_memory_lexical(p_subject text, p_as_of timestamptz, p_query tsquery, p_limit integer)
 RETURNS TABLE (id uuid)
