@@ -171,7 +171,7 @@ pub fn parse_claim(envelope: &Value, registry: &Registry) -> Option<Claim> {
     };
     let (key, spec) = registry.lookup(obj.get("key")?.as_str()?)?;
     let raw_value = obj.get("value")?.clone();
-    let value = match spec.entity {
+    let value = match &spec.entity {
         Some(_) => json_value(&raw_value)?,
         None => scalar_value(&raw_value)?,
     };

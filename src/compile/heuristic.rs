@@ -4,7 +4,10 @@
 //! is removed first; then only plain, present-tense, first-person assertions that match
 //! a known pattern survive. Anything instructed, hedged, negated, past or future is skipped.
 
+use super::attributes::{attributes, shape};
+use super::frames::{Frame, LEAD};
 use super::text::{split_sentences, strip_pasted, LOG_MARK, PASTE_MARK};
+use super::updates::{disposed_thing, event_allowed, marks_update, update_facts, version_key};
 use regex::{Captures, Regex};
 use std::sync::LazyLock;
 
@@ -14,6 +17,23 @@ pub struct ExtractedFact {
     pub content: String,
     pub claim: Option<RawClaim>,
     pub rule: &'static str,
+    /// How the fact may be tied to one the subject already has (see `compile::link`).
+    pub link: Option<LinkHint>,
+}
+
+/// What an update says about the value it replaces, for linking it to the subject's facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkHint {
+    /// The statement marks a change ("now", "new", "switched", an event).
+    pub update: bool,
+    /// The attribute or thing the statement names ("the cache node", "our database").
+    pub object: Option<String>,
+    /// The replaced thing, when named ("my old bike").
+    pub old: Option<String>,
+    /// The new value as written.
+    pub value: String,
+    /// Attributes the statement's frame can be about ("I'm at X now": employer, school, gym).
+    pub kinds: &'static [&'static str],
 }
 
 /// A canonical registry key plus the raw text captured for it.
@@ -28,6 +48,7 @@ const EMPLOYER: &str = "employment.current_employer";
 const HOME: &str = "location.current_home";
 const TOOLS: &str = "tools.used";
 const PREFS: &str = "preferences";
+const TITLE: &str = "attr.job_title";
 
 /// Optional adverb between subject and verb; dropped from the content.
 const ADV: &str = r"(?:(?:currently|now|also|still)\s+)?";
@@ -92,6 +113,12 @@ struct Rules {
     intro: Regex,
     intro_tail: Regex,
     my_is: Regex,
+    my_s: Regex,
+    bare_is: Regex,
+    migrate_bare: Regex,
+    fillers: Regex,
+    claim_stop: Regex,
+    passive: Regex,
     np_skip: Regex,
     migrate: Regex,
     triggers: Vec<Trigger>,
@@ -102,14 +129,14 @@ static RULES: LazyLock<Option<Rules>> = LazyLock::new(|| build().ok());
 
 fn build() -> Result<Rules, regex::Error> {
     let re = Regex::new;
-    let (i, im) = (r"\b(?P<s>i)\s+", r"\b(?P<s>i['’]m|i\s+am)\s+");
+    let (i, im) = (r"\b(?P<s>i)\s+", r"\b(?P<s>i['’]?m|i\s+am)\s+");
     let trig = |rule, pat: String, kind, key| -> Result<Trigger, regex::Error> {
         Ok(Trigger { rule, re: Regex::new(&format!("(?i){pat}"))?, kind, key })
     };
     let triggers = vec![
         trig("employer", format!(r"{i}{ADV}(?P<v>work\s+(?:at|for))\s+"), Kind::Place, Some(EMPLOYER))?,
         trig("employer", format!(r"{im}{ADV}(?P<v>employed\s+(?:at|by))\s+"), Kind::Place, Some(EMPLOYER))?,
-        trig("job_title", format!(r"{i}{ADV}(?P<v>work\s+as)\s+"), Kind::Role, None)?,
+        trig("job_title", format!(r"{i}{ADV}(?P<v>work\s+as)\s+"), Kind::Role, Some(TITLE))?,
         trig("located_at", format!(r"{im}{ADV}(?P<v>at)\s+"), Kind::Capitalised, None)?,
         trig("on_team", format!(r"{im}{ADV}(?P<v>on)\s+"), Kind::Team, None)?,
         trig("home", format!(r"{i}{ADV}(?P<v>live\s+in)\s+"), Kind::Place, Some(HOME))?,
@@ -118,7 +145,7 @@ fn build() -> Result<Rules, regex::Error> {
         trig("origin", format!(r"{i}(?P<v>(?:originally\s+)?come\s+from)\s+"), Kind::Capitalised, None)?,
         trig("tool", format!(r"{i}{ADV}(?P<v>use)\s+"), Kind::Tool, Some(TOOLS))?,
         trig("preference", format!(r"{i}{ADV}(?P<v>prefer)\s+"), Kind::Pref, Some(PREFS))?,
-        trig("team_tool", format!(r"\b(?P<s>we)\s+{ADV}(?P<v>use|run\s+on|run)\s+"), Kind::Tool, Some(TOOLS))?,
+        trig("team_tool", format!(r"\b(?P<s>we)\s+{ADV}(?P<v>use|run)\s+"), Kind::Tool, Some(TOOLS))?,
         trig("team_on", format!(r"\b(?P<s>we['’]re|we\s+are)\s+{ADV}(?P<v>on)\s+"), Kind::Team, Some(TOOLS))?,
     ];
     Ok(Rules {
@@ -162,7 +189,7 @@ fn build() -> Result<Rules, regex::Error> {
             r"(?i)\s+(?:and\s+(?:i|my|we|our|she|he|they|it|you|this|that)\b|(?:but|because|since|so|which|who|whom|whose|where|when|while|though|although|unless|except|until|whereas|whilst)\b)|(?-i:\s+and\s+\p{Ll})|\s+[-–—]\s|[.!?:](?:\s|$)",
         )?,
         trailing: re(
-            r"(?i)\s+(?:right\s+now|now|currently|these\s+days|nowadays|at\s+the\s+moment|at\s+present|today|too|also|as\s+well|anyway|btw|lol|haha)$",
+            r"(?i)\s+(?:right\s+now|now|currently|these\s+days|nowadays|at\s+the\s+moment|at\s+present|today|too|also|as\s+well|anyway|btw|lol|haha|finally|officially|yesterday|this\s+(?:week|month|year|morning|quarter|spring|summer|autumn|fall|winter)|last\s+(?:week|month|year|quarter|night|weekend|spring|summer|autumn|fall|winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(?:a|one|two|three|four|five|six|a\s+few|few|several|\d+)\s+(?:days?|weeks?|months?|years?)\s+ago|(?:in|since|as\s+of|from)\s+(?:january|february|march|april|may|june|july|august|september|october|november|december|spring|summer|autumn|fall|winter|monday|tuesday|wednesday|thursday|friday|\d{4})|on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))$",
         )?,
         place_stop: re(r"(?i)\s+(?:with|near|for|in|as|on|from|at|by|during|doing|via)\b")?,
         team_stop: re(r"(?i)\s+(?:at|in|for|with|from|since|as)\b")?,
@@ -171,14 +198,33 @@ fn build() -> Result<Rules, regex::Error> {
             r"(?i)\s+(?:for|to|with|on|in|at|as|via|because|daily|every|mostly|mainly|primarily|exclusively|instead|over|when|whenever|all)\b",
         )?,
         my_name: re(&format!(r"(?i)\b(?P<s>my)\s+(?P<v>name\s+is|name['’]s)\s+{NAME}"))?,
-        intro: re(&format!(r"(?i)\b(?P<s>i['’]m|i\s+am)\s+{NAME}"))?,
+        intro: re(&format!(r"(?i)\b(?P<s>i['’]?m|i\s+am)\s+{NAME}"))?,
         intro_tail: re(r"(?i)^(?:\s*$|\s*[,.;:!]|\s+(?:and|from|here|btw|by\s+the\s+way)\b)")?,
-        my_is: re(r"(?i)\b(?P<s>my|our)\s+(?P<np>[\p{L}\p{N}'’\-]+(?:\s+[\p{L}\p{N}'’\-]+){0,3}?)\s+(?P<v>is|are)\s+")?,
+        my_is: re(r"(?i)\b(?P<s>my|our|the)\s+(?P<np>[\p{L}\p{N}'’\-]+(?:\s+[\p{L}\p{N}'’\-]+){0,3}?)\s+(?P<v>is|are)\s+")?,
+        // "my phone's a Pixel 8" (only when no "is" reading exists, see `clause_facts`).
+        my_s: re(r"(?i)\b(?P<s>my|our|the)\s+(?P<np>[\p{L}\p{N}\-]+(?:\s+[\p{L}\p{N}\-]+){0,3}?)(?P<v>['’]s)\s+")?,
+        // Terse chat drops the possessive: "gym is Ironworks", "CI runs on Jenkins", "bazel disk
+        // cache lives at /mnt/ssd/bazel-cache".
+        bare_is: re(&format!(
+            r"(?i){LEAD}(?P<s>)(?P<np>[\p{{L}}\p{{N}}\-]+(?:\s+[\p{{L}}\p{{N}}'’\-]+){{0,3}}?)(?P<v>\s+(?:is|are)(?:\s+(?:now|currently|still))?(?:\s+(?:at|on|in))?|['’]s|\s+(?:now\s+)?(?:lives?|runs?|sits?|points?|goes|go|pushe?s?|resides?|stays?|is\s+hosted|are\s+hosted)(?:\s+(?:now|currently|still))?\s+(?:at|on|in|to))\s+"
+        ))?,
+        // "migrated the monorepo to pnpm", told without a subject at the start of a clause.
+        migrate_bare: re(&format!(
+            r"(?i){LEAD}(?P<s>)(?:(?:just|finally|recently|also)\s+)?(?P<v>moved|migrated|switched|upgraded|downgraded|bumped|updated|changed|repointed|pointed|renamed|ported|rewrote|rebuilt|converted|transferred|reinstalled)(?P<o>\s+(?:(?:our|my|the|all)\s+)?[\w.-]+(?:\s+[\w.-]+){{0,3}}?)??(?:\s+over)?(?:\s+from\s+(?P<from>.+?))?\s+(?:over\s+)?(?:to|->|→|with|onto|into)\s+"
+        ))?,
+        claim_stop: re(
+            r"(?i)\s+(?:with|near|for|in|on|at|by|during|via|instead|over|after|before|because|since|yesterday|today|tonight|this|last|so|which|who|but|from|until|through|thru|going\s+forward|from\s+now)\b|(?-i:\s+and\s+[\p{Ll}\d])",
+        )?,
+        // "built with Angular", "hosted in Frankfurt": a participle describes, a frame reads it.
+        passive: re(
+            r"(?i)^(?:\w+ed|built|written|made|done|run|set|kept|held|known|seen|taken|given|shown|driven|ridden)\s+(?:with|in|on|by|at|to|from|using|via|into|onto|for|as|under)\b",
+        )?,
+        fillers: re(r"(?i)(?:,\s*)?\b(?:uh+|um+|umm+|erm+|er|ah+|hmm+|mhm|you\s+know)\b(?:\s*,)?|,\s*like\s*,|\blike,\s+")?,
         np_skip: re(
             r"(?i)^(?:name|name['’]s)$|\b(?:question|point|problem|issue|concern|guess|idea|understanding|hope|answer|request|suggestion|bad|fault|pleasure|thoughts?|worry|fear|take|opinion|bet)\b",
         )?,
         migrate: re(
-            r"(?i)\b(?P<s>i|we)(?:['’]ve|\s+have)?\s+(?:(?:recently|finally|just|also)\s+)?(?P<v>moved|migrated|switched)(?P<o>\s+(?:our|my|the)\s+[\w-]+(?:\s+[\w-]+)?)?(?:\s+over)?(?:\s+from\s+.+?)?\s+(?:over\s+)?to\s+",
+            r"(?i)\b(?P<s>i|we)(?:['’]ve|\s+have)?\s+(?:(?:recently|finally|just|also)\s+)?(?P<v>moved|migrated|switched|upgraded|downgraded|bumped|updated|changed|repointed|pointed|renamed|ported|rewrote|rebuilt|converted|transferred|reinstalled)(?P<o>\s+(?:(?:our|my|the|all)\s+)?[\w.-]+(?:\s+[\w.-]+){0,3}?)??(?:\s+over)?(?:\s+from\s+(?P<from>.+?))?\s+(?:over\s+)?(?:to|->|→|with|onto|into)\s+",
         )?,
         triggers,
     })
@@ -186,10 +232,16 @@ fn build() -> Result<Rules, regex::Error> {
 
 /// Extracts plainly asserted first-person facts from one user statement.
 pub fn extract_facts(statement: &str) -> Vec<ExtractedFact> {
+    extract_facts_with(statement, &[])
+}
+
+/// Like [`extract_facts`], with a tenant's own verb frames tried before the built-in ones.
+pub fn extract_facts_with(statement: &str, frames: &[Frame]) -> Vec<ExtractedFact> {
     let Some(r) = RULES.as_ref() else {
         return Vec::new();
     };
-    let cleaned = strip_pasted(statement);
+    // Spoken fillers ("I drive a, uh, Subaru") carry nothing and break the patterns.
+    let cleaned = r.fillers.replace_all(&strip_pasted(statement), " ").into_owned();
     let mut facts: Vec<ExtractedFact> = Vec::new();
     // Set by a blocked sentence that introduces what follows ("here is the output:").
     let mut tainted = false;
@@ -211,14 +263,25 @@ pub fn extract_facts(statement: &str) -> Vec<ExtractedFact> {
                 continue;
             }
             for clause in clauses(r, &sentence) {
-                if clause_blocked(r, clause) {
+                // A clause in the past may still report an event that gives the current value.
+                let present = !clause_blocked(r, clause);
+                if !present && !event_allowed(clause) {
                     continue;
                 }
-                for fact in clause_facts(r, clause) {
+                for fact in clause_facts(r, clause, present, frames) {
                     if !facts.iter().any(|f| f.content == fact.content) {
                         facts.push(fact);
                     }
                 }
+            }
+        }
+    }
+    // "sold the old car. picked up a used CX-5": what was given up names what the new thing replaces.
+    if let Some(thing) = disposed_thing(&cleaned) {
+        for f in &mut facts {
+            if let Some(h) = f.link.as_mut().filter(|h| h.old.is_none() && (h.update || f.claim.is_none())) {
+                h.old = Some(thing.clone());
+                h.update = true;
             }
         }
     }
@@ -254,10 +317,18 @@ fn clause_blocked(r: &Rules, c: &str) -> bool {
     r.clause_skip.iter().any(|re| re.is_match(c))
 }
 
-/// Applies every pattern to one clause; facts come back in text order.
-fn clause_facts(r: &Rules, clause: &str) -> Vec<ExtractedFact> {
+/// Applies every pattern to one clause; facts come back in text order. Only events (and the
+/// migrations they report) are read from a clause that failed the present-tense screen.
+fn clause_facts(r: &Rules, clause: &str, present: bool, frames: &[Frame]) -> Vec<ExtractedFact> {
     let mut found: Vec<(usize, ExtractedFact)> = Vec::new();
     let mut add = |c: &Captures, f: Option<ExtractedFact>| found.extend(f.map(|f| (pos(c), f)));
+    if !present {
+        for c in r.migrate.captures_iter(clause).chain(r.migrate_bare.captures(clause)) {
+            add(&c, migration_fact(r, &c, clause));
+        }
+        found.extend(update_facts(clause, present, frames));
+        return order(found);
+    }
     for c in r.my_name.captures_iter(clause) {
         add(&c, name_fact(&c, clause, false));
     }
@@ -265,19 +336,58 @@ fn clause_facts(r: &Rules, clause: &str) -> Vec<ExtractedFact> {
         let tail_ok = c.name("n").is_some_and(|n| r.intro_tail.is_match(&clause[n.end()..]));
         add(&c, name_fact(&c, clause, true).filter(|_| tail_ok));
     }
+    let mut copulas = 0;
     for c in r.my_is.captures_iter(clause) {
+        copulas += 1;
         add(&c, attribute_fact(r, &c, clause));
+    }
+    if copulas == 0 {
+        for c in r.my_s.captures_iter(clause) {
+            copulas += 1;
+            add(&c, attribute_fact(r, &c, clause));
+        }
+    }
+    if copulas == 0 {
+        if let Some(c) = r.bare_is.captures(clause) {
+            add(&c, attribute_fact(r, &c, clause));
+        }
     }
     for t in &r.triggers {
         for c in t.re.captures_iter(clause) {
             add(&c, trigger_fact(r, t, &c, clause));
         }
     }
-    for c in r.migrate.captures_iter(clause) {
+    for c in r.migrate.captures_iter(clause).chain(r.migrate_bare.captures(clause)) {
         add(&c, migration_fact(r, &c, clause));
     }
-    found.sort_by_key(|(p, _)| *p);
-    found.into_iter().map(|(_, f)| f).collect()
+    found.extend(update_facts(clause, present, frames));
+    order(found)
+}
+
+/// Text order. Several rules can read the same words (a trigger and a frame): one clause keeps
+/// one fact per text and one per claim key, the claimed one first, the trigger's before a
+/// frame's (the sort is stable and triggers run first).
+fn order(mut found: Vec<(usize, ExtractedFact)>) -> Vec<ExtractedFact> {
+    found.sort_by_key(|(p, f)| (*p, f.claim.is_none()));
+    let mut out: Vec<ExtractedFact> = Vec::new();
+    for (_, f) in found {
+        let key = f.claim.as_ref().map(|c| c.key.as_str());
+        if key.is_some() && out.iter().any(|o| o.claim.as_ref().map(|c| c.key.as_str()) == key) {
+            continue;
+        }
+        let overlap = |o: &ExtractedFact| {
+            let (a, b) = (o.content.to_lowercase(), f.content.to_lowercase());
+            a == b || (o.claim.is_none() || f.claim.is_none()) && (a.contains(&b) || b.contains(&a))
+        };
+        if let Some(same) = out.iter_mut().find(|o| overlap(o)) {
+            if same.claim.is_none() && f.claim.is_some() {
+                *same = f;
+            }
+            continue;
+        }
+        out.push(f);
+    }
+    out
 }
 
 fn pos(c: &Captures) -> usize {
@@ -314,28 +424,93 @@ fn name_fact(c: &Captures, clause: &str, intro: bool) -> Option<ExtractedFact> {
     Some(fact(&[group(c, "s"), group(c, "v"), name], claim, "name"))
 }
 
-/// "my dog's name is Biscuit", "my favorite editor is Helix", "our database is Postgres 15".
+/// "my dog's name is Biscuit", "my favorite editor is Helix", "our database is Postgres 15",
+/// "the cache node's address is 10.2.3.4". The attribute phrase becomes the claim key (an open
+/// attribute unless the registry knows it); "the …" phrases count only with an exact value
+/// (an address, a path, a URL…), since "the weather is nice" is no setting of the user's.
 fn attribute_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact> {
     let np = group(c, "np");
+    let verb = group(c, "v");
     if r.np_skip.is_match(np) {
         return None;
     }
-    let value = cut(r, rest(c, clause), None);
-    if !plausible(value, 10) {
+    let mut value = cut(r, rest(c, clause), None);
+    let mut update = marks_update(np) || marks_update(verb);
+    while let Some(stripped) = strip_leading(value, &["now", "currently", "officially", "actually", "still"]) {
+        update |= !value.to_lowercase().starts_with("still");
+        value = stripped;
+    }
+    // "the staging server is at 203.0.113.17": the address is the value.
+    if let Some(stripped) = strip_leading(value, &["at", "on", "in"]).filter(|v| shape(first_word(v)).is_exact()) {
+        value = first_word(stripped);
+    }
+    if !plausible(value, 10) || r.passive.is_match(value) {
         return None;
     }
     let subject = group(c, "s");
-    let rule = if subject.eq_ignore_ascii_case("our") {
+    let the = subject.eq_ignore_ascii_case("the");
+    let bare = subject.is_empty();
+    let contracted = verb.starts_with(['\'', '’']);
+    let a = attributes();
+    let exact = shape(first_word(value)).is_exact();
+    if the && !exact || contracted && (value.contains(" is ") || value.contains(" are ")) {
+        return None;
+    }
+    // Without "my"/"our", only a phrase the registry knows or a value whose form says what it
+    // is ("10.0.4.12", "Django 3.2") reads as the user's own setting.
+    let versioned = version_key("", claim_cut(value)).is_some();
+    if bare && (a.names_person(np) || in_list(NOT_ATTRIBUTES, &np.to_lowercase()) || !(a.group_key(np).is_some() || exact || versioned)) {
+        return None;
+    }
+    let rule = if subject.eq_ignore_ascii_case("our") || the || bare {
         "team_setup"
     } else if np.to_lowercase().starts_with("favo") {
         "favorite"
     } else {
         "attribute"
     };
-    Some(fact(&[subject, np, group(c, "v"), value], None, rule))
+    let claim_value = claim_cut(strip_leading(value, &["a", "an", "the"]).unwrap_or(value));
+    let claim = claimable_attribute(value).then(|| a.key_for(np, claim_value)).flatten().and_then(|key| claim(&key, claim_value));
+    let head = if contracted { format!("{np}{verb}") } else { format!("{np} {verb}") };
+    let mut f = fact(&[subject, &head, value], claim, rule);
+    let update = update || marks_update(clause);
+    f.link = Some(LinkHint { update, object: Some(np.to_string()), old: None, value: claim_value.to_string(), kinds: &[] });
+    Some(f)
+}
+
+/// Phrases that open a clause without naming a setting ("today is Monday", "it's fine").
+const NOT_ATTRIBUTES: &str = "it this that there here today tomorrow yesterday tonight everything nothing something \
+    anything life work weather what which who he she they we you i one all both none each mine ours";
+
+fn first_word(v: &str) -> &str {
+    v.split_whitespace().next().unwrap_or_default().trim_end_matches([',', '.', ';', '!'])
+}
+
+/// Words that open a description or a state rather than a value ("my car is in the shop",
+/// "our deploy is broken", "my job is killing me").
+const NOT_VALUES: &str = "in at on with from for by under over near inside outside so very really quite pretty too \
+    super kinda bit being getting going still always usually sometimes great good bad awesome terrible fine ok okay \
+    nice broken down up slow fast busy full empty late early closed open gone missing dead back done ready huge \
+    tiny big small old amazing annoying weird strange cool lovely happy sad tired sick";
+
+fn claimable_attribute(value: &str) -> bool {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    let Some(first) = words.first().map(|w| w.to_lowercase()) else {
+        return false;
+    };
+    words.len() <= 6 && !in_list(NOT_VALUES, &first) && !(first.ends_with("ing") && first.len() > 5)
+}
+
+fn strip_leading<'a>(value: &'a str, words: &[&str]) -> Option<&'a str> {
+    let (first, rest) = value.split_once(char::is_whitespace)?;
+    words.contains(&first.to_lowercase().as_str()).then(|| rest.trim_start())
 }
 
 fn trigger_fact(r: &Rules, t: &Trigger, c: &Captures, clause: &str) -> Option<ExtractedFact> {
+    // "we run on AWS" is where the team hosts (a verb frame), not a tool it runs.
+    if t.rule == "team_tool" && rest(c, clause).to_lowercase().starts_with("on ") {
+        return None;
+    }
     let extra = match t.kind {
         Kind::Place | Kind::Capitalised => Some(&r.place_stop),
         Kind::Team => Some(&r.team_stop),
@@ -364,24 +539,81 @@ fn trigger_fact(r: &Rules, t: &Trigger, c: &Captures, clause: &str) -> Option<Ex
         Kind::Team if !team => tool_claim(r, value),
         Kind::Place => claimable(value, 5).then(|| value.to_string()),
         Kind::Pref => Some(value.to_string()),
+        Kind::Role => Some(strip_leading(value, &["a", "an"]).unwrap_or(value).to_string()),
         _ => None,
     };
-    let claim = t.key.zip(claim_value).and_then(|(k, v)| claim(k, &v));
-    Some(fact(&[group(c, "s"), group(c, "v"), value], claim, t.rule))
+    let claim = t.key.zip(claim_value).and_then(|(k, v)| {
+        // "We're on Postgres 15": versions of one tool replace each other, tools accumulate.
+        let key = if k == TOOLS { version_key("", &v).unwrap_or_else(|| k.to_string()) } else { k.to_string() };
+        claim(&key, &v)
+    });
+    let mut f = fact(&[group(c, "s"), group(c, "v"), value], claim, t.rule);
+    let kinds: &'static [&'static str] =
+        if t.rule == "located_at" { &["employment.current_employer", "attr.school", "attr.gym"] } else { &[] };
+    f.link = Some(LinkHint { update: marks_update(clause), object: None, old: None, value: value.to_string(), kinds });
+    Some(f)
 }
 
-/// "we moved from X to Y" keeps only "we moved to Y"; X is never emitted as current.
+/// "we moved from X to Y" keeps only "we moved to Y"; X is never emitted as current, but is
+/// kept as the replaced value for linking. "bumped node to 20" is node's version, "moved our
+/// hosting to Fly.io" the hosting attribute, "moved to Ghent" a new home.
 fn migration_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact> {
-    let value = cut(r, rest(c, clause), None);
+    let cut_rest = cut(r, rest(c, clause), None);
+    let value = claim_cut(strip_leading(cut_rest, &["a", "an", "the"]).unwrap_or(cut_rest));
     if !plausible(value, 8) {
         return None;
     }
     let verb = group(c, "v");
-    // "moved" is as often about homes as about tools, so it earns no tools claim.
-    let claim =
-        if verb.eq_ignore_ascii_case("moved") { None } else { tool_claim(r, value).and_then(|v| claim(TOOLS, &v)) };
+    let moved = verb.eq_ignore_ascii_case("moved");
+    // "my login email in settings" is the login email.
+    let object = group(c, "o").trim();
+    let object = object.find([' ']).and_then(|_| r.place_stop.find(object)).map_or(object, |m| object[..m.start()].trim());
+    let a = attributes();
+    if !object.is_empty() && a.names_person(object) {
+        return None;
+    }
+    let tiered = verb.to_lowercase().ends_with("graded");
+    let key = if object.is_empty() {
+        version_key("", value).or_else(|| {
+            if moved {
+                looks_like_place(value).then(|| HOME.to_string())
+            } else if tiered {
+                // "upgraded to Premium": a plan; linked to the subject's plan if it has one.
+                None
+            } else {
+                tool_claim(r, value).map(|_| TOOLS.to_string())
+            }
+        })
+    } else {
+        version_key(object, value).or_else(|| a.key_for(object, value))
+    };
+    let claim_value = if key.as_deref() == Some(TOOLS) { tool_claim(r, value) } else { Some(value.to_string()) };
+    let claim = key.zip(claim_value).and_then(|(k, v)| claim(&k, &v));
     let head = format!("{}{}", verb, group(c, "o"));
-    Some(fact(&[group(c, "s"), &head, "to", value], claim, "migration"))
+    let mut f = fact(&[group(c, "s"), &head, "to", value], claim, "migration");
+    let old = c.name("from").map(|m| cut(r, m.as_str(), None).to_string()).filter(|o| !o.is_empty());
+    let object = if object.is_empty() { tiered.then(|| "plan tier".to_string()) } else { Some(object.to_string()) };
+    f.link = Some(LinkHint { update: true, object, old, value: value.to_string(), kinds: &[] });
+    Some(f)
+}
+
+/// Words that end the names of software and services rather than of places.
+const TECH_NOUNS: &str = "actions ci cd cloud services service server servers platform api apis db database engine \
+    stack framework os app apps repo pipelines pipeline cluster kubernetes k8s lambda functions pages workers \
+    compute storage hosting code studio suite workspace teams drive sheets docs";
+
+/// Whether a capitalised value reads as a place ("Ghent", "Porto, Portugal") rather than a
+/// product ("GitHub Actions", "Fly.io", "Postgres 16").
+pub(super) fn looks_like_place(value: &str) -> bool {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    let camel = |w: &str| w.chars().skip(1).any(char::is_uppercase) && !w.chars().all(|c| c.is_uppercase() || !c.is_alphabetic());
+    !words.is_empty()
+        && words.len() <= 4
+        && starts_upper(value)
+        && !value.contains(['.', '/', '@', '_'])
+        && !value.chars().any(|c| c.is_ascii_digit())
+        && !words.iter().any(|w| camel(w))
+        && !words.iter().any(|w| in_list(TECH_NOUNS, &w.to_lowercase()))
 }
 
 /// Cuts a value at punctuation or a clause-joining word, then trims time words.
@@ -456,7 +688,33 @@ fn claim(key: &str, value: &str) -> Option<RawClaim> {
 /// Joins phrase parts as the user wrote them, normalising whitespace only.
 fn fact(parts: &[&str], claim: Option<RawClaim>, rule: &'static str) -> ExtractedFact {
     let content = parts.iter().flat_map(|p| p.split_whitespace()).collect::<Vec<_>>().join(" ");
-    ExtractedFact { content, claim, rule }
+    ExtractedFact { content, claim, rule, link: None }
+}
+
+/// The part of a value a claim holds: one exact token ("10.0.7.40"), else the words before a
+/// preposition or a time word ("Postgres 13 on a managed instance" → "Postgres 13").
+pub(super) fn claim_cut(value: &str) -> &str {
+    let first = first_word(value);
+    if shape(first).is_exact() {
+        return first;
+    }
+    match RULES.as_ref().and_then(|r| r.claim_stop.find(value)) {
+        Some(m) if m.start() > 0 => value[..m.start()].trim_end_matches([',', '.', ';', ':', '!']),
+        _ => value,
+    }
+}
+
+/// [`cut`] with the built-in stop rules: where a value captured by a frame ends.
+pub(super) fn cut_value(rest: &str) -> &str {
+    match RULES.as_ref() {
+        Some(r) => cut(r, rest, None),
+        None => "",
+    }
+}
+
+/// [`plausible`], for values captured outside this module.
+pub(super) fn plausible_value(value: &str, max_words: usize) -> bool {
+    plausible(value, max_words)
 }
 
 #[cfg(test)]
@@ -561,7 +819,7 @@ mod tests {
     #[test]
     fn dog_name_is_kept() {
         let f = only("By the way, my dog's name is Biscuit and she is a beagle.", "my dog's name is Biscuit");
-        assert_eq!(f.claim, None);
+        assert_eq!(f.claim, claim("attr.dog_name", "Biscuit"));
         assert_eq!(f.rule, "attribute");
     }
 
@@ -654,7 +912,7 @@ mod tests {
     #[test]
     fn job_title() {
         let f = only("I work as a nurse.", "I work as a nurse");
-        assert_eq!((f.claim, f.rule), (None, "job_title"));
+        assert_eq!((f.claim, f.rule), (claim(TITLE, "nurse"), "job_title"));
         only("I work as Head of Design", "I work as Head of Design");
         none("I work as needed");
         none("I work as much as I can");
@@ -775,7 +1033,7 @@ mod tests {
     #[test]
     fn favorite() {
         let f = only("My favorite editor is Helix.", "My favorite editor is Helix");
-        assert_eq!((f.claim, f.rule), (None, "favorite"));
+        assert_eq!((f.claim, f.rule), (claim("attr.favorite_editor", "Helix"), "favorite"));
         only("my favourite colour is green", "my favourite colour is green");
         none("My favorite editor was Emacs");
         none("My favorite editor is probably Helix");
@@ -787,7 +1045,7 @@ mod tests {
     #[test]
     fn team_setup() {
         let f = only("Our database is Postgres 15.", "Our database is Postgres 15");
-        assert_eq!((f.claim, f.rule), (None, "team_setup"));
+        assert_eq!((f.claim, f.rule), (claim("attr.database", "Postgres 15"), "team_setup"));
         only("our main language is Rust", "our main language is Rust");
         none("Our database was MySQL");
         none("Our database is not Postgres");
@@ -799,7 +1057,8 @@ mod tests {
     fn team_tool() {
         let f = only("We use Kubernetes.", "We use Kubernetes");
         assert_eq!((f.claim, f.rule), (claim(TOOLS, "Kubernetes"), "team_tool"));
-        assert_eq!(claims("We run on AWS"), vec![kv(TOOLS, "AWS")]);
+        // Where a team runs is its hosting, one value at a time.
+        assert_eq!(claims("We run on AWS"), vec![kv("attr.hosting", "AWS")]);
         assert_eq!(claims("We run Nomad for scheduling"), vec![kv(TOOLS, "Nomad")]);
         let f = only("We run a bakery", "We run a bakery");
         assert_eq!(f.claim, None);
@@ -812,7 +1071,7 @@ mod tests {
     #[test]
     fn team_on() {
         let f = only("We're on Postgres 15.", "We're on Postgres 15");
-        assert_eq!((f.claim, f.rule), (claim(TOOLS, "Postgres 15"), "team_on"));
+        assert_eq!((f.claim, f.rule), (claim("attr.postgres_version", "Postgres 15"), "team_on"));
         let f = only("We are on the payments team", "We are on the payments team");
         assert_eq!(f.claim, None);
         none("We're on a tight deadline");
@@ -823,17 +1082,24 @@ mod tests {
     #[test]
     fn migration() {
         let f = only("We migrated from MySQL to Postgres 16.", "We migrated to Postgres 16");
-        assert_eq!((f.claim, f.rule), (claim(TOOLS, "Postgres 16"), "migration"));
+        // Versions of one tool replace each other.
+        assert_eq!((f.claim, f.rule), (claim("attr.postgres_version", "Postgres 16"), "migration"));
         let f = only("I switched from Vim to Helix", "I switched to Helix");
         assert_eq!(f.claim, claim(TOOLS, "Helix"));
         let f = only("We moved our database from MySQL to Postgres", "We moved our database to Postgres");
-        assert_eq!(f.claim, None);
+        assert_eq!(f.claim, claim("attr.database", "Postgres"));
+        assert_eq!(f.link.and_then(|l| l.old).as_deref(), Some("MySQL"));
         let f = only("We moved from London to Berlin", "We moved to Berlin");
-        assert_eq!(f.claim, None);
+        assert_eq!(f.claim, claim(HOME, "Berlin"));
+        // A move to a product is no new home.
+        assert_eq!(only("We moved to GitHub Actions", "We moved to GitHub Actions").claim, None);
+        assert_eq!(claims("we bumped node to 20"), vec![kv("attr.node_version", "20")]);
         for f in facts("We moved from MySQL to Postgres. We switched from Jenkins over to GitHub Actions") {
             assert!(!f.content.contains("MySQL") && !f.content.contains("Jenkins"), "{f:?}");
         }
-        none("We switched from MySQL to Postgres last year");
+        // A switch told in the past still gives the current value.
+        assert_eq!(claims("We switched from MySQL to Postgres last year"), vec![kv(TOOLS, "Postgres")]);
+        only("We moved to Kubernetes last quarter", "We moved to Kubernetes");
         none("We might switch from MySQL to Postgres");
         none("We finally moved!");
     }
@@ -1040,7 +1306,6 @@ mod tests {
             "Soon I live in Paris",
             "Someday I use Rust",
             "I will work at Acme",
-            "We moved to Kubernetes last quarter",
             "Yesterday I use Perl",
         ] {
             none(s);

@@ -1,11 +1,15 @@
 //! Compiling episodes into memories: pure extraction, claims and supersession rules.
 //! The database side lives in `services::compile`.
 
+pub mod attributes;
 pub mod candidates;
 pub mod claims;
+pub mod frames;
 pub mod heuristic;
+pub mod link;
 pub mod pipeline;
 pub mod registry;
 pub mod scope;
 pub mod supersede;
 pub mod text;
+pub mod updates;

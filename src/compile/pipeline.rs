@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::candidates::structured_candidates;
 use super::claims::{claim_from_parts, parse_claim, Claim, Registry};
-use super::heuristic::{extract_facts, summarize};
+use super::heuristic::{extract_facts_with, summarize, LinkHint};
 use super::text::{episode_text, strip_pasted, user_statements, LOG_MARK, PASTE_MARK};
 use crate::http::input::parse_datetime;
 
@@ -34,6 +34,8 @@ pub struct MemoryDraft {
     pub source_episode_id: Uuid,
     /// Stable order among memories: "<episode seq>:<index in episode>", zero-padded.
     pub order_tiebreak: String,
+    /// For heuristic facts: how to tie the fact to the subject's current ones (`compile::link`).
+    pub link: Option<LinkHint>,
 }
 
 /// Confidence of heuristic facts and summaries (the spec's values).
@@ -123,6 +125,7 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
                     claim,
                     source_episode_id: ep.id,
                     order_tiebreak: tiebreak(i),
+                    link: None,
                 }
             })
             .collect();
@@ -143,10 +146,11 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
         claim: None,
         source_episode_id: ep.id,
         order_tiebreak: tiebreak(0),
+        link: None,
     }];
     let mut seen = std::collections::BTreeSet::new();
     for statement in user_statements(&ep.payload, &ep.source) {
-        for fact in extract_facts(&statement) {
+        for fact in extract_facts_with(&statement, registry.frames()) {
             if !seen.insert(fact.content.to_lowercase()) {
                 continue;
             }
@@ -169,6 +173,7 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
                 claim,
                 source_episode_id: ep.id,
                 order_tiebreak: tiebreak(i),
+                link: fact.link,
             });
         }
     }

@@ -1,9 +1,13 @@
 //! The claim registry: which keys exist, their aliases and cardinality (built-ins plus a
 //! tenant's `claim_keys`). Cardinality always comes from here, never from a producer.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+
+use super::attributes::{attributes, is_open_key};
+use super::frames::{tenant_frames, Frame};
 
 /// Maximum number of tenant-defined claim keys.
 pub const MAX_TENANT_KEYS: usize = 64;
@@ -80,11 +84,14 @@ const ALIASES: &[(&str, &str)] = &[
     ("payment_processors", "payment.processors_used"),
 ];
 
-/// The set of known claim keys (built-in plus tenant-defined) and their aliases.
+/// The set of known claim keys (built-in plus tenant-defined) and their aliases, plus the open
+/// attribute namespace `attr.*` (cardinality from the attribute registry) and a tenant's own
+/// verb frames.
 #[derive(Debug, Clone)]
 pub struct Registry {
     keys: BTreeMap<String, KeySpec>,
     aliases: BTreeMap<String, String>,
+    frames: Vec<Frame>,
 }
 
 impl Default for Registry {
@@ -108,7 +115,18 @@ impl Registry {
             KeySpec { cardinality: Cardinality::Single, entity: Some(PRICING_SPEC), builtin: true },
         );
         let aliases = ALIASES.iter().map(|(a, c)| ((*a).to_string(), (*c).to_string())).collect();
-        Registry { keys, aliases }
+        Registry { keys, aliases, frames: Vec::new() }
+    }
+
+    /// Adds the tenant config's `attribute_frames` (invalid entries ignored).
+    pub fn with_tenant_frames(mut self, config: &Value) -> Registry {
+        self.frames = tenant_frames(config, &self);
+        self
+    }
+
+    /// The tenant's own verb frames, tried before the built-in ones.
+    pub fn frames(&self) -> &[Frame] {
+        &self.frames
     }
 
     /// Adds tenant keys from the tenant config's `claim_keys` object ({"ns.key": "single"|"multi"}); invalid entries ignored.
@@ -141,10 +159,17 @@ impl Registry {
         self.lookup(key).is_some_and(|(_, spec)| spec.builtin)
     }
 
-    pub(super) fn lookup(&self, key: &str) -> Option<(&str, &KeySpec)> {
+    pub(super) fn lookup(&self, key: &str) -> Option<(Cow<'_, str>, Cow<'_, KeySpec>)> {
         let norm = normalize_key(key);
         let canonical = self.aliases.get(&norm).map(String::as_str).unwrap_or(&norm);
-        self.keys.get_key_value(canonical).map(|(k, spec)| (k.as_str(), spec))
+        if let Some((k, spec)) = self.keys.get_key_value(canonical) {
+            return Some((Cow::Borrowed(k.as_str()), Cow::Borrowed(spec)));
+        }
+        // Open attributes exist without being declared; only their cardinality is registered.
+        is_open_key(canonical).then(|| {
+            let spec = KeySpec { cardinality: attributes().cardinality(canonical), entity: None, builtin: false };
+            (Cow::Owned(canonical.to_string()), Cow::Owned(spec))
+        })
     }
 }
 

@@ -81,6 +81,7 @@ mod tests {
             valid_to: None,
             order: (t, format!("{id:04}")),
             claim: None,
+            replaces: None,
         }
     }
 

@@ -50,6 +50,9 @@ pub struct MemoryView {
     pub order: (DateTime<Utc>, String),
     /// Parsed claim, if the memory carries one.
     pub claim: Option<Claim>,
+    /// Normalised value of an accumulating claim (same bucket) that this memory replaces:
+    /// "switched from Vim to Helix" retires `tools.used = vim` without touching other tools.
+    pub replaces: Option<String>,
 }
 
 /// Which rule produced a decision.
@@ -145,6 +148,8 @@ pub fn resolve(active: &[MemoryView], now: DateTime<Utc>) -> Vec<Decision> {
     rows.retain(|m| seen.insert(m.id));
 
     let mut pending = claim_pass(&rows, now);
+    let single_losers: BTreeSet<Uuid> = pending.iter().map(|p| p.loser.id).collect();
+    pending.extend(replacement_pass(&rows, &single_losers));
     let claim_losers: BTreeSet<Uuid> = pending.iter().map(|p| p.loser.id).collect();
     pending.extend(lexical_pass(&rows, &claim_losers));
 
@@ -198,6 +203,43 @@ fn claim_pass<'a>(rows: &[&'a MemoryView], now: DateTime<Utc>) -> Vec<Pending<'a
                     threshold: None,
                     new_valid_to: Some(clamp_to_start(end, loser)),
                     details: json!({}),
+                },
+            });
+        }
+    }
+    out
+}
+
+/// Rows that name the accumulating value they replace supersede the older rows holding it.
+fn replacement_pass<'a>(rows: &[&'a MemoryView], taken: &BTreeSet<Uuid>) -> Vec<Pending<'a>> {
+    let mut out = Vec::new();
+    for (j, &winner) in rows.iter().enumerate() {
+        let (Some(wc), Some(old)) = (winner.claim.as_ref(), winner.replaces.as_deref()) else { continue };
+        if wc.cardinality != Cardinality::Multi || wc.value == old {
+            continue;
+        }
+        for &loser in &rows[..j] {
+            let Some(lc) = loser.claim.as_ref() else { continue };
+            if taken.contains(&loser.id) || lc.bucket() != wc.bucket() || lc.value != old {
+                continue;
+            }
+            if !overlaps(window(loser, lc), window(winner, wc)) {
+                continue;
+            }
+            let end = wc.valid_from.or(winner.valid_from).unwrap_or(winner.order.0);
+            out.push(Pending {
+                pass: 0,
+                loser,
+                winner,
+                decision: Decision {
+                    superseded: loser.id,
+                    superseding: winner.id,
+                    rule: Rule::ClaimContradiction,
+                    claim_key: Some(lc.key.clone()),
+                    score: None,
+                    threshold: None,
+                    new_valid_to: Some(clamp_to_start(end, loser)),
+                    details: json!({"replaced": true}),
                 },
             });
         }
@@ -357,6 +399,7 @@ mod tests {
             valid_to: None,
             order: (at, format!("ep{n}:0")),
             claim: None,
+            replaces: None,
         }
     }
 

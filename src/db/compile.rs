@@ -197,13 +197,27 @@ pub struct ActiveRow {
     pub order_tiebreak: String,
     pub claim: Option<Value>,
     pub claim_bucket: Option<String>,
+    /// The normalised value of an accumulating claim this memory replaces (`compile::link`).
+    pub replaces: Option<String>,
+}
+
+/// The claim envelopes of the subject's current memories (for linking updates to them).
+pub async fn current_claims(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<Value>> {
+    sqlx::query_scalar(
+        "SELECT metadata->'claim' FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
+         AND claim_key IS NOT NULL AND (valid_to IS NULL OR valid_to > now()) ORDER BY order_at, order_tiebreak, id",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .fetch_all(conn)
+    .await
 }
 
 /// Every active, unexpired memory of the subject.
 pub async fn active_rows(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<ActiveRow>> {
     sqlx::query_as(
         "SELECT id, kind, content, valid_from, valid_to, order_at, order_tiebreak, metadata->'claim' AS claim, \
-         claim_bucket FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
+         claim_bucket, metadata->>'replaces' AS replaces FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
          AND (valid_to IS NULL OR valid_to > now())",
     )
     .bind(tenant)

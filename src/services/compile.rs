@@ -15,6 +15,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::compile::claims::{parse_claim, Cardinality, Registry};
+use crate::compile::link::{link_drafts, Current};
 use crate::compile::pipeline::{compile_episode, EpisodeInput, MemoryDraft};
 use crate::compile::scope::related;
 use crate::compile::supersede::{resolve, MemoryView, Rule};
@@ -101,10 +102,11 @@ fn rows_from(drafts: &[MemoryDraft], vectors: &[Vec<f32>], ids: &[Uuid], suggest
 
 /// The tenant's claim registry: built-ins plus its `claim_keys`.
 pub fn registry_for(config: &Value) -> Registry {
-    match config.get("claim_keys") {
+    let registry = match config.get("claim_keys") {
         Some(keys) => Registry::builtin().with_tenant_keys(keys),
         None => Registry::builtin(),
-    }
+    };
+    registry.with_tenant_frames(config)
 }
 
 /// Compiles one batch of the subject's pending episodes; a batch that consumed episodes
@@ -146,6 +148,17 @@ pub async fn compile_batch(
         if !text.trim().is_empty() {
             episode_texts.push((e.id, text));
         }
+    }
+
+    // Updates are tied to the facts they replace before anything is written.
+    if drafts.iter().any(|d| d.link.is_some()) {
+        let mut current: Vec<Current> = db::compile::current_claims(&mut tx, tenant, subject_id)
+            .await?
+            .iter()
+            .filter_map(|env| parse_claim(env, &registry))
+            .map(|c| Current::of(&c))
+            .collect();
+        link_drafts(&mut drafts, &mut current, &registry);
     }
 
     let mut texts: Vec<String> = drafts.iter().map(|d| d.content.clone()).collect();
@@ -198,6 +211,7 @@ async fn apply_supersession(
             valid_to: r.valid_to,
             order: (r.order_at, r.order_tiebreak),
             claim: r.claim.as_ref().and_then(|c| parse_claim(c, registry)),
+            replaces: r.replaces,
         })
         .collect();
     let new: HashSet<Uuid> = new_ids.iter().copied().collect();

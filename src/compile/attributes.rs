@@ -1,0 +1,430 @@
+//! Open attributes: the subject's own settings and facts that have no built-in claim key.
+//!
+//! An attribute phrase as the user wrote it ("home router's IP", "build cache path", "team
+//! lead") is normalised into a claim key: a known phrase maps to its group's key (`team lead` and
+//! `boss` are both `attr.manager`, `employer` is `employment.current_employer`), anything else
+//! becomes `attr.<words>` in its own namespace. The phrases, the attributes that accumulate, and
+//! the nouns that name other people or job roles are data (`attributes.json`), not code.
+//!
+//! Values keep their exact form in the memory text; `shape` tells addresses, paths, URLs,
+//! e-mails, versions and names apart, so an update is only linked to a value of a compatible kind.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::registry::Cardinality;
+
+/// Namespace of open-attribute keys.
+pub const ATTR_PREFIX: &str = "attr.";
+/// Longest open-attribute key accepted.
+const MAX_KEY_LEN: usize = 64;
+/// Most words an attribute phrase may have after normalisation.
+const MAX_PHRASE_WORDS: usize = 5;
+
+#[derive(Debug, Deserialize)]
+struct Group {
+    key: String,
+    phrases: Vec<String>,
+    #[serde(default)]
+    cardinality: Option<String>,
+    #[serde(default)]
+    person: bool,
+    #[serde(default)]
+    by_shape: BTreeMap<String, String>,
+}
+
+/// One verb frame as written in the data file (see `frames.rs`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct FrameSpec {
+    pub pattern: String,
+    pub key: String,
+    #[serde(default)]
+    pub event: bool,
+    #[serde(default)]
+    pub slot: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Data {
+    groups: Vec<Group>,
+    people: Vec<String>,
+    roles: Vec<String>,
+    diets: Vec<String>,
+    #[serde(default)]
+    value_heads: BTreeMap<String, Vec<String>>,
+    frames: Vec<FrameSpec>,
+}
+
+/// The attribute registry, loaded once from `attributes.json`.
+pub struct Attributes {
+    /// Normalised phrase → canonical key.
+    phrase_key: BTreeMap<String, String>,
+    /// Canonical key → (cardinality, names a person, value shape → other key).
+    keys: BTreeMap<String, (Cardinality, bool, BTreeMap<String, String>)>,
+    /// Canonical key → every word of its phrases (for linking an update by its head noun).
+    key_words: BTreeMap<String, BTreeSet<String>>,
+    people: BTreeSet<String>,
+    roles: BTreeSet<String>,
+    /// Head noun of a value → the attributes such a thing can be the value of.
+    value_heads: BTreeMap<String, BTreeSet<String>>,
+    /// Diet words (a frame's `{diet}` slot).
+    pub diets: Vec<String>,
+    /// The built-in verb frames.
+    pub frames: Vec<FrameSpec>,
+}
+
+static DATA: LazyLock<Attributes> = LazyLock::new(load);
+
+/// The built-in attribute registry.
+pub fn attributes() -> &'static Attributes {
+    &DATA
+}
+
+fn load() -> Attributes {
+    // The file ships inside the binary; a unit test proves it parses.
+    let data: Data = serde_json::from_str(include_str!("attributes.json"))
+        .unwrap_or(Data {
+            groups: vec![],
+            people: vec![],
+            roles: vec![],
+            diets: vec![],
+            value_heads: BTreeMap::new(),
+            frames: vec![],
+        });
+    let mut phrase_key = BTreeMap::new();
+    let mut keys = BTreeMap::new();
+    let mut key_words: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for g in data.groups {
+        let cardinality = if g.cardinality.as_deref() == Some("multi") { Cardinality::Multi } else { Cardinality::Single };
+        keys.insert(g.key.clone(), (cardinality, g.person, g.by_shape.clone()));
+        let words = key_words.entry(g.key.clone()).or_default();
+        for p in &g.phrases {
+            let norm = phrase_words(p).join(" ");
+            words.extend(norm.split(' ').filter(|w| !w.is_empty()).map(str::to_string));
+            phrase_key.entry(norm).or_insert_with(|| g.key.clone());
+        }
+    }
+    let lower = |v: Vec<String>| v.into_iter().map(|w| w.to_lowercase()).collect::<BTreeSet<_>>();
+    let mut value_heads: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (key, heads) in data.value_heads {
+        for h in heads {
+            value_heads.entry(h.to_lowercase()).or_default().insert(key.clone());
+        }
+    }
+    Attributes {
+        phrase_key,
+        keys,
+        key_words,
+        people: lower(data.people),
+        roles: lower(data.roles),
+        value_heads,
+        diets: data.diets,
+        frames: data.frames,
+    }
+}
+
+/// Words dropped from an attribute phrase: determiners, possessives and "which one" markers
+/// that do not change which attribute is meant ("my new primary email" is "email").
+const DROP: &[&str] = &[
+    "the", "a", "an", "my", "our", "your", "new", "current", "currently", "updated", "latest", "present", "actual", "own",
+    "main", "primary", "usual", "official", "brand", "shiny", "old", "its", "this", "that",
+];
+
+/// Lower-cases an attribute phrase, splits possessives, drops determiners and turns a plural
+/// head into its singular ("the cache node's IP addresses" → ["cache", "node", "ip", "address"]).
+pub fn phrase_words(phrase: &str) -> Vec<String> {
+    let lowered = phrase.to_lowercase().replace(['’', '`'], "'").replace("'s ", " ").replace("s' ", "s ");
+    let mut words: Vec<String> = lowered
+        .split(|c: char| c.is_whitespace() || c == '_' || c == '/')
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).trim_end_matches("'s").to_string())
+        .map(|w| if w == "e-mail" { "email".to_string() } else { w })
+        .filter(|w| !w.is_empty() && !DROP.contains(&w.as_str()))
+        .collect();
+    if let Some(last) = words.last_mut() {
+        *last = singular(last);
+    }
+    // "IP address" and "IP" are one attribute.
+    if words.len() >= 2 && words[words.len() - 1] == "address" && words[words.len() - 2] == "ip" {
+        words.pop();
+    }
+    words
+}
+
+fn singular(w: &str) -> String {
+    let keep = ["ss", "us", "is", "os", "ys"];
+    if w.len() > 3 && w.ends_with('s') && !keep.iter().any(|k| w.ends_with(k)) {
+        if let Some(stem) = w.strip_suffix("ies") {
+            return format!("{stem}y");
+        }
+        return w[..w.len() - 1].to_string();
+    }
+    w.to_string()
+}
+
+impl Attributes {
+    /// The claim key for an attribute phrase and a value, or None when the phrase is empty,
+    /// too long, or not ASCII-sluggable.
+    pub fn key_for(&self, phrase: &str, value: &str) -> Option<String> {
+        let words = phrase_words(phrase);
+        if words.is_empty() || words.len() > MAX_PHRASE_WORDS {
+            return None;
+        }
+        let joined = words.join(" ");
+        if let Some(key) = self.phrase_key.get(&joined) {
+            let shape = shape(value).as_str();
+            let by_shape = self.keys.get(key).and_then(|(_, _, m)| m.get(shape));
+            return Some(by_shape.cloned().unwrap_or_else(|| key.clone()));
+        }
+        if words.iter().any(|w| !w.is_ascii()) {
+            return None;
+        }
+        let slug: Vec<String> = words
+            .iter()
+            .map(|w| w.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>())
+            .filter(|w| !w.is_empty())
+            .collect();
+        if slug.len() != words.len() {
+            return None;
+        }
+        let key = format!("{ATTR_PREFIX}{}", slug.join("_"));
+        (key.len() <= MAX_KEY_LEN).then_some(key)
+    }
+
+    /// The group key of a phrase the registry knows ("team lead" → `attr.manager`), if any.
+    pub fn group_key(&self, phrase: &str) -> Option<&str> {
+        self.phrase_key.get(&phrase_words(phrase).join(" ")).map(String::as_str)
+    }
+
+    /// True for a key that a group of phrases defines (already canonical).
+    pub fn is_group_key(&self, key: &str) -> bool {
+        self.keys.contains_key(key)
+    }
+
+    /// The attributes a thing named by these words can be the value of ("e-scooter" → commute).
+    pub fn keys_for_thing(&self, words: &str) -> BTreeSet<String> {
+        words
+            .to_lowercase()
+            .split(|c: char| c.is_whitespace() || c == '/')
+            .map(|w| singular(w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-')))
+            .filter_map(|w| self.value_heads.get(&w))
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    /// Cardinality of an open-attribute key: single unless the data says it accumulates.
+    pub fn cardinality(&self, key: &str) -> Cardinality {
+        self.keys.get(key).map_or(Cardinality::Single, |(c, _, _)| *c)
+    }
+
+    /// The words that name a key: its group's phrases, or the words of an `attr.` slug.
+    pub fn words_of(&self, key: &str) -> BTreeSet<String> {
+        if let Some(words) = self.key_words.get(key) {
+            return words.clone();
+        }
+        let tail = key.strip_prefix(ATTR_PREFIX).unwrap_or(key);
+        tail.split(['_', '.']).filter(|w| !w.is_empty()).map(str::to_string).collect()
+    }
+
+    /// True when the phrase names or belongs to another person ("my sister's phone", "my
+    /// manager"): such a phrase is never the subject of a change the user made.
+    pub fn names_person(&self, phrase: &str) -> bool {
+        let words = phrase_words(phrase);
+        let known_person = self.phrase_key.get(&words.join(" ")).and_then(|k| self.keys.get(k)).is_some_and(|k| k.1);
+        known_person || words.iter().any(|w| self.people.contains(w))
+    }
+
+    /// True for a noun that heads a job title ("engineer", "analyst").
+    pub fn is_role(&self, word: &str) -> bool {
+        self.roles.contains(&word.to_lowercase())
+    }
+}
+
+/// The kind of a value, for telling which updates can replace which values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Email,
+    Url,
+    Ip,
+    Path,
+    Version,
+    Phone,
+    Time,
+    Money,
+    Number,
+    Name,
+    Text,
+}
+
+impl Shape {
+    /// Stable name, as used in `attributes.json` (`by_shape`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Shape::Email => "email",
+            Shape::Url => "url",
+            Shape::Ip => "ip",
+            Shape::Path => "path",
+            Shape::Version => "version",
+            Shape::Phone => "phone",
+            Shape::Time => "time",
+            Shape::Money => "money",
+            Shape::Number => "number",
+            Shape::Name => "name",
+            Shape::Text => "text",
+        }
+    }
+
+    /// Shapes that identify a value by its form alone (an IP is an IP whatever it is called).
+    pub fn is_exact(&self) -> bool {
+        matches!(self, Shape::Email | Shape::Url | Shape::Ip | Shape::Path | Shape::Version | Shape::Phone | Shape::Time)
+    }
+
+    /// Whether a value of shape `other` can replace one of this shape.
+    pub fn compatible(&self, other: Shape) -> bool {
+        let loose = |s: &Shape| matches!(s, Shape::Text | Shape::Name);
+        *self == other || (loose(self) && loose(&other)) || (!self.is_exact() && !other.is_exact())
+    }
+}
+
+struct Shapes {
+    email: Regex,
+    url: Regex,
+    ip: Regex,
+    path: Regex,
+    version: Regex,
+    phone: Regex,
+    time: Regex,
+    money: Regex,
+    number: Regex,
+}
+
+static SHAPES: LazyLock<Option<Shapes>> = LazyLock::new(|| {
+    Some(Shapes {
+        email: Regex::new(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$").ok()?,
+        url: Regex::new(r"(?i)^(?:https?|wss?|ftp|s3|gs|git|ssh)://\S+$|^(?i:www\.)\S+$").ok()?,
+        ip: Regex::new(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?(?:/\d{1,2})?$|^\[?[0-9a-fA-F:]*::[0-9a-fA-F:]*\]?$").ok()?,
+        path: Regex::new(r"^(?:~|\.{1,2})?/[\w.~@+-]+(?:/[\w.~@+-]*)*$|^[A-Za-z]:\\\S*$").ok()?,
+        version: Regex::new(r"(?i)^v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?$|^(?i:v)\d+$").ok()?,
+        phone: Regex::new(r"^\+?\(?\d[\d ()./-]{6,}\d$").ok()?,
+        time: Regex::new(r"(?i)^(?:at\s+)?\d{1,2}(?::\d{2}\s*(?:am|pm)?|\s*(?:am|pm))(?:\s+[a-z]{2,4})?$").ok()?,
+        money: Regex::new(r"^(?:[$€£¥]\s?\d[\d,.]*\w*(?:/\w+)?|\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros|pounds)\b.*)$").ok()?,
+        number: Regex::new(r"^\d[\d,.]*$").ok()?,
+    })
+});
+
+/// Classifies a value by its form.
+pub fn shape(value: &str) -> Shape {
+    let v = value.trim().trim_end_matches(['.', ',', ';', '!', '?']);
+    let Some(s) = SHAPES.as_ref() else {
+        return Shape::Text;
+    };
+    let checks: [(&Regex, Shape); 9] = [
+        (&s.email, Shape::Email),
+        (&s.url, Shape::Url),
+        (&s.ip, Shape::Ip),
+        (&s.path, Shape::Path),
+        (&s.version, Shape::Version),
+        (&s.phone, Shape::Phone),
+        (&s.time, Shape::Time),
+        (&s.money, Shape::Money),
+        (&s.number, Shape::Number),
+    ];
+    if let Some((_, sh)) = checks.iter().find(|(re, _)| re.is_match(v)) {
+        return *sh;
+    }
+    if v.chars().next().is_some_and(char::is_uppercase) {
+        Shape::Name
+    } else {
+        Shape::Text
+    }
+}
+
+/// True for a key in the open-attribute namespace that is well formed.
+pub fn is_open_key(key: &str) -> bool {
+    key.len() <= MAX_KEY_LEN
+        && key.strip_prefix(ATTR_PREFIX).is_some_and(|tail| {
+            !tail.is_empty() && tail.split('.').all(|seg| {
+                !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_file_parses_and_is_consistent() {
+        let data: Data = serde_json::from_str(include_str!("attributes.json")).expect("attributes.json parses");
+        assert!(data.groups.len() > 20 && data.frames.len() > 20);
+        for g in &data.groups {
+            assert!(is_open_key(&g.key) || super::super::registry::Registry::builtin().is_builtin(&g.key), "{}", g.key);
+        }
+        assert!(!attributes().frames.is_empty());
+    }
+
+    #[test]
+    fn phrases_normalise_into_keys() {
+        let a = attributes();
+        assert_eq!(a.key_for("home router's IP", "192.168.1.1").as_deref(), Some("attr.home_router_ip"));
+        assert_eq!(a.key_for("home router's IP address", "x").as_deref(), Some("attr.home_router_ip"));
+        assert_eq!(a.key_for("build cache path", "/tmp").as_deref(), Some("attr.build_cache_path"));
+        assert_eq!(a.key_for("team lead", "Sam").as_deref(), Some("attr.manager"));
+        assert_eq!(a.key_for("new boss", "Sam").as_deref(), Some("attr.manager"));
+        assert_eq!(a.key_for("E-mail address", "a@b.co").as_deref(), Some("attr.email"));
+        assert_eq!(a.key_for("subscription tier", "Pro").as_deref(), Some("attr.plan"));
+        assert_eq!(a.key_for("employer", "Acme").as_deref(), Some("employment.current_employer"));
+        assert_eq!(a.key_for("partner's email", "a@b.co").as_deref(), Some("attr.partner_email"));
+        assert_eq!(a.key_for("cell", "+1 555 123 4567").as_deref(), Some("attr.phone_number"));
+        assert_eq!(a.key_for("phone", "Pixel 8").as_deref(), Some("attr.phone"));
+        assert_eq!(a.key_for("webhook endpoints", "x").as_deref(), Some("attr.webhook_endpoint"));
+        assert_eq!(a.key_for("the", "x"), None);
+        assert_eq!(a.key_for("café wifi", "x"), None);
+        assert_eq!(a.key_for("a b c d e f g", "x"), None);
+    }
+
+    #[test]
+    fn cardinality_and_people() {
+        let a = attributes();
+        assert_eq!(a.cardinality("attr.pets"), Cardinality::Multi);
+        assert_eq!(a.cardinality("attr.manager"), Cardinality::Single);
+        assert_eq!(a.cardinality("attr.anything_else"), Cardinality::Single);
+        assert!(a.names_person("brother"));
+        assert!(a.names_person("my sister's phone"));
+        assert!(!a.names_person("cache node"));
+        assert!(a.is_role("Engineer"));
+    }
+
+    #[test]
+    fn shapes() {
+        assert_eq!(shape("10.2.3.4"), Shape::Ip);
+        assert_eq!(shape("10.2.3.4:6379"), Shape::Ip);
+        assert_eq!(shape("/var/cache/bazel"), Shape::Path);
+        assert_eq!(shape("~/builds"), Shape::Path);
+        assert_eq!(shape("https://hooks.example.com/v2?x=1"), Shape::Url);
+        assert_eq!(shape("dana@example.org"), Shape::Email);
+        assert_eq!(shape("v3.2.1"), Shape::Version);
+        assert_eq!(shape("20.11"), Shape::Version);
+        assert_eq!(shape("+44 20 7946 0958"), Shape::Phone);
+        assert_eq!(shape("9:30"), Shape::Time);
+        assert_eq!(shape("$49/month"), Shape::Money);
+        assert_eq!(shape("Acme Robotics"), Shape::Name);
+        assert_eq!(shape("every two weeks"), Shape::Text);
+        assert!(Shape::Ip.compatible(Shape::Ip));
+        assert!(!Shape::Ip.compatible(Shape::Name));
+        assert!(Shape::Name.compatible(Shape::Text));
+        assert!(Shape::Money.compatible(Shape::Number));
+    }
+
+    #[test]
+    fn open_keys() {
+        assert!(is_open_key("attr.home_router_ip"));
+        assert!(!is_open_key("attr."));
+        assert!(!is_open_key("attr.Home"));
+        assert!(!is_open_key("employer"));
+        assert!(!is_open_key(&format!("attr.{}", "x".repeat(80))));
+    }
+}

