@@ -34,6 +34,9 @@ struct Group {
     person: bool,
     #[serde(default)]
     by_shape: BTreeMap<String, String>,
+    /// The only shape of value the attribute takes ("email" for an e-mail address).
+    #[serde(default)]
+    expects: Option<String>,
 }
 
 /// One verb frame as written in the data file (see `frames.rs`).
@@ -64,6 +67,8 @@ pub struct Attributes {
     phrase_key: BTreeMap<String, String>,
     /// Canonical key → (cardinality, names a person, value shape → other key).
     keys: BTreeMap<String, (Cardinality, bool, BTreeMap<String, String>)>,
+    /// Canonical key → the one value shape it takes, if it has one.
+    expects: BTreeMap<String, String>,
     /// Canonical key → every word of its phrases (for linking an update by its head noun).
     key_words: BTreeMap<String, BTreeSet<String>>,
     people: BTreeSet<String>,
@@ -97,7 +102,11 @@ fn load() -> Attributes {
     let mut phrase_key = BTreeMap::new();
     let mut keys = BTreeMap::new();
     let mut key_words: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut expects = BTreeMap::new();
     for g in data.groups {
+        if let Some(e) = &g.expects {
+            expects.insert(g.key.clone(), e.clone());
+        }
         let cardinality = if g.cardinality.as_deref() == Some("multi") { Cardinality::Multi } else { Cardinality::Single };
         keys.insert(g.key.clone(), (cardinality, g.person, g.by_shape.clone()));
         let words = key_words.entry(g.key.clone()).or_default();
@@ -117,6 +126,7 @@ fn load() -> Attributes {
     Attributes {
         phrase_key,
         keys,
+        expects,
         key_words,
         people: lower(data.people),
         roles: lower(data.roles),
@@ -130,8 +140,19 @@ fn load() -> Attributes {
 /// that do not change which attribute is meant ("my new primary email" is "email").
 const DROP: &[&str] = &[
     "the", "a", "an", "my", "our", "your", "new", "current", "currently", "updated", "latest", "present", "actual", "own",
-    "main", "primary", "usual", "official", "brand", "shiny", "old", "its", "this", "that",
+    "main", "primary", "usual", "official", "brand", "shiny", "old", "its", "this", "that", "all", "every", "both",
 ];
+
+/// Words that tell two things of one kind apart ("the staging host", "my work email").
+const INSTANCE_WORDS: &[&str] = &[
+    "work", "personal", "home", "office", "test", "testing", "staging", "stage", "prod", "production", "dev",
+    "development", "backup", "secondary", "spare", "second", "partner", "wife", "husband", "kid", "son", "daughter",
+    "mom", "dad", "sandbox", "demo", "qa", "local", "remote", "private", "public", "internal", "external", "old",
+    "legacy", "shared", "team", "school", "business", "company", "family",
+];
+
+/// Words that name the same part of an attribute ("VAT ID" and "VAT number").
+const SAME_WORD: &[(&str, &str)] = &[("e-mail", "email"), ("id", "number"), ("no", "number"), ("num", "number"), ("nr", "number"), ("url", "url"), ("addr", "address")];
 
 /// Lower-cases an attribute phrase, splits possessives, drops determiners and turns a plural
 /// head into its singular ("the cache node's IP addresses" → ["cache", "node", "ip", "address"]).
@@ -140,7 +161,7 @@ pub fn phrase_words(phrase: &str) -> Vec<String> {
     let mut words: Vec<String> = lowered
         .split(|c: char| c.is_whitespace() || c == '_' || c == '/')
         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).trim_end_matches("'s").to_string())
-        .map(|w| if w == "e-mail" { "email".to_string() } else { w })
+        .map(|w| SAME_WORD.iter().find(|(a, _)| *a == w).map_or(w.clone(), |(_, b)| (*b).to_string()))
         .filter(|w| !w.is_empty() && !DROP.contains(&w.as_str()))
         .collect();
     if let Some(last) = words.last_mut() {
@@ -176,7 +197,12 @@ impl Attributes {
         if let Some(key) = self.phrase_key.get(&joined) {
             let shape = shape(value).as_str();
             let by_shape = self.keys.get(key).and_then(|(_, _, m)| m.get(shape));
-            return Some(by_shape.cloned().unwrap_or_else(|| key.clone()));
+            let key = by_shape.cloned().unwrap_or_else(|| key.clone());
+            // "ported my number to Pebble Mobile" gives no phone number.
+            if self.expects.get(&key).is_some_and(|e| e != shape) {
+                return None;
+            }
+            return Some(key);
         }
         if words.iter().any(|w| !w.is_ascii()) {
             return None;
@@ -196,6 +222,12 @@ impl Attributes {
     /// The group key of a phrase the registry knows ("team lead" → `attr.manager`), if any.
     pub fn group_key(&self, phrase: &str) -> Option<&str> {
         self.phrase_key.get(&phrase_words(phrase).join(" ")).map(String::as_str)
+    }
+
+    /// The one attribute a thing's kind names ("Harwell Community College" → school), if unique.
+    pub fn kind_of(&self, value: &str) -> Option<String> {
+        let kinds = self.keys_for_thing(value);
+        (kinds.len() == 1).then(|| kinds.into_iter().next()).flatten()
     }
 
     /// True for a key that a group of phrases defines (already canonical).
@@ -235,6 +267,13 @@ impl Attributes {
         let words = phrase_words(phrase);
         let known_person = self.phrase_key.get(&words.join(" ")).and_then(|k| self.keys.get(k)).is_some_and(|k| k.1);
         known_person || words.iter().any(|w| self.people.contains(w))
+    }
+
+    /// True when `named` carries an instance word ("work", "staging", "backup") that `theirs`
+    /// lacks: the two phrases are about different things of the same kind.
+    pub fn other_instance(&self, named: &BTreeSet<String>, theirs: &BTreeSet<String>) -> bool {
+        named.iter().any(|w| INSTANCE_WORDS.contains(&w.as_str()) && !theirs.contains(w))
+            || theirs.iter().any(|w| INSTANCE_WORDS.contains(&w.as_str()) && !named.contains(w))
     }
 
     /// True for a noun that heads a job title ("engineer", "analyst").

@@ -7,7 +7,7 @@
 use super::attributes::{attributes, shape};
 use super::frames::{Frame, LEAD};
 use super::text::{split_sentences, strip_pasted, LOG_MARK, PASTE_MARK};
-use super::updates::{disposed_thing, event_allowed, marks_update, update_facts, version_key};
+use super::updates::{disposed_thing, event_allowed, item_fact, list_items, marks_update, update_facts, version_key};
 use regex::{Captures, Regex};
 use std::sync::LazyLock;
 
@@ -57,7 +57,7 @@ const FILLER: &str = r"(?:[\s\p{P}]*(?:ok|okay|so|also|and|but|hey|hi|hello|btw|
 const NAME: &str = r"(?P<n>(?-i:\p{Lu}[\p{L}\p{M}'’\-]*(?:[ \t]+\p{Lu}[\p{L}\p{M}'’\-]*)*))";
 
 /// First words that make a value too vague (or not a value at all) to keep.
-const VAGUE: &str = "it this that these those there here them him her me us you she he they we i mine yours hers \
+const VAGUE: &str = "i'm im it's its i've i'd it this that these those there here them him her me us you she he they we i mine yours hers \
     his theirs ours myself yourself ourselves something anything everything nothing stuff things \
     what which who whatever how why where when if like to now currently it's that's one both \
     same such";
@@ -177,7 +177,7 @@ fn build() -> Result<Rules, regex::Error> {
             // Past or historical.
             r"(?i)\b(?:used\s+to|previously|formerly|former|before|until|till|was|were|had|did|ago|last\s+(?:year|month|week|quarter|time|night|weekend|summer|winter|spring|fall|autumn)|yesterday|back\s+then|in\s+the\s+past|any\s*more|earlier|ex-)\b".to_string(),
             // Future.
-            r"(?i)\b(?:going\s+to|gonna|next\s+(?:week|month|year|quarter|time|weekend|summer|winter|spring|fall|autumn)|soon|someday|some\s+day|plans?|planning|planned|tomorrow|upcoming|about\s+to|later|eventually|shortly)\b|['’]ll\b".to_string(),
+            r"(?i)\b(?:going\s+to|gonna|next\s+(?:week|month|year|quarter|time|weekend|summer|winter|spring|fall|autumn)|soon|someday|some\s+day|plans?\s+to|plan\s+on|planning|planned|tomorrow|upcoming|about\s+to|later|eventually|shortly)\b|['’]ll\b".to_string(),
             // Credentials never become memories, whatever the phrasing.
             r"(?i)\b(?:passwords?|passcodes?|passphrases?|secrets?|tokens?|api\s+keys?|private\s+keys?|secret\s+keys?|access\s+keys?|ssn|social\s+security|credit\s+cards?|card\s+numbers?|cvv|otp|pin\s+(?:code|number)|credentials?)\b".to_string(),
         ]
@@ -219,7 +219,8 @@ fn build() -> Result<Rules, regex::Error> {
         passive: re(
             r"(?i)^(?:\w+ed|built|written|made|done|run|set|kept|held|known|seen|taken|given|shown|driven|ridden)\s+(?:with|in|on|by|at|to|from|using|via|into|onto|for|as|under)\b",
         )?,
-        fillers: re(r"(?i)(?:,\s*)?\b(?:uh+|um+|umm+|erm+|er|ah+|hmm+|mhm|you\s+know)\b(?:\s*,)?|,\s*like\s*,|\blike,\s+")?,
+        // Spoken fillers and politeness tails ("if you need it") that govern nothing.
+        fillers: re(r"(?i)(?:,\s*)?\b(?:uh+|um+|umm+|erm+|er|ah+|hmm+|mhm|you\s+know|if\s+(?:u|you)\s+(?:need|want)(?:\s+(?:it|me|to))?|if\s+(?:that|it)\s+(?:matters|helps)|if\s+needed|if\s+necessary|if\s+that['’]s\s+(?:useful|helpful)|just\s+in\s+case|in\s+case\s+(?:u|you)\s+need(?:\s+it)?)\b(?:\s*,)?|,\s*like\s*,|\blike,\s+")?,
         np_skip: re(
             r"(?i)^(?:name|name['’]s)$|\b(?:question|point|problem|issue|concern|guess|idea|understanding|hope|answer|request|suggestion|bad|fault|pleasure|thoughts?|worry|fear|take|opinion|bet)\b",
         )?,
@@ -262,16 +263,27 @@ pub fn extract_facts_with(statement: &str, frames: &[Frame]) -> Vec<ExtractedFac
                 tainted = r.taint.is_match(sentence.trim_end());
                 continue;
             }
+            let mut found = Vec::new();
             for clause in clauses(r, &sentence) {
                 // A clause in the past may still report an event that gives the current value.
                 let present = !clause_blocked(r, clause);
                 if !present && !event_allowed(clause) {
                     continue;
                 }
-                for fact in clause_facts(r, clause, present, frames) {
-                    if !facts.iter().any(|f| f.content == fact.content) {
-                        facts.push(fact);
-                    }
+                found.extend(clause_facts(r, clause, present, frames));
+            }
+            // A list carries one fact per item ("Work: Halden Logistics, role: dispatcher").
+            for item in list_items(&sentence) {
+                if clause_blocked(r, item) {
+                    continue;
+                }
+                found.extend(item_fact(item));
+                found.extend(clause_facts(r, item, true, frames));
+            }
+            for fact in found {
+                let same_claim = |f: &ExtractedFact| fact.claim.is_some() && f.claim == fact.claim;
+                if !facts.iter().any(|f| f.content == fact.content || same_claim(f)) {
+                    facts.push(fact);
                 }
             }
         }
@@ -542,7 +554,12 @@ fn trigger_fact(r: &Rules, t: &Trigger, c: &Captures, clause: &str) -> Option<Ex
         Kind::Role => Some(strip_leading(value, &["a", "an"]).unwrap_or(value).to_string()),
         _ => None,
     };
-    let claim = t.key.zip(claim_value).and_then(|(k, v)| {
+    // "I'm at Harwell Community College", "I'm on Pacific time": the kind of place or thing
+    // says which attribute it is.
+    let typed = matches!(t.rule, "located_at" | "on_team" | "team_on").then(|| attributes().kind_of(value)).flatten();
+    let claim_value = claim_value.or_else(|| typed.as_ref().map(|_| claim_cut(value).to_string()));
+    let key = t.key.map(str::to_string).or(typed);
+    let claim = key.as_deref().zip(claim_value).and_then(|(k, v)| {
         // "We're on Postgres 15": versions of one tool replace each other, tools accumulate.
         let key = if k == TOOLS { version_key("", &v).unwrap_or_else(|| k.to_string()) } else { k.to_string() };
         claim(&key, &v)
@@ -932,7 +949,8 @@ mod tests {
     #[test]
     fn on_team() {
         let f = only("I'm on the platform team.", "I'm on the platform team");
-        assert_eq!((f.claim, f.rule), (None, "on_team"));
+        // The kind of thing ("team") says which attribute it is.
+        assert_eq!((f.claim, f.rule), (claim("attr.team", "the platform team"), "on_team"));
         only("I am on the SRE rotation at Globex", "I am on the SRE rotation");
         only("I'm on Ubuntu 24.04", "I'm on Ubuntu 24.04");
         none("I'm on it");
@@ -1073,7 +1091,7 @@ mod tests {
         let f = only("We're on Postgres 15.", "We're on Postgres 15");
         assert_eq!((f.claim, f.rule), (claim("attr.postgres_version", "Postgres 15"), "team_on"));
         let f = only("We are on the payments team", "We are on the payments team");
-        assert_eq!(f.claim, None);
+        assert_eq!(f.claim, claim("attr.team", "the payments team"));
         none("We're on a tight deadline");
         none("We're on it");
         none("We were on Heroku");

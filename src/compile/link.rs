@@ -88,26 +88,33 @@ fn choose(claim: Option<&Claim>, hint: &LinkHint, current: &[Current]) -> Option
                 return Some((k, None));
             }
         }
-        let open = claim.key.starts_with("attr.") && !a.is_group_key(&claim.key);
-        if !hint.update || !open || current.iter().any(|c| c.key == claim.key) {
+        if !hint.update || current.iter().any(|c| c.key == claim.key) {
             return None;
         }
-        // "upgraded to Postgres 16" continues whichever attribute holds "Postgres 15".
-        if let Some(tool) = claim.key.strip_prefix("attr.").and_then(|k| k.strip_suffix("_version")) {
-            let tool = tool.replace('_', " ");
-            let holds = |c: &&Current| phrase_words(&c.value).first().is_some_and(|w| *w == tool) || c.value.starts_with(&tool);
-            if let Some(k) = unique(current.iter().filter(single).filter(holds)) {
+        let named = a.words_of(&claim.key);
+        // Group keys are canonical; only made-up `attr.` keys are matched by their words.
+        if claim.key.starts_with("attr.") && !a.is_group_key(&claim.key) {
+            // "upgraded to Postgres 16" continues whichever attribute holds "Postgres 15".
+            if let Some(tool) = claim.key.strip_prefix("attr.").and_then(|k| k.strip_suffix("_version")) {
+                let tool = tool.replace('_', " ");
+                let holds =
+                    |c: &&Current| phrase_words(&c.value).first().is_some_and(|w| *w == tool) || c.value.starts_with(&tool);
+                if let Some(k) = unique(current.iter().filter(single).filter(holds)) {
+                    return Some((k, None));
+                }
+            }
+            if let Some(k) = unique(current.iter().filter(single).filter(|c| covers(&c.key, &named))) {
                 return Some((k, None));
             }
         }
-        let named = a.words_of(&claim.key);
-        if let Some(k) = unique(current.iter().filter(single).filter(|c| covers(&c.key, &named))) {
-            return Some((k, None));
-        }
         // An exact value ("/srv/logs/orion") replaces the one value of that form whose
-        // attribute shares a word with the one named ("log dir" and "app logs").
+        // attribute shares a word with the one named ("log dir" and "app logs"), unless the
+        // update names another instance ("work email" is not "email").
         if new_shape.is_exact() {
-            let shares = |c: &&Current| shape(&c.value) == new_shape && !a.words_of(&c.key).is_disjoint(&named);
+            let shares = |c: &&Current| {
+                let theirs = a.words_of(&c.key);
+                shape(&c.value) == new_shape && !theirs.is_disjoint(&named) && !a.other_instance(&named, &theirs)
+            };
             return unique(current.iter().filter(single).filter(shares)).map(|k| (k, None));
         }
         return None;

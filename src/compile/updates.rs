@@ -12,18 +12,21 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 
 use super::attributes::{attributes, phrase_words, shape, Shape};
-use super::frames::{builtin, Frame, FrameMatch, Slot};
+use super::frames::{builtin, Frame, FrameMatch, Slot, LEAD};
 use super::heuristic::{claim_cut, cut_value, looks_like_place, plausible_value, ExtractedFact, LinkHint, RawClaim};
 
 struct Rules {
     event_skip: Vec<Regex>,
     update_mark: Regex,
     change: Regex,
+    change_bare: Regex,
     colon: Regex,
     inverse: Regex,
     new_one: Regex,
     role_at: Regex,
     disposal: Regex,
+    appositive: Regex,
+    list_head: Regex,
     cadence: Regex,
     version_tail: Regex,
 }
@@ -50,6 +53,10 @@ fn build() -> Result<Rules, regex::Error> {
         change: Regex::new(&format!(
             r"(?i)\b(?P<s>my|our|the)\s+{np}\s+(?:(?:has|have|had|just|finally|officially|now|been|got|was|were|is|are|also)\s+)*(?P<verb>changed|switched|moved|bumped|updated|upgraded|migrated|shifted|pushed|pointed|repointed|reset|set|gone|went)\s+(?:over\s+)?(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+"
         ))?,
+        // Terse chat drops the determiner: "standup got pushed to 10:15".
+        change_bare: Regex::new(&format!(
+            r"(?i){LEAD}(?P<s>)(?P<np>[\p{{L}}\p{{N}}\-]+(?:\s+[\p{{L}}\p{{N}}'’\-]+){{0,3}}?)\s+(?:(?:has|have|had|just|finally|officially|now|been|got|was|were|is|are|also)\s+)*(?P<verb>changed|switched|moved|bumped|updated|upgraded|migrated|shifted|pushed|pointed|repointed|reset|set)\s+(?:over\s+)?(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+"
+        ))?,
         colon: Regex::new(&format!(
             r"(?i)^\W*(?:(?:got|have|here's|heres|this\s+is|it's|its)\s+)?(?:(?:a|an|my|our)\s+)?(?P<new>(?:new|updated|changed|current)\s+)?{np}\s*:\s+"
         ))?,
@@ -66,6 +73,11 @@ fn build() -> Result<Rules, regex::Error> {
         )?,
         // "my old bike", "the previous host": what a statement says is gone.
         disposal: Regex::new(r"(?i)\b(?:my|our|the)\s+(?:old|previous|former|last|existing)\s+(?P<n>[\w-]+(?:\s+[\w-]+)?)")?,
+        // "we got a new manager, Rafael Costa".
+        appositive: Regex::new(&format!(
+            r"(?i)\b(?:got|have|has|there's|theres|met|welcomed|hired)\s+(?:a|an|our|my)\s+new\s+{np}\s*(?:[,:—–]|\s-)\s*"
+        ))?,
+        list_head: Regex::new(r"^\W*[\p{L}][\p{L}\p{N} '’-]{0,30}:\s+")?,
         cadence: Regex::new(
             r"(?i)\b(?:every|each|daily|weekly|biweekly|bi-weekly|fortnightly|monthly|quarterly|nightly|hourly|yearly|annually|per\s+(?:day|week|month|sprint)|a\s+(?:day|week|month)|twice|once|continuously|on\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|demand))\b",
         )?,
@@ -105,6 +117,12 @@ pub(super) fn update_facts(clause: &str, present_ok: bool, extra: &[Frame]) -> V
     for c in r.change.captures_iter(&straight) {
         out.extend(change_fact(&straight, &c).map(|f| (c.get(0).map_or(0, |m| m.start()), f)));
     }
+    if let Some(c) = r.change_bare.captures(&straight) {
+        // Without a determiner only a phrase the registry knows names the user's own thing.
+        if c.name("np").is_some_and(|np| known(np.as_str())) {
+            out.extend(change_fact(&straight, &c).map(|f| (0, f)));
+        }
+    }
     if present_ok || update {
         if let Some(c) = r.colon.captures(&straight) {
             out.extend(colon_fact(&straight, &c).map(|f| (0, f)));
@@ -119,6 +137,9 @@ pub(super) fn update_facts(clause: &str, present_ok: bool, extra: &[Frame]) -> V
         if let Some(c) = r.role_at.captures(&straight) {
             out.extend(role_at_fact(&straight, &c).map(|f| (c.get(0).map_or(0, |m| m.start()), f)));
         }
+    }
+    if let Some(c) = r.appositive.captures(&straight) {
+        out.extend(appositive_fact(&straight, &c).map(|f| (c.get(0).map_or(0, |m| m.start()), f)));
     }
     if let Some(c) = r.new_one.captures(&straight) {
         out.extend(new_one_fact(&straight, &c).map(|f| (c.get(0).map_or(0, |m| m.start()), f)));
@@ -144,6 +165,84 @@ fn role_at_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     let hint = LinkHint { update: marks_update(clause), object: None, old: None, value: value.to_string(), kinds: &[] };
     let claim = Some(RawClaim { key: "employment.current_employer".into(), value: value.to_string() });
     Some(ExtractedFact { content, claim, rule: "role_at", link: Some(hint) })
+}
+
+/// "we got a new manager, Rafael Costa".
+fn appositive_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
+    let np = c.name("np")?.as_str();
+    if !known(np) {
+        return None;
+    }
+    let rest = cut_value(&clause[c.get(0)?.end()..]);
+    let lower = !clause.chars().any(char::is_uppercase);
+    let value = if lower { lower_name_run(rest) } else { name_run(rest) };
+    if !plausible_value(value, 4) || !(value.chars().next().is_some_and(char::is_uppercase) || lower || shape(value).is_exact()) {
+        return None;
+    }
+    let key = attributes().key_for(np, value)?;
+    let content = format!("new {np}: {value}");
+    let hint = LinkHint { update: true, object: Some(np.to_string()), old: None, value: value.to_string(), kinds: &[] };
+    Some(ExtractedFact { content, claim: Some(RawClaim { key, value: value.to_string() }), rule: "appositive", link: Some(hint) })
+}
+
+/// The items of a list-like sentence ("Contact details: email a@b.co, phone 0412 555 018"),
+/// each to be read as a clause of its own; empty for other sentences.
+pub(super) fn list_items(sentence: &str) -> Vec<&str> {
+    let Some(r) = RULES.as_ref() else {
+        return Vec::new();
+    };
+    let body = r.list_head.find(sentence).map_or(sentence, |m| &sentence[m.end()..]);
+    let headed = body.len() < sentence.len();
+    let items: Vec<&str> = body.split([',', ';']).map(str::trim).filter(|i| !i.is_empty()).collect();
+    if !(headed && !items.is_empty() || items.len() >= 3) {
+        return Vec::new();
+    }
+    items
+}
+
+/// One list item: "email hana@softloop.example", "billing contact Joy Park", "18 seats",
+/// "Team plan", "role: dispatcher".
+pub(super) fn item_fact(item: &str) -> Option<ExtractedFact> {
+    let a = attributes();
+    let item = item.trim().trim_end_matches(['.', '!']);
+    let words: Vec<&str> = item.split_whitespace().collect();
+    if words.len() < 2 || words.len() > 8 {
+        return None;
+    }
+    let fact = |np: &str, value: &str, content: String| -> Option<ExtractedFact> {
+        let value = claim_cut(value.trim().trim_start_matches(':').trim());
+        if !plausible_value(value, 5) || a.names_person(np) && !known(np) {
+            return None;
+        }
+        let key = a.key_for(np, value)?;
+        let hint = LinkHint { update: marks_update(item), object: Some(np.to_string()), old: None, value: value.to_string(), kinds: &[] };
+        Some(ExtractedFact { content, claim: Some(RawClaim { key, value: value.to_string() }), rule: "list_item", link: Some(hint) })
+    };
+    // "np: value" and "np value": the longest known phrase first.
+    for n in (1..=3.min(words.len() - 1)).rev() {
+        let np = words[..n].join(" ");
+        let np = np.trim_end_matches(':');
+        let value = words[n..].join(" ");
+        let colon = words[n - 1].ends_with(':');
+        let value_ok = colon || shape(first_word(&value)).is_exact() || value.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
+        if known(np) && value_ok {
+            return fact(np, &value, item.to_string());
+        }
+    }
+    // "value np": "18 seats", "Team plan", "weekly rotation".
+    for n in (1..=2.min(words.len() - 1)).rev() {
+        let np = words[words.len() - n..].join(" ");
+        let value = words[..words.len() - n].join(" ");
+        let named = value.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
+        if known(&np) && words.len() - n <= 3 && named {
+            return fact(&np, &value, item.to_string());
+        }
+    }
+    None
+}
+
+fn first_word(v: &str) -> &str {
+    v.split_whitespace().next().unwrap_or_default()
 }
 
 /// The thing a statement says is gone ("sold the old car", "the previous host"), if any.
@@ -290,7 +389,8 @@ fn change_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
         return None;
     }
     // "The" things and moves are only claimed with a value whose form says what it is.
-    let possessive = !c.name("s")?.as_str().eq_ignore_ascii_case("the");
+    let determiner = c.name("s")?.as_str();
+    let possessive = !determiner.eq_ignore_ascii_case("the") && !determiner.is_empty() || known(np);
     let moved = c.name("verb").is_some_and(|v| v.as_str().eq_ignore_ascii_case("moved"));
     if (!possessive || moved) && !shape(value).is_exact() && !known(np) {
         return None;
