@@ -557,8 +557,8 @@ fn trigger_fact(r: &Rules, t: &Trigger, c: &Captures, clause: &str) -> Option<Ex
     // "I'm at Harwell Community College", "I'm on Pacific time": the kind of place or thing
     // says which attribute it is.
     let typed = matches!(t.rule, "located_at" | "on_team" | "team_on").then(|| attributes().kind_of(value)).flatten();
-    let claim_value = claim_value.or_else(|| typed.as_ref().map(|_| claim_cut(value).to_string()));
-    let key = t.key.map(str::to_string).or(typed);
+    let claim_value = if typed.is_some() { Some(claim_cut(value).to_string()) } else { claim_value };
+    let key = typed.or(t.key.map(str::to_string));
     let claim = key.as_deref().zip(claim_value).and_then(|(k, v)| {
         // "We're on Postgres 15": versions of one tool replace each other, tools accumulate.
         let key = if k == TOOLS { version_key("", &v).unwrap_or_else(|| k.to_string()) } else { k.to_string() };
