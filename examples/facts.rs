@@ -60,7 +60,10 @@ fn main() {
         }
         let holds = |s: &str| current.iter().any(|(_, content)| content.contains(s));
         let strs = |k: &str| -> Vec<String> {
-            case[k].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+            case[k]
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                .unwrap_or_default()
         };
         let first_session_facts = |s: &str| log.iter().any(|l| l.contains("fact") && l.contains(s));
         let kind = case["kind"].as_str().unwrap_or("?");

@@ -90,15 +90,14 @@ pub fn attributes() -> &'static Attributes {
 
 fn load() -> Attributes {
     // The file ships inside the binary; a unit test proves it parses.
-    let data: Data = serde_json::from_str(include_str!("attributes.json"))
-        .unwrap_or(Data {
-            groups: vec![],
-            people: vec![],
-            roles: vec![],
-            diets: vec![],
-            value_heads: BTreeMap::new(),
-            frames: vec![],
-        });
+    let data: Data = serde_json::from_str(include_str!("attributes.json")).unwrap_or(Data {
+        groups: vec![],
+        people: vec![],
+        roles: vec![],
+        diets: vec![],
+        value_heads: BTreeMap::new(),
+        frames: vec![],
+    });
     let mut phrase_key = BTreeMap::new();
     let mut keys = BTreeMap::new();
     let mut key_words: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -107,7 +106,8 @@ fn load() -> Attributes {
         if let Some(e) = &g.expects {
             expects.insert(g.key.clone(), e.clone());
         }
-        let cardinality = if g.cardinality.as_deref() == Some("multi") { Cardinality::Multi } else { Cardinality::Single };
+        let cardinality =
+            if g.cardinality.as_deref() == Some("multi") { Cardinality::Multi } else { Cardinality::Single };
         keys.insert(g.key.clone(), (cardinality, g.person, g.by_shape.clone()));
         let words = key_words.entry(g.key.clone()).or_default();
         for p in &g.phrases {
@@ -139,20 +139,90 @@ fn load() -> Attributes {
 /// Words dropped from an attribute phrase: determiners, possessives and "which one" markers
 /// that do not change which attribute is meant ("my new primary email" is "email").
 const DROP: &[&str] = &[
-    "the", "a", "an", "my", "our", "your", "new", "current", "currently", "updated", "latest", "present", "actual", "own",
-    "main", "primary", "usual", "official", "brand", "shiny", "old", "its", "this", "that", "all", "every", "both",
+    "the",
+    "a",
+    "an",
+    "my",
+    "our",
+    "your",
+    "new",
+    "current",
+    "currently",
+    "updated",
+    "latest",
+    "present",
+    "actual",
+    "own",
+    "main",
+    "primary",
+    "usual",
+    "official",
+    "brand",
+    "shiny",
+    "old",
+    "its",
+    "this",
+    "that",
+    "all",
+    "every",
+    "both",
 ];
 
 /// Words that tell two things of one kind apart ("the staging host", "my work email").
 const INSTANCE_WORDS: &[&str] = &[
-    "work", "personal", "home", "office", "test", "testing", "staging", "stage", "prod", "production", "dev",
-    "development", "backup", "secondary", "spare", "second", "partner", "wife", "husband", "kid", "son", "daughter",
-    "mom", "dad", "sandbox", "demo", "qa", "local", "remote", "private", "public", "internal", "external", "old",
-    "legacy", "shared", "team", "school", "business", "company", "family",
+    "work",
+    "personal",
+    "home",
+    "office",
+    "test",
+    "testing",
+    "staging",
+    "stage",
+    "prod",
+    "production",
+    "dev",
+    "development",
+    "backup",
+    "secondary",
+    "spare",
+    "second",
+    "partner",
+    "wife",
+    "husband",
+    "kid",
+    "son",
+    "daughter",
+    "mom",
+    "dad",
+    "sandbox",
+    "demo",
+    "qa",
+    "local",
+    "remote",
+    "private",
+    "public",
+    "internal",
+    "external",
+    "old",
+    "legacy",
+    "shared",
+    "team",
+    "school",
+    "business",
+    "company",
+    "family",
 ];
 
 /// Words that name the same part of an attribute ("VAT ID" and "VAT number").
-const SAME_WORD: &[(&str, &str)] = &[("e-mail", "email"), ("id", "number"), ("no", "number"), ("num", "number"), ("nr", "number"), ("url", "url"), ("addr", "address")];
+const SAME_WORD: &[(&str, &str)] = &[
+    ("e-mail", "email"),
+    ("id", "number"),
+    ("no", "number"),
+    ("num", "number"),
+    ("nr", "number"),
+    ("url", "url"),
+    ("addr", "address"),
+];
 
 /// Lower-cases an attribute phrase, splits possessives, drops determiners and turns a plural
 /// head into its singular ("the cache node's IP addresses" → ["cache", "node", "ip", "address"]).
@@ -318,7 +388,10 @@ impl Shape {
 
     /// Shapes that identify a value by its form alone (an IP is an IP whatever it is called).
     pub fn is_exact(&self) -> bool {
-        matches!(self, Shape::Email | Shape::Url | Shape::Ip | Shape::Path | Shape::Version | Shape::Phone | Shape::Time)
+        matches!(
+            self,
+            Shape::Email | Shape::Url | Shape::Ip | Shape::Path | Shape::Version | Shape::Phone | Shape::Time
+        )
     }
 
     /// Whether a value of shape `other` can replace one of this shape.
@@ -344,12 +417,14 @@ static SHAPES: LazyLock<Option<Shapes>> = LazyLock::new(|| {
     Some(Shapes {
         email: Regex::new(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$").ok()?,
         url: Regex::new(r"(?i)^(?:https?|wss?|ftp|s3|gs|git|ssh)://\S+$|^(?i:www\.)\S+$").ok()?,
-        ip: Regex::new(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?(?:/\d{1,2})?$|^\[?[0-9a-fA-F:]*::[0-9a-fA-F:]*\]?$").ok()?,
+        ip: Regex::new(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?(?:/\d{1,2})?$|^\[?[0-9a-fA-F:]*::[0-9a-fA-F:]*\]?$")
+            .ok()?,
         path: Regex::new(r"^(?:~|\.{1,2})?/[\w.~@+-]+(?:/[\w.~@+-]*)*$|^[A-Za-z]:\\\S*$").ok()?,
         version: Regex::new(r"(?i)^v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?$|^(?i:v)\d+$").ok()?,
         phone: Regex::new(r"^\+?\(?\d[\d ()./-]{6,}\d$").ok()?,
         time: Regex::new(r"(?i)^(?:at\s+)?\d{1,2}(?::\d{2}\s*(?:am|pm)?|\s*(?:am|pm))(?:\s+[a-z]{2,4})?$").ok()?,
-        money: Regex::new(r"^(?:[$€£¥]\s?\d[\d,.]*\w*(?:/\w+)?|\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros|pounds)\b.*)$").ok()?,
+        money: Regex::new(r"^(?:[$€£¥]\s?\d[\d,.]*\w*(?:/\w+)?|\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros|pounds)\b.*)$")
+            .ok()?,
         number: Regex::new(r"^\d[\d,.]*$").ok()?,
     })
 });
@@ -385,9 +460,10 @@ pub fn shape(value: &str) -> Shape {
 pub fn is_open_key(key: &str) -> bool {
     key.len() <= MAX_KEY_LEN
         && key.strip_prefix(ATTR_PREFIX).is_some_and(|tail| {
-            !tail.is_empty() && tail.split('.').all(|seg| {
-                !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-            })
+            !tail.is_empty()
+                && tail.split('.').all(|seg| {
+                    !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                })
         })
 }
 

@@ -102,14 +102,18 @@ pub fn compile(spec: &FrameSpec, diets: &[String]) -> Result<Frame, String> {
                         (Slot::Name, false) if i == 0 => {
                             r"(?P<v>(?-i:\p{Lu}[\p{L}\p{N}'’.&-]*(?:\s+\p{Lu}[\p{L}\p{N}'’.&-]*){0,3}))".into()
                         }
-                        (Slot::Diet, _) => format!("(?P<v>{})", diets.iter().map(|d| regex::escape(d)).collect::<Vec<_>>().join("|")),
+                        (Slot::Diet, _) => {
+                            format!("(?P<v>{})", diets.iter().map(|d| regex::escape(d)).collect::<Vec<_>>().join("|"))
+                        }
                         (_, true) => r"(?P<v>\S.*)".into(),
                         (_, false) => r"(?P<v>[^\s,;:!?]+(?:\s+[^\s,;:!?]+){0,5}?)".into(),
                     }
                 };
                 let piece = match name.as_str() {
                     "i" => format!(r"\b(?P<s>i|we){SPEAKER_ADV}"),
-                    "im" => format!(r"\b(?P<s>i'm|im|i\s+am|we're|we\s+are|i've\s+been|we've\s+been|i\s+have\s+been|we\s+have\s+been){SPEAKER_ADV}"),
+                    "im" => format!(
+                        r"\b(?P<s>i'm|im|i\s+am|we're|we\s+are|i've\s+been|we've\s+been|i\s+have\s+been|we\s+have\s+been){SPEAKER_ADV}"
+                    ),
                     "old" => r"(?P<o>[\w'.-]+(?:\s+[\w'.-]+){0,3}?)".into(),
                     other => {
                         let s = match other {
@@ -161,14 +165,18 @@ pub fn compile(spec: &FrameSpec, diets: &[String]) -> Result<Frame, String> {
         return Err("unbalanced '('".into());
     }
     if slot_count != 1 {
-        return Err("a pattern needs exactly one value slot: {value}, {name}, {place}, {role}, {cadence} or {diet}".into());
+        return Err(
+            "a pattern needs exactly one value slot: {value}, {name}, {place}, {role}, {cadence} or {diet}".into()
+        );
     }
     let key = spec.key.trim().to_string();
-    let key_ok = key == "link" || (key.contains("{slot}") && is_open_key(&key.replace("{slot}", "x"))) || !key.is_empty();
+    let key_ok =
+        key == "link" || (key.contains("{slot}") && is_open_key(&key.replace("{slot}", "x"))) || !key.is_empty();
     if !key_ok {
         return Err("key must be a claim key, an attr.* key (may contain {slot}) or 'link'".into());
     }
-    let body = if starts_with_speaker { format!("(?P<body>{out})") } else { format!("{LEAD}{ANCHOR_TAIL}(?P<body>{out})") };
+    let body =
+        if starts_with_speaker { format!("(?P<body>{out})") } else { format!("{LEAD}{ANCHOR_TAIL}(?P<body>{out})") };
     let re = Regex::new(&format!("(?i){body}")).map_err(|e| format!("pattern does not compile: {e}"))?;
     Ok(Frame { re, key, event: spec.event, slot: slot.unwrap_or(Slot::Value), trailing })
 }
@@ -269,7 +277,10 @@ mod tests {
     #[test]
     fn speaker_frames_match_anywhere_others_at_clause_start() {
         let bank = compile(&spec("{i} bank with {name}", "attr.bank"), &[]).expect("compiles");
-        assert_eq!(hit(&bank, "honestly I bank with Monzo these days"), Some(("attr.bank".into(), "Monzo these days".into())));
+        assert_eq!(
+            hit(&bank, "honestly I bank with Monzo these days"),
+            Some(("attr.bank".into(), "Monzo these days".into()))
+        );
         let first = compile(&spec("first day at {name}", "employment.current_employer"), &[]).expect("compiles");
         assert!(hit(&first, "so yeah, first day at Acme Robotics went well").is_some());
         assert!(hit(&first, "today was my first day at Acme").is_some());
@@ -279,9 +290,15 @@ mod tests {
     #[test]
     fn leading_name_slot_and_slot_keys() {
         let runs = compile(&spec("{name} (runs|leads) (my|our) team", "attr.manager"), &[]).expect("compiles");
-        assert_eq!(hit(&runs, "after the reorg, Sam Lee runs my team"), Some(("attr.manager".into(), "Sam Lee".into())));
+        assert_eq!(
+            hit(&runs, "after the reorg, Sam Lee runs my team"),
+            Some(("attr.manager".into(), "Sam Lee".into()))
+        );
         let stack = compile(&spec("our (frontend|backend) is built with {name}", "attr.{slot}_stack"), &[]).expect("c");
-        assert_eq!(hit(&stack, "our frontend is built with Svelte"), Some(("attr.frontend_stack".into(), "Svelte".into())));
+        assert_eq!(
+            hit(&stack, "our frontend is built with Svelte"),
+            Some(("attr.frontend_stack".into(), "Svelte".into()))
+        );
     }
 
     #[test]
@@ -290,11 +307,18 @@ mod tests {
         assert!(compile(&spec("(a|b {value}", "attr.x"), &[]).unwrap_err().contains("unbalanced"));
         assert!(compile(&spec("{nope} x {value}", "attr.x"), &[]).unwrap_err().contains("unknown slot"));
         let r = Registry::builtin();
-        assert!(validate_tenant_frames(&json!([{"pattern": "we bill through {name}", "key": "attr.billing_provider"}]), &r).is_ok());
+        assert!(validate_tenant_frames(
+            &json!([{"pattern": "we bill through {name}", "key": "attr.billing_provider"}]),
+            &r
+        )
+        .is_ok());
         let err = validate_tenant_frames(&json!([{"pattern": "x {value}", "key": "Bad Key"}]), &r).unwrap_err();
         assert!(err.contains("attribute_frames[0]"), "{err}");
         assert!(validate_tenant_frames(&json!({"a": 1}), &r).is_err());
-        let frames = tenant_frames(&json!({"attribute_frames": [{"pattern": "we bill through {name}", "key": "attr.billing_provider"}]}), &r);
+        let frames = tenant_frames(
+            &json!({"attribute_frames": [{"pattern": "we bill through {name}", "key": "attr.billing_provider"}]}),
+            &r,
+        );
         assert_eq!(frames.len(), 1);
     }
 }

@@ -471,7 +471,11 @@ fn attribute_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
     // Without "my"/"our", only a phrase the registry knows or a value whose form says what it
     // is ("10.0.4.12", "Django 3.2") reads as the user's own setting.
     let versioned = version_key("", claim_cut(value)).is_some();
-    if bare && (a.names_person(np) || in_list(NOT_ATTRIBUTES, &np.to_lowercase()) || !(a.group_key(np).is_some() || exact || versioned)) {
+    if bare
+        && (a.names_person(np)
+            || in_list(NOT_ATTRIBUTES, &np.to_lowercase())
+            || !(a.group_key(np).is_some() || exact || versioned))
+    {
         return None;
     }
     let rule = if subject.eq_ignore_ascii_case("our") || the || bare {
@@ -482,11 +486,15 @@ fn attribute_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
         "attribute"
     };
     let claim_value = claim_cut(strip_leading(value, &["a", "an", "the"]).unwrap_or(value));
-    let claim = claimable_attribute(value).then(|| a.key_for(np, claim_value)).flatten().and_then(|key| claim(&key, claim_value));
+    let claim = claimable_attribute(value)
+        .then(|| a.key_for(np, claim_value))
+        .flatten()
+        .and_then(|key| claim(&key, claim_value));
     let head = if contracted { format!("{np}{verb}") } else { format!("{np} {verb}") };
     let mut f = fact(&[subject, &head, value], claim, rule);
     let update = update || marks_update(clause);
-    f.link = Some(LinkHint { update, object: Some(np.to_string()), old: None, value: claim_value.to_string(), kinds: &[] });
+    f.link =
+        Some(LinkHint { update, object: Some(np.to_string()), old: None, value: claim_value.to_string(), kinds: &[] });
     Some(f)
 }
 
@@ -584,7 +592,8 @@ fn migration_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
     let moved = verb.eq_ignore_ascii_case("moved");
     // "my login email in settings" is the login email.
     let object = group(c, "o").trim();
-    let object = object.find([' ']).and_then(|_| r.place_stop.find(object)).map_or(object, |m| object[..m.start()].trim());
+    let object =
+        object.find([' ']).and_then(|_| r.place_stop.find(object)).map_or(object, |m| object[..m.start()].trim());
     let a = attributes();
     if !object.is_empty() && a.names_person(object) {
         return None;
@@ -623,7 +632,9 @@ const TECH_NOUNS: &str = "actions ci cd cloud services service server servers pl
 /// product ("GitHub Actions", "Fly.io", "Postgres 16").
 pub(super) fn looks_like_place(value: &str) -> bool {
     let words: Vec<&str> = value.split_whitespace().collect();
-    let camel = |w: &str| w.chars().skip(1).any(char::is_uppercase) && !w.chars().all(|c| c.is_uppercase() || !c.is_alphabetic());
+    let camel = |w: &str| {
+        w.chars().skip(1).any(char::is_uppercase) && !w.chars().all(|c| c.is_uppercase() || !c.is_alphabetic())
+    };
     !words.is_empty()
         && words.len() <= 4
         && starts_upper(value)

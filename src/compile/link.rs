@@ -13,7 +13,7 @@
 //! shape (an address never replaces a name): an ambiguous update stays a plain fact. Drafts are
 //! linked in order, each also against the claims of the drafts before it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::json;
 
@@ -39,19 +39,27 @@ impl Current {
 }
 
 /// Words too generic to identify the replaced thing.
-const GENERIC: &[&str] = &["old", "trusty", "beloved", "previous", "former", "current", "existing", "one", "thing", "stuff"];
+const GENERIC: &[&str] =
+    &["old", "trusty", "beloved", "previous", "former", "current", "existing", "one", "thing", "stuff"];
 
-/// Ties the batch's update drafts to the subject's current claims; returns how many were linked.
-pub fn link_drafts(drafts: &mut [MemoryDraft], current: &mut Vec<Current>, registry: &Registry) -> usize {
-    let mut linked = 0;
-    for d in drafts.iter_mut() {
+/// Ties the batch's update drafts to the subject's current claims. Returns the indexes of the
+/// updates left unlinked (a change with no key, or with a key the subject does not have), for
+/// [`link_by_similarity`].
+pub fn link_drafts(drafts: &mut [MemoryDraft], current: &mut Vec<Current>, registry: &Registry) -> Vec<usize> {
+    let a = attributes();
+    let mut unlinked = Vec::new();
+    for (i, d) in drafts.iter_mut().enumerate() {
         if let Some(hint) = d.link.clone() {
             if let Some((key, replaces)) = choose(d.claim.as_ref(), &hint, current) {
-                if set_claim(d, &key, &hint.value, registry) {
-                    linked += 1;
-                }
+                set_claim(d, &key, &hint.value, registry);
                 if let Some(old) = replaces {
                     d.metadata.insert("replaces".into(), json!(old));
+                }
+            } else if hint.update {
+                let open = |c: &Claim| c.key.starts_with("attr.") && !a.is_group_key(&c.key);
+                let unknown = d.claim.as_ref().is_none_or(|c| open(c) && !current.iter().any(|o| o.key == c.key));
+                if unknown {
+                    unlinked.push(i);
                 }
             }
         }
@@ -59,7 +67,72 @@ pub fn link_drafts(drafts: &mut [MemoryDraft], current: &mut Vec<Current>, regis
             current.push(Current::of(c));
         }
     }
+    unlinked
+}
+
+/// Cosine at or above which an unlinked update is tied to the current fact it is most similar
+/// to (semantic embedders only), calibrated on the update eval (see the README).
+pub const SIMILARITY_THRESHOLD: f32 = 0.6;
+/// How much closer the best current fact must be than the best fact of another attribute.
+const SIMILARITY_MARGIN: f32 = 0.05;
+
+/// Ties each unlinked update to the current single-valued fact whose text is most similar to it,
+/// when that similarity clears [`SIMILARITY_THRESHOLD`] by a margin over every other attribute
+/// and the values are of compatible shapes. `vectors` are the drafts' own (same order);
+/// `current` the subject's current claims with their memories' vectors. Returns how many linked.
+pub fn link_by_similarity(
+    drafts: &mut [MemoryDraft],
+    unlinked: &[usize],
+    vectors: &[Vec<f32>],
+    current: &[(Current, Vec<f32>)],
+    registry: &Registry,
+    threshold: f32,
+) -> usize {
+    let mut linked = 0;
+    for &i in unlinked {
+        let (Some(d), Some(v)) = (drafts.get(i), vectors.get(i)) else { continue };
+        let Some(hint) = d.link.clone() else { continue };
+        let new_shape = shape(&hint.value);
+        // The batch's earlier claims compete too.
+        let earlier = drafts[..i]
+            .iter()
+            .zip(vectors)
+            .filter_map(|(e, ev)| e.claim.as_ref().map(|c| (Current::of(c), ev.clone())));
+        let mut best: BTreeMap<String, f32> = BTreeMap::new();
+        for (c, cv) in current.iter().cloned().chain(earlier) {
+            if c.cardinality != Cardinality::Single || !shape(&c.value).compatible(new_shape) {
+                continue;
+            }
+            let sim = cosine(v, &cv);
+            let e = best.entry(c.key.clone()).or_insert(f32::MIN);
+            *e = e.max(sim);
+        }
+        let mut ranked: Vec<(String, f32)> = best.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let Some((key, top)) = ranked.first().cloned() else { continue };
+        let second = ranked.get(1).map_or(f32::MIN, |r| r.1);
+        if top >= threshold
+            && top - second >= SIMILARITY_MARGIN
+            && set_claim(&mut drafts[i], &key, &hint.value, registry)
+        {
+            drafts[i].metadata.insert("linked_by".into(), json!("similarity"));
+            linked += 1;
+        }
+    }
     linked
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut na, mut nb) = (0f32, 0f32, 0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        return 0.0;
+    }
+    dot / (na.sqrt() * nb.sqrt())
 }
 
 /// The key an update belongs to, and (for accumulating keys) the value it replaces.
@@ -75,7 +148,10 @@ fn choose(claim: Option<&Claim>, hint: &LinkHint, current: &[Current]) -> Option
     if let Some(claim) = claim {
         // A named old value of an accumulating key is replaced, not joined ("from Vim to Helix").
         let replaced = current.iter().find(|c| {
-            c.key == claim.key && c.cardinality == Cardinality::Multi && !old_words.is_empty() && value_has(&c.value, &old_words)
+            c.key == claim.key
+                && c.cardinality == Cardinality::Multi
+                && !old_words.is_empty()
+                && value_has(&c.value, &old_words)
         });
         if let Some(c) = replaced {
             return Some((claim.key.clone(), Some(c.value.clone())));
@@ -97,8 +173,9 @@ fn choose(claim: Option<&Claim>, hint: &LinkHint, current: &[Current]) -> Option
             // "upgraded to Postgres 16" continues whichever attribute holds "Postgres 15".
             if let Some(tool) = claim.key.strip_prefix("attr.").and_then(|k| k.strip_suffix("_version")) {
                 let tool = tool.replace('_', " ");
-                let holds =
-                    |c: &&Current| phrase_words(&c.value).first().is_some_and(|w| *w == tool) || c.value.starts_with(&tool);
+                let holds = |c: &&Current| {
+                    phrase_words(&c.value).first().is_some_and(|w| *w == tool) || c.value.starts_with(&tool)
+                };
                 if let Some(k) = unique(current.iter().filter(single).filter(holds)) {
                     return Some((k, None));
                 }
@@ -171,7 +248,7 @@ fn unique_claim<'a>(it: impl Iterator<Item = &'a Current>) -> Option<&'a Current
 }
 
 /// Gives a draft the claim `key = value` (and its envelope); false when the registry refuses it.
-fn set_claim(d: &mut MemoryDraft, key: &str, value: &str, registry: &Registry) -> bool {
+pub(crate) fn set_claim(d: &mut MemoryDraft, key: &str, value: &str, registry: &Registry) -> bool {
     if d.claim.as_ref().is_some_and(|c| c.key == key) {
         return false;
     }
@@ -222,7 +299,10 @@ mod tests {
     #[test]
     fn replacement_links_by_kind_of_thing_and_by_old_value() {
         let commute = [cur("attr.commute", "Brompton")];
-        assert_eq!(linked("gave my old bike away and got an e-scooter", &commute), vec![("attr.commute".into(), "e-scooter".into())]);
+        assert_eq!(
+            linked("gave my old bike away and got an e-scooter", &commute),
+            vec![("attr.commute".into(), "e-scooter".into())]
+        );
         let car = [cur("attr.car", "Honda Civic"), cur("attr.commute", "train")];
         assert_eq!(linked("sold my old Civic and bought a Model 3", &car), vec![("attr.car".into(), "model 3".into())]);
         // Nothing current to replace: the statement stays a fact without a claim.
@@ -232,10 +312,16 @@ mod tests {
     #[test]
     fn named_attribute_links_to_the_one_current_key_it_names() {
         let cache = [cur("attr.cache_node_address", "10.2.3.4"), cur("attr.email", "a@b.co")];
-        assert_eq!(linked("the cache node moved to 10.2.3.5", &cache), vec![("attr.cache_node_address".into(), "10.2.3.5".into())]);
+        assert_eq!(
+            linked("the cache node moved to 10.2.3.5", &cache),
+            vec![("attr.cache_node_address".into(), "10.2.3.5".into())]
+        );
         // Two databases: which one changed is not said, so nothing is linked.
         let two = [cur("attr.main_database_host", "db1.internal"), cur("attr.test_database_host", "db2.internal")];
-        assert_eq!(linked("our database host is now db3.internal", &two), vec![("attr.database_host".into(), "db3.internal".into())]);
+        assert_eq!(
+            linked("our database host is now db3.internal", &two),
+            vec![("attr.database_host".into(), "db3.internal".into())]
+        );
         // A value of another shape never replaces an address.
         let ip = [cur("attr.cache_node_address", "10.2.3.4")];
         assert_eq!(linked("the cache node is now Redis 7", &ip), Vec::<(String, String)>::new());

@@ -176,13 +176,20 @@ fn appositive_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     let rest = cut_value(&clause[c.get(0)?.end()..]);
     let lower = !clause.chars().any(char::is_uppercase);
     let value = if lower { lower_name_run(rest) } else { name_run(rest) };
-    if !plausible_value(value, 4) || !(value.chars().next().is_some_and(char::is_uppercase) || lower || shape(value).is_exact()) {
+    if !plausible_value(value, 4)
+        || !(value.chars().next().is_some_and(char::is_uppercase) || lower || shape(value).is_exact())
+    {
         return None;
     }
     let key = attributes().key_for(np, value)?;
     let content = format!("new {np}: {value}");
     let hint = LinkHint { update: true, object: Some(np.to_string()), old: None, value: value.to_string(), kinds: &[] };
-    Some(ExtractedFact { content, claim: Some(RawClaim { key, value: value.to_string() }), rule: "appositive", link: Some(hint) })
+    Some(ExtractedFact {
+        content,
+        claim: Some(RawClaim { key, value: value.to_string() }),
+        rule: "appositive",
+        link: Some(hint),
+    })
 }
 
 /// The items of a list-like sentence ("Contact details: email a@b.co, phone 0412 555 018"),
@@ -215,8 +222,19 @@ pub(super) fn item_fact(item: &str) -> Option<ExtractedFact> {
             return None;
         }
         let key = a.key_for(np, value)?;
-        let hint = LinkHint { update: marks_update(item), object: Some(np.to_string()), old: None, value: value.to_string(), kinds: &[] };
-        Some(ExtractedFact { content, claim: Some(RawClaim { key, value: value.to_string() }), rule: "list_item", link: Some(hint) })
+        let hint = LinkHint {
+            update: marks_update(item),
+            object: Some(np.to_string()),
+            old: None,
+            value: value.to_string(),
+            kinds: &[],
+        };
+        Some(ExtractedFact {
+            content,
+            claim: Some(RawClaim { key, value: value.to_string() }),
+            rule: "list_item",
+            link: Some(hint),
+        })
     };
     // "np: value" and "np value": the longest known phrase first.
     for n in (1..=3.min(words.len() - 1)).rev() {
@@ -224,7 +242,9 @@ pub(super) fn item_fact(item: &str) -> Option<ExtractedFact> {
         let np = np.trim_end_matches(':');
         let value = words[n..].join(" ");
         let colon = words[n - 1].ends_with(':');
-        let value_ok = colon || shape(first_word(&value)).is_exact() || value.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
+        let value_ok = colon
+            || shape(first_word(&value)).is_exact()
+            || value.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
         if known(np) && value_ok {
             return fact(np, &value, item.to_string());
         }
@@ -254,7 +274,8 @@ pub(super) fn disposed_thing(statement: &str) -> Option<String> {
         .iter()
         .take_while(|w| {
             let w = w.to_lowercase();
-            !NAME_END.contains(&w.as_str()) && !["away", "off", "got", "was", "were", "has", "had", "one", "is"].contains(&w.as_str())
+            !NAME_END.contains(&w.as_str())
+                && !["away", "off", "got", "was", "were", "has", "had", "one", "is"].contains(&w.as_str())
         })
         .copied()
         .collect();
@@ -273,8 +294,19 @@ fn inverse_fact(c: &Captures) -> Option<ExtractedFact> {
     let key = a.key_for(np, value)?;
     let content = c.get(0)?.as_str().trim().trim_end_matches(['.', '!', ',', ';']).to_string();
     let content = content.trim_start_matches(|ch: char| !ch.is_alphanumeric()).to_string();
-    let hint = LinkHint { update: c.name("new").is_some(), object: Some(np.to_string()), old: None, value: value.to_string(), kinds: &[] };
-    Some(ExtractedFact { content, claim: Some(RawClaim { key, value: value.to_string() }), rule: "inverse", link: Some(hint) })
+    let hint = LinkHint {
+        update: c.name("new").is_some(),
+        object: Some(np.to_string()),
+        old: None,
+        value: value.to_string(),
+        kinds: &[],
+    };
+    Some(ExtractedFact {
+        content,
+        claim: Some(RawClaim { key, value: value.to_string() }),
+        rule: "inverse",
+        link: Some(hint),
+    })
 }
 
 /// "my old dentist retired, the new one is dr lindqvist".
@@ -287,7 +319,12 @@ fn new_one_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     let key = version_key(np, value).or_else(|| attributes().key_for(np, value))?;
     let content = format!("new {np}: {value}");
     let hint = LinkHint { update: true, object: Some(np.to_string()), old: None, value: value.to_string(), kinds: &[] };
-    Some(ExtractedFact { content, claim: Some(RawClaim { key, value: value.to_string() }), rule: "new_one", link: Some(hint) })
+    Some(ExtractedFact {
+        content,
+        claim: Some(RawClaim { key, value: value.to_string() }),
+        rule: "new_one",
+        link: Some(hint),
+    })
 }
 
 fn frame_fact(r: &Rules, clause: &str, m: &FrameMatch, update: bool) -> Option<ExtractedFact> {
@@ -309,7 +346,8 @@ fn frame_fact(r: &Rules, clause: &str, m: &FrameMatch, update: bool) -> Option<E
     let end = if m.trailing { value_end } else { m.span.1 };
     let content = clause[m.span.0..end.max(m.span.0)].split_whitespace().collect::<Vec<_>>().join(" ");
     let content = content.trim_end_matches([',', '.', ';', ':']).to_string();
-    let hint = LinkHint { update: update || m.event, object: None, old: m.old.clone(), value: value.to_string(), kinds: &[] };
+    let hint =
+        LinkHint { update: update || m.event, object: None, old: m.old.clone(), value: value.to_string(), kinds: &[] };
     if m.key == "link" {
         return Some(ExtractedFact { content, claim: None, rule: "replacement", link: Some(hint) });
     }
@@ -324,8 +362,10 @@ fn name_run(value: &str) -> &str {
     if shape(first).is_exact() {
         return first;
     }
-    let joiners = ["of", "de", "la", "le", "van", "von", "der", "den", "du", "da", "del", "y", "&", "and", "the", "for", "on"];
-    let words: Vec<(usize, &str)> = value.split_whitespace().map(|w| (w.as_ptr() as usize - value.as_ptr() as usize, w)).collect();
+    let joiners =
+        ["of", "de", "la", "le", "van", "von", "der", "den", "du", "da", "del", "y", "&", "and", "the", "for", "on"];
+    let words: Vec<(usize, &str)> =
+        value.split_whitespace().map(|w| (w.as_ptr() as usize - value.as_ptr() as usize, w)).collect();
     let capital = |w: &str| w.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
     let mut end = 0;
     for (i, (at, w)) in words.iter().enumerate() {
@@ -341,9 +381,51 @@ fn name_run(value: &str) -> &str {
 
 /// Words that end a name written in lower case ("joined bodyworks way closer to work").
 const NAME_END: &[&str] = &[
-    "to", "for", "at", "in", "on", "with", "by", "from", "near", "and", "but", "so", "because", "which", "that", "it",
-    "is", "was", "cuz", "bc", "lol", "now", "today", "yesterday", "tho", "though", "since", "after", "before", "way",
-    "as", "last", "this", "next", "every", "like", "just", "really", "super", "pretty", "its", "it's", "im", "i", "we",
+    "to",
+    "for",
+    "at",
+    "in",
+    "on",
+    "with",
+    "by",
+    "from",
+    "near",
+    "and",
+    "but",
+    "so",
+    "because",
+    "which",
+    "that",
+    "it",
+    "is",
+    "was",
+    "cuz",
+    "bc",
+    "lol",
+    "now",
+    "today",
+    "yesterday",
+    "tho",
+    "though",
+    "since",
+    "after",
+    "before",
+    "way",
+    "as",
+    "last",
+    "this",
+    "next",
+    "every",
+    "like",
+    "just",
+    "really",
+    "super",
+    "pretty",
+    "its",
+    "it's",
+    "im",
+    "i",
+    "we",
 ];
 
 /// A lower-case name: up to three words before a word that cannot be part of one.
@@ -366,12 +448,16 @@ fn lower_name_run(value: &str) -> &str {
 fn slot_accepts(r: &Rules, slot: Slot, value: &str, lower: bool) -> bool {
     let a = attributes();
     let first_upper = value.chars().next().is_some_and(|c| c.is_uppercase() || c.is_ascii_digit());
-    let lower_ok = lower && !value.is_empty() && !["a", "an", "the", "my", "our", "some", "this", "that", "it"].contains(&first_word_lower(value).as_str());
+    let lower_ok = lower
+        && !value.is_empty()
+        && !["a", "an", "the", "my", "our", "some", "this", "that", "it"].contains(&first_word_lower(value).as_str());
     match slot {
         Slot::Value | Slot::Diet => true,
         Slot::Name => first_upper || shape(value).is_exact() || lower_ok,
         Slot::Place => looks_like_place(value) || lower_ok && !value.contains(['.', '/', '@']),
-        Slot::Role => value.split_whitespace().last().is_some_and(|w| a.is_role(w.trim_matches(|c: char| !c.is_alphanumeric()))),
+        Slot::Role => {
+            value.split_whitespace().last().is_some_and(|w| a.is_role(w.trim_matches(|c: char| !c.is_alphanumeric())))
+        }
         Slot::Cadence => r.cadence.is_match(value),
     }
 }
@@ -400,7 +486,12 @@ fn change_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     let content = format!("{} {}", clause[start..c.get(0)?.end()].trim_end(), value);
     let content = content.split_whitespace().collect::<Vec<_>>().join(" ");
     let hint = LinkHint { update: true, object: Some(np.to_string()), old: None, value: value.to_string(), kinds: &[] };
-    Some(ExtractedFact { content, claim: Some(RawClaim { key, value: value.to_string() }), rule: "change", link: Some(hint) })
+    Some(ExtractedFact {
+        content,
+        claim: Some(RawClaim { key, value: value.to_string() }),
+        rule: "change",
+        link: Some(hint),
+    })
 }
 
 /// "new address: 12 Main St", "my billing email: ap@example.com".
@@ -419,7 +510,12 @@ fn colon_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     let content = content.trim_start_matches(|ch: char| !ch.is_alphanumeric()).to_string();
     let update = c.name("new").is_some();
     let hint = LinkHint { update, object: Some(np.to_string()), old: None, value: value.to_string(), kinds: &[] };
-    Some(ExtractedFact { content, claim: Some(RawClaim { key, value: value.to_string() }), rule: "terse", link: Some(hint) })
+    Some(ExtractedFact {
+        content,
+        claim: Some(RawClaim { key, value: value.to_string() }),
+        rule: "terse",
+        link: Some(hint),
+    })
 }
 
 /// True when the phrase is one the attribute registry knows (not a made-up `attr.` slug).
@@ -514,7 +610,10 @@ mod tests {
     #[test]
     fn terse_forms() {
         assert_eq!(claim("new address: 12 Harbour Lane, Leith"), kv("attr.address", "12 Harbour Lane"));
-        assert_eq!(claim("webhook endpoint: https://hooks.example.com/v2"), kv("attr.webhook_endpoint", "https://hooks.example.com/v2"));
+        assert_eq!(
+            claim("webhook endpoint: https://hooks.example.com/v2"),
+            kv("attr.webhook_endpoint", "https://hooks.example.com/v2")
+        );
         assert_eq!(claim("lunch: pizza"), None);
     }
 
@@ -523,7 +622,10 @@ mod tests {
         assert_eq!(claim("dr okafor is my dentist"), kv("attr.dentist", "dr okafor"));
         assert_eq!(claim("Sam Rivera is our new team lead"), kv("attr.manager", "Sam Rivera"));
         assert_eq!(claim("Sam is my brother"), None);
-        assert_eq!(claim("my old dentist retired :( new one is dr lindqvist, closer to work"), kv("attr.dentist", "dr lindqvist"));
+        assert_eq!(
+            claim("my old dentist retired :( new one is dr lindqvist, closer to work"),
+            kv("attr.dentist", "dr lindqvist")
+        );
         assert_eq!(claim("Got a new number: 555-0199"), kv("attr.phone_number", "555-0199"));
     }
 

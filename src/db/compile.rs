@@ -201,14 +201,22 @@ pub struct ActiveRow {
     pub replaces: Option<String>,
 }
 
-/// The claim envelopes of the subject's current memories (for linking updates to them).
-pub async fn current_claims(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<Value>> {
-    sqlx::query_scalar(
-        "SELECT metadata->'claim' FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
-         AND claim_key IS NOT NULL AND (valid_to IS NULL OR valid_to > now()) ORDER BY order_at, order_tiebreak, id",
+/// The claim envelopes of the subject's current memories (for linking updates to them), with
+/// their vectors in pgvector's text form when they were embedded by `model`.
+pub async fn current_claims(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    model: &str,
+) -> sqlx::Result<Vec<(Value, Option<String>)>> {
+    sqlx::query_as(
+        "SELECT metadata->'claim', CASE WHEN embedding_model = $3 THEN embedding::text END FROM memories \
+         WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND claim_key IS NOT NULL \
+         AND (valid_to IS NULL OR valid_to > now()) ORDER BY order_at, order_tiebreak, id",
     )
     .bind(tenant)
     .bind(subject_id)
+    .bind(model)
     .fetch_all(conn)
     .await
 }

@@ -15,7 +15,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::compile::claims::{parse_claim, Cardinality, Registry};
-use crate::compile::link::{link_drafts, Current};
+use crate::compile::link::{link_by_similarity, link_drafts, Current, SIMILARITY_THRESHOLD};
 use crate::compile::pipeline::{compile_episode, EpisodeInput, MemoryDraft};
 use crate::compile::scope::related;
 use crate::compile::supersede::{resolve, MemoryView, Rule};
@@ -51,6 +51,12 @@ pub struct BatchOutcome {
 pub fn vector_literal(v: &[f32]) -> String {
     let parts: Vec<String> = v.iter().map(|x| format!("{x}")).collect();
     format!("[{}]", parts.join(","))
+}
+
+/// Reads a vector in pgvector's text form (`[0.1,0.2,…]`).
+fn parse_vector(text: &str) -> Option<Vec<f32>> {
+    let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?;
+    inner.split(',').map(|x| x.trim().parse::<f32>().ok()).collect()
 }
 
 /// Embeds texts on the blocking pool, de-duplicating identical texts.
@@ -150,24 +156,32 @@ pub async fn compile_batch(
         }
     }
 
-    // Updates are tied to the facts they replace before anything is written.
+    // Updates are tied to the facts they replace before anything is written: by key, value and
+    // attribute words first, then (semantic embedders) by similarity to the current facts.
+    let model = embedder.model_id().to_string();
+    let mut unlinked = Vec::new();
+    let mut current_rows = Vec::new();
     if drafts.iter().any(|d| d.link.is_some()) {
-        let mut current: Vec<Current> = db::compile::current_claims(&mut tx, tenant, subject_id)
+        current_rows = db::compile::current_claims(&mut tx, tenant, subject_id, &model)
             .await?
-            .iter()
-            .filter_map(|env| parse_claim(env, &registry))
-            .map(|c| Current::of(&c))
+            .into_iter()
+            .filter_map(|(env, vector)| parse_claim(&env, &registry).map(|c| (Current::of(&c), vector)))
             .collect();
-        link_drafts(&mut drafts, &mut current, &registry);
+        let mut current: Vec<Current> = current_rows.iter().map(|(c, _)| c.clone()).collect();
+        unlinked = link_drafts(&mut drafts, &mut current, &registry);
     }
 
     let mut texts: Vec<String> = drafts.iter().map(|d| d.content.clone()).collect();
     texts.extend(episode_texts.iter().map(|(_, t)| t.clone()));
     let vectors = embed_texts(embedder, texts).await.map_err(CompileError::Failed)?;
     let (memory_vectors, episode_vectors) = vectors.split_at(drafts.len());
+    if !unlinked.is_empty() && embedder.is_semantic() {
+        let with_vectors: Vec<(Current, Vec<f32>)> =
+            current_rows.into_iter().filter_map(|(c, v)| v.as_deref().and_then(parse_vector).map(|v| (c, v))).collect();
+        link_by_similarity(&mut drafts, &unlinked, memory_vectors, &with_vectors, &registry, SIMILARITY_THRESHOLD);
+    }
 
     let ids: Vec<Uuid> = drafts.iter().map(|_| new_id()).collect();
-    let model = embedder.model_id().to_string();
     db::compile::insert_memories(
         &mut tx,
         tenant,

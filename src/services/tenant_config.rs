@@ -7,7 +7,8 @@
 use serde_json::{Map, Value};
 use sqlx::PgPool;
 
-use crate::compile::registry::validate_tenant_claim_keys;
+use crate::compile::frames::validate_tenant_frames;
+use crate::compile::registry::{validate_tenant_claim_keys, Registry};
 use crate::db;
 use crate::error::FieldError;
 pub use crate::model::tenant_config::ConfigDoc;
@@ -66,6 +67,7 @@ fn check_value(key: &str, v: &Value) -> Result<(), FieldError> {
             _ => Err(field(key, "must be a string of 1-64 characters", "string_type")),
         },
         "claim_keys" => validate_tenant_claim_keys(v).map_err(|m| field(key, m, "value_error")),
+        "attribute_frames" => validate_tenant_frames(v, &Registry::builtin()).map_err(|m| field(key, m, "value_error")),
         _ => Err(field(key, "extra inputs are not permitted", "extra_forbidden")),
     }
 }

@@ -118,6 +118,20 @@ pub enum ClaimScope {
     Multi,
 }
 
+/// One tenant verb frame: a phrase with one value slot, and the claim key it states.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttributeFrame {
+    /// e.g. `"we bill through {name}"`; slots `{value}`, `{name}`, `{place}`, `{role}`,
+    /// `{cadence}`, `{diet}`, speakers `{i}` and `{im}`, choices `(a|b)`, optional `(x )?`.
+    #[schema(max_length = 500)]
+    pub pattern: String,
+    /// A known claim key, an `attr.*` key, or `link`.
+    pub key: String,
+    /// Also read when told in the past ("first day at …").
+    pub event: Option<bool>,
+}
+
 /// `PATCH /admin/tenants/{tenant_id}/config`: present keys are set, `null` resets one.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -135,6 +149,9 @@ pub struct TenantConfigPatch {
     pub receipt_signing_key_id: Option<String>,
     #[schema(inline)]
     pub claim_keys: Option<BTreeMap<String, ClaimScope>>,
+    /// The tenant's own verb frames for the heuristic compiler (at most 64).
+    #[schema(max_items = 64)]
+    pub attribute_frames: Option<Vec<AttributeFrame>>,
     #[schema(minimum = 0)]
     pub rate_limit_rpm: Option<i64>,
     pub auto_labeling: Option<bool>,
