@@ -4,7 +4,7 @@
 //! is removed first; then only plain, present-tense, first-person assertions that match
 //! a known pattern survive. Anything instructed, hedged, negated, past or future is skipped.
 
-use super::attributes::{attributes, shape};
+use super::attributes::{attributes, shape, Shape};
 use super::frames::{Frame, LEAD};
 use super::text::{split_sentences, strip_pasted, LOG_MARK, PASTE_MARK};
 use super::updates::{disposed_thing, event_allowed, item_fact, list_items, marks_update, update_facts, version_key};
@@ -150,7 +150,9 @@ fn build() -> Result<Rules, regex::Error> {
     ];
     Ok(Rules {
         clause_split: re(
-            r"(?i)(?:\s*,\s*(?:(?:and|but|so|also|plus)\s+)?|\s+(?:and|but|so|plus)\s+)(?:(?:now|currently|also)\s+)?(?P<n>(?:i|my|we|our)\b)",
+            // A new clause starts with a new first-person subject, or with a negated tail after a
+            // comma ("the cache node is 10.0.4.12, no auth"), which then governs only itself.
+            r"(?i)(?:\s*,\s*(?:(?:and|but|so|also|plus)\s+)?|\s+(?:and|but|so|plus)\s+)(?:(?:now|currently|also)\s+)?(?P<n>(?:i|my|we|our)\b)|\s*[,—–]\s*(?P<neg>(?:no|not|never|without|nothing|none)\b)",
         )?,
         sentence_skip: [
             // Instructions and meta-instructions, anywhere in the sentence.
@@ -200,7 +202,7 @@ fn build() -> Result<Rules, regex::Error> {
         my_name: re(&format!(r"(?i)\b(?P<s>my)\s+(?P<v>name\s+is|name['’]s)\s+{NAME}"))?,
         intro: re(&format!(r"(?i)\b(?P<s>i['’]?m|i\s+am)\s+{NAME}"))?,
         intro_tail: re(r"(?i)^(?:\s*$|\s*[,.;:!]|\s+(?:and|from|here|btw|by\s+the\s+way)\b)")?,
-        my_is: re(r"(?i)\b(?P<s>my|our|the)\s+(?P<np>[\p{L}\p{N}'’\-]+(?:\s+[\p{L}\p{N}'’\-]+){0,3}?)\s+(?P<v>is|are)\s+")?,
+        my_is: re(r"(?i)\b(?P<s>my|our|the)\s+(?P<np>[\p{L}\p{N}'’\-]+(?:\s+[\p{L}\p{N}'’\-]+){0,3}?)\s+(?P<v>(?:is|are)(?:\s+(?:with|through|via))?|runs(?:\s+on)?|uses|sits\s+(?:at|on)|lives\s+(?:at|in)|points\s+(?:at|to)|goes\s+to|go\s+to)\s+")?,
         // "my phone's a Pixel 8" (only when no "is" reading exists, see `clause_facts`).
         my_s: re(r"(?i)\b(?P<s>my|our|the)\s+(?P<np>[\p{L}\p{N}\-]+(?:\s+[\p{L}\p{N}\-]+){0,3}?)(?P<v>['’]s)\s+")?,
         // Terse chat drops the possessive: "gym is Ironworks", "CI runs on Jenkins", "bazel disk
@@ -316,7 +318,7 @@ fn clauses<'a>(r: &Rules, s: &'a str) -> Vec<&'a str> {
     let mut out = Vec::new();
     let mut start = 0;
     for c in r.clause_split.captures_iter(s) {
-        if let (Some(m), Some(n)) = (c.get(0), c.name("n")) {
+        if let (Some(m), Some(n)) = (c.get(0), c.name("n").or_else(|| c.name("neg"))) {
             out.push(&s[start..m.start()]);
             start = n.start();
         }
@@ -452,6 +454,15 @@ fn attribute_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
         update |= !value.to_lowercase().starts_with("still");
         value = stripped;
     }
+    // "my money's at Tidewater Bank": the kind of place says which attribute it is.
+    if let Some(rest) = strip_leading(value, &["at", "with", "through", "via"]) {
+        if let Some(key) = attributes().kind_of(rest) {
+            let v = claim_cut(rest);
+            let mut f = fact(&[subject_of(c), np, verb, value], claim(&key, v), "attribute");
+            f.link = Some(LinkHint { update, object: None, old: None, value: v.to_string(), kinds: &[] });
+            return Some(f);
+        }
+    }
     // "the staging server is at 203.0.113.17": the address is the value.
     if let Some(stripped) = strip_leading(value, &["at", "on", "in"]).filter(|v| shape(first_word(v)).is_exact()) {
         value = first_word(stripped);
@@ -496,6 +507,10 @@ fn attribute_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
     f.link =
         Some(LinkHint { update, object: Some(np.to_string()), old: None, value: claim_value.to_string(), kinds: &[] });
     Some(f)
+}
+
+fn subject_of<'a>(c: &Captures<'a>) -> &'a str {
+    group(c, "s")
 }
 
 /// Phrases that open a clause without naming a setting ("today is Monday", "it's fine").
@@ -610,8 +625,12 @@ fn migration_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
                 tool_claim(r, value).map(|_| TOOLS.to_string())
             }
         })
-    } else {
+    } else if matches!(shape(value), Shape::Version | Shape::Number) {
+        // "bumped node to 20": the object is the tool whose version changed.
         version_key(object, value).or_else(|| a.key_for(object, value))
+    } else {
+        // "reinstalled the dev box with Fedora 40": the object names the attribute.
+        a.key_for(object, value).or_else(|| version_key(object, value))
     };
     let claim_value = if key.as_deref() == Some(TOOLS) { tool_claim(r, value) } else { Some(value.to_string()) };
     let claim = key.zip(claim_value).and_then(|(k, v)| claim(&k, &v));

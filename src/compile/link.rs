@@ -184,6 +184,16 @@ fn choose(claim: Option<&Claim>, hint: &LinkHint, current: &[Current]) -> Option
                 return Some((k, None));
             }
         }
+        // A known attribute continues a made-up one it covers: "my current account is with
+        // Granary Bank" (`attr.account`) is the bank once "I bank with Corvid" says so.
+        if a.is_group_key(&claim.key) {
+            let covered = |c: &&Current| {
+                c.key.starts_with("attr.") && !a.is_group_key(&c.key) && a.words_of(&c.key).is_subset(&named)
+            };
+            if let Some(k) = unique(current.iter().filter(single).filter(covered)) {
+                return Some((k, None));
+            }
+        }
         // An exact value ("/srv/logs/orion") replaces the one value of that form whose
         // attribute shares a word with the one named ("log dir" and "app logs"), unless the
         // update names another instance ("work email" is not "email").
@@ -305,8 +315,12 @@ mod tests {
         );
         let car = [cur("attr.car", "Honda Civic"), cur("attr.commute", "train")];
         assert_eq!(linked("sold my old Civic and bought a Model 3", &car), vec![("attr.car".into(), "model 3".into())]);
-        // Nothing current to replace: the statement stays a fact without a claim.
-        assert!(linked("gave my old bike away and got an e-scooter", &[]).is_empty());
+        // Nothing current to replace: the kind of thing acquired still names its attribute.
+        assert_eq!(
+            linked("gave my old bike away and got an e-scooter", &[]),
+            vec![("attr.commute".into(), "e-scooter".into())]
+        );
+        assert!(linked("gave my old stuff away and got a new one", &[]).is_empty());
     }
 
     #[test]

@@ -72,7 +72,7 @@ fn build() -> Result<Rules, regex::Error> {
             r"(?i)\b(?:i'?m|i\s+am)\s+(?:now\s+|currently\s+|still\s+)?(?:a|an|the)\s+(?P<role>(?:[\w-]+\s+){0,3}?[\w-]+)\s+(?:at|for|with)\s+",
         )?,
         // "my old bike", "the previous host": what a statement says is gone.
-        disposal: Regex::new(r"(?i)\b(?:my|our|the)\s+(?:old|previous|former|last|existing)\s+(?P<n>[\w-]+(?:\s+[\w-]+)?)")?,
+        disposal: Regex::new(r"(?i)\b(?:my|our|the)\s+(?:old|previous|former|last|existing)\s+(?P<n>[\w-]+(?:\s+[\w-]+)?)|\b(?:my|our|the)\s+(?P<d>[\w-]+(?:\s+[\w-]+)?)\s+(?:died|broke|is\s+dead|was\s+stolen|got\s+stolen|is\s+gone|quit\s+on\s+me|gave\s+out|got\s+cancelled|was\s+cancelled|closed)\b")?,
         // "we got a new manager, Rafael Costa".
         appositive: Regex::new(&format!(
             r"(?i)\b(?:got|have|has|there's|theres|met|welcomed|hired)\s+(?:a|an|our|my)\s+new\s+{np}\s*(?:[,:—–]|\s-)\s*"
@@ -269,7 +269,7 @@ fn first_word(v: &str) -> &str {
 pub(super) fn disposed_thing(statement: &str) -> Option<String> {
     let r = RULES.as_ref()?;
     let c = r.disposal.captures(statement)?;
-    let words: Vec<&str> = c.name("n")?.as_str().split_whitespace().collect();
+    let words: Vec<&str> = c.name("n").or_else(|| c.name("d"))?.as_str().split_whitespace().collect();
     let keep: Vec<&str> = words
         .iter()
         .take_while(|w| {
@@ -349,7 +349,9 @@ fn frame_fact(r: &Rules, clause: &str, m: &FrameMatch, update: bool) -> Option<E
     let hint =
         LinkHint { update: update || m.event, object: None, old: m.old.clone(), value: value.to_string(), kinds: &[] };
     if m.key == "link" {
-        return Some(ExtractedFact { content, claim: None, rule: "replacement", link: Some(hint) });
+        // "got a OnePlus 9": a thing of one kind is the value of that attribute.
+        let claim = attributes().kind_of(value).map(|key| RawClaim { key, value: value.to_string() });
+        return Some(ExtractedFact { content, claim, rule: "replacement", link: Some(hint) });
     }
     let claim = Some(RawClaim { key: m.key.clone(), value: value.to_string() });
     Some(ExtractedFact { content, claim, rule: if m.event { "update_event" } else { "frame" }, link: Some(hint) })
@@ -633,7 +635,8 @@ mod tests {
     fn replacements_need_linking() {
         let got = update_facts("gave my old bike away and got an e-scooter", true, &[]);
         let (_, f) = got.first().expect("a replacement");
-        assert_eq!(f.claim, None);
+        // An e-scooter can only be a commute; what it replaces is linked later.
+        assert_eq!(f.claim.as_ref().map(|c| c.key.as_str()), Some("attr.commute"));
         let hint = f.link.as_ref().expect("hint");
         assert_eq!((hint.old.as_deref(), hint.value.as_str()), (Some("bike"), "e-scooter"));
     }
