@@ -72,7 +72,7 @@ pub struct FrameMatch {
 
 const SPEAKER_ADV: &str = r"(?:\s+(?:just|finally|recently|also|now|currently|officially|actually|still))?";
 /// Fillers and a short lead-in ("so yeah,", "big news:", "after the reorg,") at a clause start.
-pub const LEAD: &str = r"^(?:[\s\p{P}]*(?:ok|okay|so|well|yeah|yes|um+|uh+|erm|hmm|like|and|but|also|btw|anyway|oh|hey|hi|news|update|quick\s+update|big\s+news|good\s+news|guess\s+what|fyi|finally|just|officially|today|yesterday|this\s+week|last\s+week|this\s+morning|on\s+monday|as\s+of\s+\w+|after\s+the\s+\w+|since\s+\w+)\b)*[\s\p{P}]*(?:[^,:;\p{So}]{1,40}[,:;\p{So}]+\s*)?";
+pub const LEAD: &str = r"^(?:[\s\p{P}]*(?:ok|okay|so|well|yeah|yes|um+|uh+|erm|hmm|like|and|but|also|btw|anyway|oh|hey|hi|news|update|quick\s+update|big\s+news|good\s+news|guess\s+what|fyi|finally|just|officially|today|yesterday|this\s+week|last\s+week|this\s+morning|on\s+monday|as\s+of\s+\w+|after\s+the\s+\w+|since\s+\w+)\b)*[\s\p{P}]*(?:[^,:;—–\p{So}]{1,40}(?:[,:;—–\p{So}]|\s-)+\s*)?";
 /// `LEAD`, then "today was", "my", "we're just": what may precede a clause-anchored frame.
 const ANCHOR_TAIL: &str = r"(?:(?:today|yesterday|this\s+\w+|last\s+\w+)\s+(?:was|is)\s+)?(?:(?:my|our)\s+)?(?:(?:i|we)(?:['’]re|['’]ve|['’]m|\s+are|\s+have|\s+am)?\s+(?:(?:just|finally|recently|also|officially|now|all|been)\s+)*)?";
 

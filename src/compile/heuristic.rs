@@ -215,7 +215,7 @@ fn build() -> Result<Rules, regex::Error> {
             r"(?i){LEAD}(?P<s>)(?:(?:just|finally|recently|also)\s+)?(?P<v>moved|migrated|switched|upgraded|downgraded|bumped|updated|changed|repointed|pointed|renamed|ported|rewrote|rebuilt|converted|transferred|reinstalled)(?P<o>\s+(?:(?:our|my|the|all)\s+)?[\w.-]+(?:\s+[\w.-]+){{0,3}}?)??(?:\s+over)?(?:\s+from\s+(?P<from>.+?))?\s+(?:over\s+)?(?:to|->|→|with|onto|into)\s+"
         ))?,
         claim_stop: re(
-            r"(?i)\s+(?:with|near|for|in|on|at|by|during|via|instead|over|after|before|because|since|yesterday|today|tonight|this|last|so|which|who|but|from|until|through|thru|going\s+forward|from\s+now)\b|(?-i:\s+and\s+[\p{Ll}\d])",
+            r"(?i)\s+(?:with|near|for|in|on|at|by|during|via|instead|over|after|before|because|since|yesterday|today|tonight|this|last|so|which|who|but|from|until|through|thru|going\s+forward|from\s+now|as\s+of)\b|(?-i:\s+and\s+[\p{Ll}\d])",
         )?,
         // "built with Angular", "hosted in Frankfurt": a participle describes, a frame reads it.
         passive: re(
@@ -464,8 +464,13 @@ fn attribute_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
         }
     }
     // "the staging server is at 203.0.113.17": the address is the value.
-    if let Some(stripped) = strip_leading(value, &["at", "on", "in"]).filter(|v| shape(first_word(v)).is_exact()) {
-        value = first_word(stripped);
+    if let Some(stripped) = strip_leading(value, &["at", "on", "in"]) {
+        if shape(first_word(stripped)).is_exact() {
+            value = first_word(stripped);
+        } else if version_key("", claim_cut(stripped)).is_some() {
+            // "the build server's on node 18".
+            value = stripped;
+        }
     }
     if !plausible(value, 10) || r.passive.is_match(value) {
         return None;
@@ -615,7 +620,8 @@ fn migration_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
     }
     let tiered = verb.to_lowercase().ends_with("graded");
     let key = if object.is_empty() {
-        version_key("", value).or_else(|| {
+        // "upgraded to a Galaxy S22": the kind of thing says which attribute changed.
+        version_key("", value).or_else(|| a.kind_of(value)).or_else(|| {
             if moved {
                 looks_like_place(value).then(|| HOME.to_string())
             } else if tiered {
@@ -1133,7 +1139,12 @@ mod tests {
         // Versions of one tool replace each other.
         assert_eq!((f.claim, f.rule), (claim("attr.postgres_version", "Postgres 16"), "migration"));
         let f = only("I switched from Vim to Helix", "I switched to Helix");
-        assert_eq!(f.claim, claim(TOOLS, "Helix"));
+        // Helix is an editor: the kind of thing names the attribute, one value at a time.
+        assert_eq!(f.claim, claim("attr.editor", "Helix"));
+        assert_eq!(
+            only("I switched from Jenkins to Buildkite", "I switched to Buildkite").claim,
+            claim(TOOLS, "Buildkite")
+        );
         let f = only("We moved our database from MySQL to Postgres", "We moved our database to Postgres");
         assert_eq!(f.claim, claim("attr.database", "Postgres"));
         assert_eq!(f.link.and_then(|l| l.old).as_deref(), Some("MySQL"));

@@ -343,10 +343,10 @@ mod tests {
 
     #[test]
     fn named_old_value_of_a_multi_key_is_replaced() {
-        let mut ds = drafts("I switched from Vim to Helix");
-        let mut cur = vec![cur("tools.used", "Vim"), cur("tools.used", "Docker")];
+        let mut ds = drafts("I switched from Jenkins to Buildkite");
+        let mut cur = vec![cur("tools.used", "Jenkins"), cur("tools.used", "Docker")];
         link_drafts(&mut ds, &mut cur, &Registry::builtin());
         let d = ds.iter().find(|d| d.claim.is_some()).expect("claimed");
-        assert_eq!(d.metadata.get("replaces"), Some(&json!("vim")));
+        assert_eq!(d.metadata.get("replaces"), Some(&json!("jenkins")));
     }
 }

@@ -26,6 +26,7 @@ struct Rules {
     role_at: Regex,
     disposal: Regex,
     appositive: Regex,
+    counted: Regex,
     list_head: Regex,
     cadence: Regex,
     version_tail: Regex,
@@ -77,6 +78,8 @@ fn build() -> Result<Rules, regex::Error> {
         appositive: Regex::new(&format!(
             r"(?i)\b(?:got|have|has|there's|theres|met|welcomed|hired)\s+(?:a|an|our|my)\s+new\s+{np}\s*(?:[,:—–]|\s-)\s*"
         ))?,
+        // "we're at 24 seats", "We have 10 seats on the plan".
+        counted: Regex::new(r"(?i)\b(?:have|at|to|with|got|now|pay\s+for|paying\s+for)\s+(?P<v>\d[\d,.]*)\s+(?P<np>[\p{L}-]+(?:\s+[\p{L}-]+)?)")?,
         list_head: Regex::new(r"^\W*[\p{L}][\p{L}\p{N} '’-]{0,30}:\s+")?,
         cadence: Regex::new(
             r"(?i)\b(?:every|each|daily|weekly|biweekly|bi-weekly|fortnightly|monthly|quarterly|nightly|hourly|yearly|annually|per\s+(?:day|week|month|sprint)|a\s+(?:day|week|month)|twice|once|continuously|on\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|demand))\b",
@@ -138,6 +141,11 @@ pub(super) fn update_facts(clause: &str, present_ok: bool, extra: &[Frame]) -> V
             out.extend(role_at_fact(&straight, &c).map(|f| (c.get(0).map_or(0, |m| m.start()), f)));
         }
     }
+    if present_ok || update {
+        for c in r.counted.captures_iter(&straight) {
+            out.extend(counted_fact(&straight, &c).map(|f| (c.get(0).map_or(0, |m| m.start()), f)));
+        }
+    }
     if let Some(c) = r.appositive.captures(&straight) {
         out.extend(appositive_fact(&straight, &c).map(|f| (c.get(0).map_or(0, |m| m.start()), f)));
     }
@@ -165,6 +173,31 @@ fn role_at_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     let hint = LinkHint { update: marks_update(clause), object: None, old: None, value: value.to_string(), kinds: &[] };
     let claim = Some(RawClaim { key: "employment.current_employer".into(), value: value.to_string() });
     Some(ExtractedFact { content, claim, rule: "role_at", link: Some(hint) })
+}
+
+/// "now at 16 seats": a count of a thing the registry knows.
+fn counted_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
+    let value = c.name("v")?.as_str();
+    let words: Vec<&str> = c.name("np")?.as_str().split_whitespace().collect();
+    // The longest known phrase ("store locations" before "store").
+    let np = (1..=words.len()).rev().map(|n| words[..n].join(" ")).find(|p| known(p))?;
+    let key = attributes().key_for(&np, value)?;
+    let start = c.get(0)?.start();
+    let end = c.name("v")?.end() + 1 + np.len();
+    let content = clause.get(start..end.min(clause.len()))?.to_string();
+    let hint = LinkHint {
+        update: marks_update(clause),
+        object: Some(np.clone()),
+        old: None,
+        value: value.to_string(),
+        kinds: &[],
+    };
+    Some(ExtractedFact {
+        content,
+        claim: Some(RawClaim { key, value: value.to_string() }),
+        rule: "count",
+        link: Some(hint),
+    })
 }
 
 /// "we got a new manager, Rafael Costa".
