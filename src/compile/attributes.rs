@@ -58,6 +58,8 @@ struct Data {
     diets: Vec<String>,
     #[serde(default)]
     value_heads: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    switchable: Vec<String>,
     frames: Vec<FrameSpec>,
 }
 
@@ -75,6 +77,8 @@ pub struct Attributes {
     roles: BTreeSet<String>,
     /// Head noun of a value → the attributes such a thing can be the value of.
     value_heads: BTreeMap<String, BTreeSet<String>>,
+    /// Attributes whose value is a product or provider one switches between ("switched to X").
+    switchable: BTreeSet<String>,
     /// Diet words (a frame's `{diet}` slot).
     pub diets: Vec<String>,
     /// The built-in verb frames.
@@ -96,6 +100,7 @@ fn load() -> Attributes {
         roles: vec![],
         diets: vec![],
         value_heads: BTreeMap::new(),
+        switchable: vec![],
         frames: vec![],
     });
     let mut phrase_key = BTreeMap::new();
@@ -131,6 +136,7 @@ fn load() -> Attributes {
         people: lower(data.people),
         roles: lower(data.roles),
         value_heads,
+        switchable: data.switchable.into_iter().collect(),
         diets: data.diets,
         frames: data.frames,
     }
@@ -298,6 +304,11 @@ impl Attributes {
     pub fn kind_of(&self, value: &str) -> Option<String> {
         let kinds = self.keys_for_thing(value);
         (kinds.len() == 1).then(|| kinds.into_iter().next()).flatten()
+    }
+
+    /// True for an attribute one switches between products or providers of ("we moved to X").
+    pub fn is_switchable(&self, key: &str) -> bool {
+        self.switchable.contains(key) || (key.starts_with(ATTR_PREFIX) && !self.keys.contains_key(key))
     }
 
     /// True for a key that a group of phrases defines (already canonical).

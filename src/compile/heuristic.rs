@@ -215,7 +215,7 @@ fn build() -> Result<Rules, regex::Error> {
             r"(?i){LEAD}(?P<s>)(?:(?:just|finally|recently|also)\s+)?(?P<v>moved|migrated|switched|upgraded|downgraded|bumped|updated|changed|repointed|pointed|renamed|ported|rewrote|rebuilt|converted|transferred|reinstalled)(?P<o>\s+(?:(?:our|my|the|all)\s+)?[\w.-]+(?:\s+[\w.-]+){{0,3}}?)??(?:\s+over)?(?:\s+from\s+(?P<from>.+?))?\s+(?:over\s+)?(?:to|->|→|with|onto|into)\s+"
         ))?,
         claim_stop: re(
-            r"(?i)\s+(?:with|near|for|in|on|at|by|during|via|instead|over|after|before|because|since|yesterday|today|tonight|this|last|so|which|who|but|from|until|through|thru|going\s+forward|from\s+now|as\s+of)\b|(?-i:\s+and\s+[\p{Ll}\d])",
+            r"(?i)\s+(?:with|near|for|in|on|at|by|during|via|instead|over|after|before|because|since|yesterday|today|tonight|this|last|so|which|who|but|from|until|through|thru|going\s+forward|from\s+now|as\s+of|as\s+(?:the|a|my|our)|these\s+days)\b|(?-i:\s+and\s+[\p{Ll}\d])",
         )?,
         // "built with Angular", "hosted in Frankfurt": a participle describes, a frame reads it.
         passive: re(

@@ -164,6 +164,13 @@ fn choose(claim: Option<&Claim>, hint: &LinkHint, current: &[Current]) -> Option
                 return Some((k, None));
             }
         }
+        // "Migrated to Render": a switch that names nothing continues the subject's one
+        // product-valued attribute, if it has exactly one.
+        if claim.key == "tools.used" && hint.update && old_words.is_empty() && hint.object.is_none() {
+            if let Some(k) = sole_switchable(current, new_shape) {
+                return Some((k, None));
+            }
+        }
         if !hint.update || current.iter().any(|c| c.key == claim.key) {
             return None;
         }
@@ -226,6 +233,11 @@ fn choose(claim: Option<&Claim>, hint: &LinkHint, current: &[Current]) -> Option
     if !hint.update && old_words.is_empty() {
         return None;
     }
+    if old_words.is_empty() && hint.object.is_none() {
+        if let Some(k) = sole_switchable(current, new_shape) {
+            return Some((k, None));
+        }
+    }
     let old = hint.old.as_deref().unwrap_or_default();
     let kinds: BTreeSet<String> = a
         .keys_for_thing(old)
@@ -234,6 +246,22 @@ fn choose(claim: Option<&Claim>, hint: &LinkHint, current: &[Current]) -> Option
         .chain(hint.kinds.iter().map(|k| k.to_string()))
         .collect();
     unique(current.iter().filter(single).filter(|c| kinds.contains(&c.key))).map(|k| (k, None))
+}
+
+/// The subject's only current single-valued attribute that holds a product or provider name,
+/// for a switch that names nothing ("these days it's Ghostty"); None when there are several.
+fn sole_switchable(current: &[Current], new_shape: super::attributes::Shape) -> Option<String> {
+    use super::attributes::Shape;
+    if new_shape != Shape::Name {
+        return None;
+    }
+    let a = attributes();
+    // Values are stored lower-cased, so "a name" is judged by the attribute, not the capitals.
+    unique(
+        current
+            .iter()
+            .filter(|c| c.cardinality == Cardinality::Single && a.is_switchable(&c.key) && !shape(&c.value).is_exact()),
+    )
 }
 
 /// Whether every one of `words` names the key (its phrases, or its `attr.` slug).
@@ -339,6 +367,14 @@ mod tests {
         // A value of another shape never replaces an address.
         let ip = [cur("attr.cache_node_address", "10.2.3.4")];
         assert_eq!(linked("the cache node is now Redis 7", &ip), Vec::<(String, String)>::new());
+    }
+
+    #[test]
+    fn a_switch_that_names_nothing_needs_a_sole_candidate() {
+        let one = [cur("attr.hosting", "Linode"), cur("attr.manager", "Sam")];
+        assert_eq!(linked("Migrated to Render last week", &one), vec![("attr.hosting".into(), "render".into())]);
+        let two = [cur("attr.hosting", "Linode"), cur("attr.ci", "Travis")];
+        assert_eq!(linked("Migrated to Render last week", &two), vec![("tools.used".into(), "render".into())]);
     }
 
     #[test]
