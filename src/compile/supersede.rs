@@ -190,24 +190,32 @@ fn claim_pass<'a>(rows: &[&'a MemoryView], now: DateTime<Utc>) -> Vec<Pending<'a
             };
             let rule = if lc.value == wc.value { Rule::ClaimDuplicate } else { Rule::ClaimContradiction };
             let end = wc.valid_from.or(winner.valid_from).unwrap_or(now);
-            out.push(Pending {
-                pass: 0,
-                loser,
-                winner,
-                decision: Decision {
-                    superseded: loser.id,
-                    superseding: winner.id,
-                    rule,
-                    claim_key: Some(lc.key.clone()),
-                    score: None,
-                    threshold: None,
-                    new_valid_to: Some(clamp_to_start(end, loser)),
-                    details: json!({}),
-                },
-            });
+            out.push(claim_pending(loser, winner, rule, lc, end, json!({})));
         }
     }
     out
+}
+
+/// A claim-pass decision: `loser` ends where `winner` starts (never before its own start).
+fn claim_pending<'a>(
+    loser: &'a MemoryView,
+    winner: &'a MemoryView,
+    rule: Rule,
+    lc: &Claim,
+    end: DateTime<Utc>,
+    details: serde_json::Value,
+) -> Pending<'a> {
+    let decision = Decision {
+        superseded: loser.id,
+        superseding: winner.id,
+        rule,
+        claim_key: Some(lc.key.clone()),
+        score: None,
+        threshold: None,
+        new_valid_to: Some(clamp_to_start(end, loser)),
+        details,
+    };
+    Pending { pass: 0, loser, winner, decision }
 }
 
 /// Rows that name the accumulating value they replace supersede the older rows holding it.
@@ -227,21 +235,7 @@ fn replacement_pass<'a>(rows: &[&'a MemoryView], taken: &BTreeSet<Uuid>) -> Vec<
                 continue;
             }
             let end = wc.valid_from.or(winner.valid_from).unwrap_or(winner.order.0);
-            out.push(Pending {
-                pass: 0,
-                loser,
-                winner,
-                decision: Decision {
-                    superseded: loser.id,
-                    superseding: winner.id,
-                    rule: Rule::ClaimContradiction,
-                    claim_key: Some(lc.key.clone()),
-                    score: None,
-                    threshold: None,
-                    new_valid_to: Some(clamp_to_start(end, loser)),
-                    details: json!({"replaced": true}),
-                },
-            });
+            out.push(claim_pending(loser, winner, Rule::ClaimContradiction, lc, end, json!({"replaced": true})));
         }
     }
     out

@@ -185,19 +185,7 @@ fn counted_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     let start = c.get(0)?.start();
     let end = c.name("v")?.end() + 1 + np.len();
     let content = clause.get(start..end.min(clause.len()))?.to_string();
-    let hint = LinkHint {
-        update: marks_update(clause),
-        object: Some(np.clone()),
-        old: None,
-        value: value.to_string(),
-        kinds: &[],
-    };
-    Some(ExtractedFact {
-        content,
-        claim: Some(RawClaim { key, value: value.to_string() }),
-        rule: "count",
-        link: Some(hint),
-    })
+    Some(claimed(content, key, value, "count", marks_update(clause), Some(np.clone())))
 }
 
 /// "we got a new manager, Rafael Costa".
@@ -327,19 +315,7 @@ fn inverse_fact(c: &Captures) -> Option<ExtractedFact> {
     let key = a.key_for(np, value)?;
     let content = c.get(0)?.as_str().trim().trim_end_matches(['.', '!', ',', ';']).to_string();
     let content = content.trim_start_matches(|ch: char| !ch.is_alphanumeric()).to_string();
-    let hint = LinkHint {
-        update: c.name("new").is_some(),
-        object: Some(np.to_string()),
-        old: None,
-        value: value.to_string(),
-        kinds: &[],
-    };
-    Some(ExtractedFact {
-        content,
-        claim: Some(RawClaim { key, value: value.to_string() }),
-        rule: "inverse",
-        link: Some(hint),
-    })
+    Some(claimed(content, key, value, "inverse", c.name("new").is_some(), Some(np.to_string())))
 }
 
 /// "my old dentist retired, the new one is dr lindqvist".
@@ -551,6 +527,19 @@ fn colon_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
         rule: "terse",
         link: Some(hint),
     })
+}
+
+/// A fact whose claim is `key = value`, with the hint the linker reads.
+fn claimed(
+    content: String,
+    key: String,
+    value: &str,
+    rule: &'static str,
+    update: bool,
+    object: Option<String>,
+) -> ExtractedFact {
+    let hint = LinkHint { update, object, old: None, value: value.to_string(), kinds: &[] };
+    ExtractedFact { content, claim: Some(RawClaim { key, value: value.to_string() }), rule, link: Some(hint) }
 }
 
 /// True when the phrase is one the attribute registry knows (not a made-up `attr.` slug).
