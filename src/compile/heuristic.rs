@@ -202,7 +202,7 @@ fn build() -> Result<Rules, regex::Error> {
         my_name: re(&format!(r"(?i)\b(?P<s>my)\s+(?P<v>name\s+is|name['’]s)\s+{NAME}"))?,
         intro: re(&format!(r"(?i)\b(?P<s>i['’]?m|i\s+am)\s+{NAME}"))?,
         intro_tail: re(r"(?i)^(?:\s*$|\s*[,.;:!]|\s+(?:and|from|here|btw|by\s+the\s+way)\b)")?,
-        my_is: re(r"(?i)\b(?P<s>my|our|the)\s+(?P<np>[\p{L}\p{N}'’\-]+(?:\s+[\p{L}\p{N}'’\-]+){0,3}?)\s+(?P<v>(?:is|are)(?:\s+(?:with|through|via))?|runs(?:\s+on)?|uses|sits\s+(?:at|on)|lives\s+(?:at|in)|points\s+(?:at|to)|goes\s+to|go\s+to)\s+")?,
+        my_is: re(r"(?i)\b(?P<s>my|our|the)\s+(?P<np>[\p{L}\p{N}'’\-]+(?:\s+[\p{L}\p{N}'’\-]+){0,3}?)\s+(?P<v>(?:is|are)(?:\s+(?:with|through|via))?|(?:(?:now|currently|still)\s+)?(?:runs(?:\s+on)?|uses|sits\s+(?:at|on)|lives\s+(?:at|in)|points\s+(?:at|to)|goes\s+to|go\s+to))\s+")?,
         // "my phone's a Pixel 8" (only when no "is" reading exists, see `clause_facts`).
         my_s: re(r"(?i)\b(?P<s>my|our|the)\s+(?P<np>[\p{L}\p{N}\-]+(?:\s+[\p{L}\p{N}\-]+){0,3}?)(?P<v>['’]s)\s+")?,
         // Terse chat drops the possessive: "gym is Ironworks", "CI runs on Jenkins", "bazel disk
@@ -638,6 +638,12 @@ fn migration_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
         // "reinstalled the dev box with Fedora 40": the object names the attribute.
         a.key_for(object, value).or_else(|| version_key(object, value))
     };
+    // "moved to weekly releases", "switched to annual billing": the value's head names the
+    // attribute, the words before it are the new value.
+    let (key, value) = match (&key, object.is_empty()) {
+        (None, true) => named_by_head(value).map_or((None, value), |(k, v)| (Some(k), v)),
+        _ => (key, value),
+    };
     let claim_value = if key.as_deref() == Some(TOOLS) { tool_claim(r, value) } else { Some(value.to_string()) };
     let claim = key.zip(claim_value).and_then(|(k, v)| claim(&k, &v));
     let head = format!("{}{}", verb, group(c, "o"));
@@ -646,6 +652,18 @@ fn migration_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact
     let object = if object.is_empty() { tiered.then(|| "plan tier".to_string()) } else { Some(object.to_string()) };
     f.link = Some(LinkHint { update: true, object, old, value: value.to_string(), kinds: &[] });
     Some(f)
+}
+
+/// Splits "weekly releases" into the attribute its last words name and the value before them.
+fn named_by_head(value: &str) -> Option<(String, &str)> {
+    let words: Vec<&str> = value.split_whitespace().collect();
+    (1..=2.min(words.len().saturating_sub(1))).rev().find_map(|n| {
+        let head = words[words.len() - n..].join(" ");
+        let key = attributes().group_key(&head)?.to_string();
+        let cut = value.rfind(words[words.len() - n])?;
+        let v = value[..cut].trim();
+        plausible(v, 4).then_some((key, v))
+    })
 }
 
 /// Words that end the names of software and services rather than of places.
