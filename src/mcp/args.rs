@@ -106,10 +106,10 @@ pub fn ok_json(notices: &[&str], structured: Value) -> CallToolResult {
     ok(text, structured)
 }
 
-/// The tool error for a refused or failed call: the message for the model, the Statewave
-/// error object as structured content. Internal causes are logged, never shown.
-pub fn error_result(e: ApiError) -> CallToolResult {
-    let (message, error) = match e {
+/// The message and the Statewave error object (`{code, message, status, details?}`) for an
+/// error. Internal causes are logged here, never shown.
+pub fn error_object(e: ApiError) -> (String, Value) {
+    match e {
         ApiError::Client { status, code, message, details, .. } => {
             let mut error = json!({"code": code, "message": message, "status": status.as_u16()});
             if let Some(d) = details {
@@ -122,7 +122,13 @@ pub fn error_result(e: ApiError) -> CallToolResult {
             let message = "An unexpected error occurred".to_string();
             (message.clone(), json!({"code": "internal_error", "message": message, "status": 500}))
         }
-    };
+    }
+}
+
+/// The tool error for a refused or failed call: the message for the model, the error object
+/// as structured content.
+pub fn error_result(e: ApiError) -> CallToolResult {
+    let (message, error) = error_object(e);
     let mut result = CallToolResult::error(vec![ContentBlock::text(message)]);
     result.structured_content = Some(json!({ "error": error }));
     result

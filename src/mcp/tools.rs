@@ -4,6 +4,7 @@
 use rmcp::model::{Tool, ToolAnnotations};
 use serde_json::{json, Map, Value};
 
+use crate::error::ApiError;
 use crate::http::compile::compile_error;
 use crate::http::extract::Caller;
 use crate::mcp::args::{self, context_args, ok, ok_json, parse, ToolResult, DATA_NOTICE};
@@ -176,31 +177,39 @@ async fn remember(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
     let mut out = json!({"episode_id": row.id, "subject_id": row.subject_id, "created": inserted == Inserted::New});
     let mut text = vec![format!("Recorded episode {} for {}.", row.id, row.subject_id)];
     if compile {
-        let mut created = Vec::new();
-        let mut has_more = true;
-        for _ in 0..MAX_COMPILE_BATCHES {
-            let batch = compile_batch(
-                &st.pool,
-                &st.embedder,
-                &st.webhooks,
-                tenant,
-                &row.subject_id,
-                st.config.compile_batch_size,
-                None,
-            )
-            .await
-            .map_err(compile_error)?;
-            created
-                .extend(batch.memories.into_iter().map(|m| json!({"id": m.id, "kind": m.kind, "content": m.content})));
-            has_more = batch.has_more;
-            if !has_more {
-                break;
+        // The episode is recorded whatever compiling does: a failure is reported beside it (not
+        // as a tool error, which would invite a retry that records the episode twice).
+        match compile_subject(st, tenant, &row.subject_id).await {
+            Ok(compiled) => {
+                text.push(format!("Compiled: {} new memories.", compiled["memories_created"]));
+                out["compiled"] = compiled;
+            }
+            Err(e) => {
+                let (message, error) = args::error_object(e);
+                text.push(format!("Compiling failed: {message} The episode is recorded and stays pending."));
+                out["compiled"] = json!({ "error": error });
             }
         }
-        text.push(format!("Compiled: {} new memories.", created.len()));
-        out["compiled"] = json!({"memories_created": created.len(), "memories": created, "has_more": has_more});
     }
     Ok(ok(text, out))
+}
+
+/// Compiles the subject's pending episodes, batch after batch (at most [`MAX_COMPILE_BATCHES`]).
+async fn compile_subject(st: &AppState, tenant: &str, subject_id: &str) -> Result<Value, ApiError> {
+    let mut created = Vec::new();
+    let mut has_more = true;
+    for _ in 0..MAX_COMPILE_BATCHES {
+        let batch =
+            compile_batch(&st.pool, &st.embedder, &st.webhooks, tenant, subject_id, st.config.compile_batch_size, None)
+                .await
+                .map_err(compile_error)?;
+        created.extend(batch.memories.into_iter().map(|m| json!({"id": m.id, "kind": m.kind, "content": m.content})));
+        has_more = batch.has_more;
+        if !has_more {
+            break;
+        }
+    }
+    Ok(json!({"memories_created": created.len(), "memories": created, "has_more": has_more}))
 }
 
 async fn recall(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
@@ -262,6 +271,6 @@ async fn forget(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
             vec![format!("Forgot memory {} of {}.", m.id, m.subject_id)],
             json!({"memory_id": m.id, "subject_id": m.subject_id, "status": m.status}),
         )),
-        None => Err(crate::error::ApiError::not_found("memory not found")),
+        None => Err(ApiError::not_found("memory not found")),
     }
 }

@@ -29,6 +29,17 @@ pub async fn post_with(
     msg: &Value,
     extra: &[(&str, &str)],
 ) -> (u16, HeaderMap, Value) {
+    try_post_with(app, key, msg, extra).await.unwrap()
+}
+
+/// As [`post_with`], or the client error when no answer came (e.g. the server closed the
+/// connection on an oversized body).
+pub async fn try_post_with(
+    app: &TestApp,
+    key: Option<&str>,
+    msg: &Value,
+    extra: &[(&str, &str)],
+) -> Result<(u16, HeaderMap, Value), reqwest::Error> {
     let mut req = app
         .client
         .post(app.url("/mcp"))
@@ -44,10 +55,10 @@ pub async fn post_with(
     for (k, v) in extra {
         req = req.header(*k, *v);
     }
-    let r = req.send().await.unwrap();
+    let r = req.send().await?;
     let headers = r.headers().clone();
     let (status, body) = split(r).await;
-    (status, headers, body)
+    Ok((status, headers, body))
 }
 
 /// POSTs one JSON-RPC message; (status, body).
