@@ -38,11 +38,10 @@ fn name_param(method: &str) -> Option<&'static str> {
 
 /// A header value as SEP-2243 encodes it: plain visible ASCII as is, anything else base64-wrapped.
 fn header_value(s: &str) -> String {
-    let plain = !s.starts_with([' ', '\t'])
-        && !s.ends_with([' ', '\t'])
-        && s.chars().all(|c| (' '..='~').contains(&c))
-        && !(s.starts_with("=?base64?") && s.ends_with("?="));
-    if plain {
+    let edge_space = s.starts_with([' ', '\t']) || s.ends_with([' ', '\t']);
+    let visible = s.chars().all(|c| (' '..='~').contains(&c));
+    let looks_wrapped = s.starts_with("=?base64?") && s.ends_with("?=");
+    if visible && !edge_space && !looks_wrapped {
         s.to_string()
     } else {
         format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(s))
