@@ -110,6 +110,14 @@ async fn bad_arguments_are_tool_errors_with_clear_messages() {
     let (s, b) = mcp::post(&app, None, &request(9, "tools/call", json!({"name": "nope", "arguments": {}}))).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["error"]["code"], -32602, "{b}");
+    // Arguments that are not an object: invalid params, said plainly.
+    let (s, b) = mcp::post(&app, None, &request(9, "tools/call", json!({"name": "recall", "arguments": "x"}))).await;
+    assert_eq!((s, b["error"]["code"].clone(), b["id"].clone()), (200, json!(-32602), json!(9)), "{b}");
+    assert!(b["error"]["message"].as_str().unwrap().contains("arguments must be a JSON object"), "{b}");
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    let r =
+        app.client.post(app.url("/mcp")).header("Content-Type", "application/json").body(deep).send().await.unwrap();
+    assert_eq!(r.status(), 400);
     // Junk is a 4xx.
     let r =
         app.client.post(app.url("/mcp")).header("Content-Type", "application/json").body("{nope").send().await.unwrap();

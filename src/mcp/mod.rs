@@ -5,6 +5,7 @@
 pub mod args;
 pub mod bridge;
 pub mod origin;
+pub mod precheck;
 pub mod server;
 pub mod statewave;
 pub mod tools;
@@ -67,6 +68,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(NeverSessionManager::default()), config);
     let mut router = Router::new()
         .route_service(PATH, service)
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), precheck::check))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), origin::check));
     for path in METADATA_PATHS {
         router = router.route(path, get(protected_resource));
