@@ -34,6 +34,57 @@ pub enum Command {
     Subjects(SubjectsArgs),
     /// API keys: `mnemo keys create --tenant T [--admin]`, `revoke <key_id>`, `list`.
     Keys(KeysArgs),
+    /// MCP over stdio: forwards JSON-RPC lines to a server's /mcp, with the key in MNEMO_API_KEY
+    /// (for clients that can only launch a command).
+    Mcp(McpBridgeArgs),
+}
+
+/// `mnemo mcp`.
+#[derive(Debug, Clone, Args)]
+pub struct McpBridgeArgs {
+    /// The server's MCP endpoint.
+    #[arg(long, env = "MNEMO_MCP_URL", default_value = "http://127.0.0.1:8100/mcp")]
+    pub url: String,
+    /// Tenant sent as X-Tenant-ID (only admin keys may choose one).
+    #[arg(long, env = "MNEMO_TENANT")]
+    pub tenant: Option<String>,
+    /// Seconds one request may take.
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub timeout_secs: u64,
+}
+
+/// Settings of the `/mcp` endpoint.
+#[derive(Debug, Clone, Args)]
+pub struct McpServeArgs {
+    /// Tool set at /mcp: mnemo (remember, recall, search_memories, timeline) or statewave
+    /// (statewave_ingest_episode, statewave_search_memories, statewave_get_context,
+    /// statewave_get_timeline, statewave_compile_subject).
+    #[arg(long, env = "MNEMO_MCP_TOOLSET", value_enum, default_value_t = crate::mcp::Toolset::Mnemo)]
+    pub mcp_toolset: crate::mcp::Toolset,
+    /// Add the `forget` MCP tool (tombstones one memory of the caller's tenant).
+    #[arg(long, env = "MNEMO_MCP_ALLOW_FORGET", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
+    pub mcp_allow_forget: bool,
+    /// Comma-separated browser origins that may call /mcp besides loopback ones (`*` for any,
+    /// `https://host:*` for any port); requests without an Origin header are not affected.
+    #[arg(long, env = "MNEMO_MCP_ALLOWED_ORIGINS", default_value = "")]
+    pub mcp_allowed_origins: String,
+}
+
+impl McpServeArgs {
+    /// The settings these flags describe.
+    pub fn to_config(&self) -> crate::mcp::McpConfig {
+        crate::mcp::McpConfig {
+            toolset: self.mcp_toolset,
+            allow_forget: self.mcp_allow_forget,
+            allowed_origins: self
+                .mcp_allowed_origins
+                .split(',')
+                .map(str::trim)
+                .filter(|o| !o.is_empty())
+                .map(String::from)
+                .collect(),
+        }
+    }
 }
 
 /// `mnemo keys ...`.
@@ -328,7 +379,8 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "MNEMO_ADDR", default_value = "127.0.0.1:8100")]
     pub addr: SocketAddr,
-    /// Operator API key; when set, every non-probe request needs it in `X-API-Key`.
+    /// Operator API key; when set, every non-probe request needs it in `X-API-Key` (or as
+    /// `Authorization: Bearer <key>`).
     #[arg(long, env = "MNEMO_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Allow listening on a non-loopback address without an API key.
@@ -373,6 +425,8 @@ pub struct ServeArgs {
     pub cors_origins: String,
     #[command(flatten)]
     pub webhooks: WebhookArgs,
+    #[command(flatten)]
+    pub mcp: McpServeArgs,
 }
 
 impl ServeArgs {
@@ -423,7 +477,19 @@ mod tests {
             rate_limit_rpm: 0,
             cors_origins: String::new(),
             webhooks: webhook_args(None, None),
+            mcp: McpServeArgs {
+                mcp_toolset: crate::mcp::Toolset::Mnemo,
+                mcp_allow_forget: false,
+                mcp_allowed_origins: " https://a.example , ,http://b.example:* ".into(),
+            },
         }
+    }
+
+    #[test]
+    fn mcp_origins_are_trimmed_and_blank_ones_dropped() {
+        let cfg = serve_args("127.0.0.1:1", None, false).mcp.to_config();
+        assert_eq!(cfg.allowed_origins, vec!["https://a.example".to_string(), "http://b.example:*".to_string()]);
+        assert!(!cfg.allow_forget);
     }
 
     fn webhook_args(url: Option<&str>, events: Option<&str>) -> WebhookArgs {

@@ -8,6 +8,7 @@ pub mod db;
 pub mod embed;
 pub mod error;
 pub mod http;
+pub mod mcp;
 pub mod metrics;
 pub mod model;
 pub mod openapi;

@@ -9,15 +9,20 @@ use sqlx::postgres::PgConnectOptions;
 use tracing_subscriber::EnvFilter;
 
 use mnemo::config::{
-    AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, KeysAction, KeysArgs, LogFormat, PgAction, PgArgs, ReembedArgs,
-    ServeArgs, SubjectsAction, SubjectsArgs,
+    AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, KeysAction, KeysArgs, LogFormat, McpBridgeArgs, PgAction, PgArgs,
+    ReembedArgs, ServeArgs, SubjectsAction, SubjectsArgs,
 };
 use mnemo::pg::{Cluster, StartOutcome};
 use mnemo::receipts::signing::SigningKeys;
 use mnemo::{db, AppState, RuntimeConfig};
 
-fn init_logging(format: LogFormat) {
+fn init_logging(format: LogFormat, to_stderr: bool) {
     let filter = EnvFilter::try_from_env("MNEMO_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    if to_stderr {
+        // The stdio bridge owns stdout for JSON-RPC.
+        tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_writer(std::io::stderr).init();
+        return;
+    }
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
     match format {
         LogFormat::Json => builder.json().flatten_event(true).init(),
@@ -167,6 +172,7 @@ async fn serve_with(
         },
         cors_origins: args.cors_origins.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect(),
         webhooks,
+        mcp: args.mcp.to_config(),
         ..RuntimeConfig::default()
     };
     let state = AppState::new(pool.clone(), config, embedder).with_signing_keys(keys);
@@ -316,6 +322,19 @@ async fn pg(args: PgArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `mnemo mcp`: the stdio bridge, on a blocking thread (it uses blocking HTTP).
+async fn mcp_bridge(args: McpBridgeArgs) -> anyhow::Result<()> {
+    let cfg = mnemo::mcp::bridge::BridgeConfig {
+        url: args.url,
+        api_key: std::env::var("MNEMO_API_KEY").ok().filter(|k| !k.is_empty()),
+        tenant: args.tenant.filter(|t| !t.is_empty()),
+        timeout: std::time::Duration::from_secs(args.timeout_secs),
+    };
+    tracing::info!(url = %cfg.url, key = cfg.api_key.is_some(), "mcp stdio bridge started");
+    tokio::task::spawn_blocking(move || mnemo::mcp::bridge::run(&cfg, std::io::stdin().lock(), std::io::stdout()))
+        .await?
+}
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
@@ -323,7 +342,7 @@ async fn main() -> std::process::ExitCode {
         Command::Serve(a) => a.log_format,
         _ => LogFormat::Text,
     };
-    init_logging(format);
+    init_logging(format, matches!(cli.command, Command::Mcp(_)));
     let result = match cli.command {
         Command::Serve(a) => serve(*a).await,
         Command::Migrate(a) => migrate(a).await,
@@ -333,6 +352,7 @@ async fn main() -> std::process::ExitCode {
         Command::Audit(a) => audit(a).await,
         Command::Subjects(a) => subjects(a).await,
         Command::Keys(a) => keys(a).await,
+        Command::Mcp(a) => mcp_bridge(a).await,
         Command::Openapi => serde_json::to_string_pretty(&mnemo::openapi::document())
             .map(|s| println!("{s}"))
             .map_err(anyhow::Error::from),

@@ -38,6 +38,8 @@ pub struct RuntimeConfig {
     pub cors_origins: Vec<String>,
     /// Webhook settings (off without a URL).
     pub webhooks: crate::services::webhooks::WebhookConfig,
+    /// The MCP endpoint's tool set, forget switch and allowed origins.
+    pub mcp: crate::mcp::McpConfig,
 }
 
 impl Default for RuntimeConfig {
@@ -54,6 +56,7 @@ impl Default for RuntimeConfig {
             access: Default::default(),
             cors_origins: Vec::new(),
             webhooks: Default::default(),
+            mcp: Default::default(),
         }
     }
 }

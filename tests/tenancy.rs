@@ -274,3 +274,50 @@ async fn lexical_lane_functions_stay_inside_the_tenant() {
     assert_eq!(tenants, ["alpha"], "mnemo_episode_backing leaked another tenant's episodes");
     assert!(backing(None).await.is_empty(), "mnemo_episode_backing answered without a tenant");
 }
+
+#[tokio::test]
+async fn mcp_tools_act_only_within_the_keys_tenant() {
+    use common::mcp;
+    use mnemo::mcp::{McpConfig, Toolset};
+    let config = |toolset| mnemo::RuntimeConfig {
+        mcp: McpConfig { toolset, allow_forget: true, ..McpConfig::default() },
+        ..Default::default()
+    };
+    let app = common::spawn_with(config(Toolset::Mnemo)).await;
+    let statewave = common::spawn_replica(&app, config(Toolset::Statewave)).await;
+    let alpha = mnemo::services::keys::create(&app.pool, "alpha", false, None).await.unwrap().secret;
+    let beta = mnemo::services::keys::create(&app.pool, "beta", false, None).await.unwrap().secret;
+    let (a, b) = (Some(alpha.as_str()), Some(beta.as_str()));
+    let said = json!({"subject_id": "user:1", "text": "My name is Kari and I live in Bergen.", "compile": true});
+    mcp::ok(&app, a, "remember", said).await;
+    let found = mcp::ok(&app, a, "search_memories", json!({"subject_id": "user:1", "query": "Bergen"})).await;
+    let id = found["memories"][0]["id"].as_str().unwrap().to_string();
+
+    // Another tenant's key finds, recalls and forgets nothing of it, through either tool set.
+    let search = mcp::ok(&app, b, "search_memories", json!({"subject_id": "user:1", "query": "Bergen"})).await;
+    assert_eq!(search["memories"], json!([]));
+    let tl = mcp::ok(&app, b, "timeline", json!({"subject_id": "user:1"})).await;
+    assert_eq!((tl["episodes"].clone(), tl["memories"].clone()), (json!([]), json!([])));
+    let recall = mcp::ok(&app, b, "recall", json!({"subject_id": "user:1", "task": "Where does Kari live?"})).await;
+    assert!(!recall["assembled_context"].as_str().unwrap().contains("Bergen"), "{recall}");
+    let msg = mcp::refused(&app, b, "forget", json!({"subject_id": "user:1", "memory_id": id})).await;
+    assert_eq!(msg, "memory not found");
+    let ctx = mcp::ok(&statewave, b, "statewave_get_context", json!({"subject_id": "user:1", "task": "Where?"})).await;
+    assert!(!ctx["assembled_context"].as_str().unwrap().contains("Bergen"), "{ctx}");
+    let tl = mcp::ok(&statewave, b, "statewave_get_timeline", json!({"subject_id": "user:1"})).await;
+    assert_eq!((tl["episodes"].clone(), tl["memories"].clone()), (json!([]), json!([])));
+    let (s, _, body) =
+        mcp::post_with(&app, b, &mcp::request(1, "tools/list", json!({})), &[("X-Tenant-ID", "alpha")]).await;
+    assert_eq!((s, body["error"]["code"].clone()), (403, json!("tenant_mismatch")));
+
+    // Every row stayed in alpha; its memory is still active.
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("SELECT tenant_id, count(*) FROM episodes GROUP BY tenant_id ORDER BY 1")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(rows, vec![("alpha".to_string(), 1)]);
+    let still =
+        mcp::ok(&statewave, a, "statewave_search_memories", json!({"subject_id": "user:1", "q": "Bergen"})).await;
+    assert!(still["memories"].as_array().unwrap().iter().any(|m| m["id"] == id.as_str() && m["status"] == "active"));
+}

@@ -123,6 +123,22 @@ pub async fn set_labels(
     sqlx::query_as(&sql).bind(tenant).bind(id).bind(labels).fetch_optional(conn).await
 }
 
+/// Tombstones one memory of the tenant's subject (no longer searched or recalled; the row and
+/// its history stay); None when there is no such live memory.
+pub async fn tombstone(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    id: uuid::Uuid,
+) -> sqlx::Result<Option<Memory>> {
+    let sql = format!(
+        "UPDATE memories SET status = 'tombstoned', superseded_at = COALESCE(superseded_at, now()), \
+         updated_at = now() WHERE tenant_id = $1 AND subject_id = $2 AND id = $3 AND status <> 'tombstoned' \
+         RETURNING {MEMORY_COLUMNS}"
+    );
+    sqlx::query_as(&sql).bind(tenant).bind(subject_id).bind(id).fetch_optional(conn).await
+}
+
 /// A current fact for briefs: id, text, labels.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct FactRow {

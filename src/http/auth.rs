@@ -15,11 +15,28 @@ use crate::services::keys;
 use crate::state::AppState;
 
 /// Paths reachable without an API key (and exempt from rate limits and residency).
-pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/health", "/readyz", "/ready", "/v1/version", "/openapi.json"];
+pub const PUBLIC_PATHS: &[&str] = &[
+    "/healthz",
+    "/health",
+    "/readyz",
+    "/ready",
+    "/v1/version",
+    "/openapi.json",
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+];
 
 fn presented_key(req: &Request) -> Option<String> {
     if let Some(v) = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()) {
         return Some(v.to_string());
+    }
+    // MCP clients send a configured key as a bearer token.
+    let bearer = req.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| {
+        let (scheme, token) = v.split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_string())
+    });
+    if let Some(token) = bearer.filter(|t| !t.is_empty()) {
+        return Some(token);
     }
     let q = req.uri().query()?;
     form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "api_key").map(|(_, v)| v.into_owned())

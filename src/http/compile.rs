@@ -18,7 +18,8 @@ use crate::services::compile::{compile_batch, CompileError};
 use crate::services::jobs::{self, COMPILATION_FAILED};
 use crate::state::AppState;
 
-fn compile_error(e: CompileError) -> ApiError {
+/// The answer to a failed compile: 502 with the static message (cause logged), or internal.
+pub(crate) fn compile_error(e: CompileError) -> ApiError {
     match e {
         CompileError::Failed(cause) => {
             tracing::error!(request_id = crate::error::current_request_id().unwrap_or_default(),

@@ -104,6 +104,7 @@ fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
             .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
             .allow_headers([
                 header::CONTENT_TYPE,
+                header::AUTHORIZATION,
                 HeaderName::from_static("x-api-key"),
                 HeaderName::from_static("x-tenant-id"),
                 HeaderName::from_static("x-request-id"),
@@ -118,11 +119,14 @@ pub fn router(state: AppState) -> Router {
     let routes = route_table()
         .into_iter()
         .fold(Router::new(), |r, (_, path, handler)| r.route(path, handler))
+        // MCP is served beside the documented routes (it is not part of the OpenAPI document).
+        .merge(crate::mcp::routes(&state))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::record_metrics))
         .fallback(middleware::not_found);
     let routes = routes.layer(
         ServiceBuilder::new()
             .layer(axum::middleware::from_fn(middleware::request_context))
+            .layer(axum::middleware::from_fn(crate::mcp::challenge))
             .layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
             .layer(TimeoutLayer::with_status_code(
                 axum::http::StatusCode::REQUEST_TIMEOUT,

@@ -5,7 +5,6 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::db;
 use crate::error::ApiResult;
 use crate::http::extract::Tenant;
 use crate::http::input::Query;
@@ -13,6 +12,7 @@ use crate::http::schema::params::TimelineParams;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
+use crate::services::timeline::{self, Page, PageQuery};
 use crate::state::AppState;
 
 /// One page of a subject's episodes and memories.
@@ -23,6 +23,14 @@ pub struct Timeline {
     pub memories: Vec<Memory>,
     pub episodes_has_more: bool,
     pub memories_has_more: bool,
+}
+
+impl Timeline {
+    /// The wire shape of a page.
+    pub fn new(subject_id: String, page: Page) -> Self {
+        let Page { episodes, episodes_has_more, memories, memories_has_more } = page;
+        Timeline { subject_id, episodes, memories, episodes_has_more, memories_has_more }
+    }
 }
 
 /// Returns one page of each collection with `*_has_more` flags.
@@ -41,10 +49,7 @@ pub async fn get(
     let newest_first = q.bool("newest_first", false);
     let status = q.choice("status", &["all", "active"], "all");
     q.finish()?;
-    let mut conn = db::scope::begin(&st.pool, &tenant).await?;
-    let (episodes, episodes_has_more) =
-        db::episodes::page(&mut conn, &tenant, &subject_id, limit, offset, newest_first).await?;
-    let (memories, memories_has_more) =
-        db::memories::page(&mut conn, &tenant, &subject_id, limit, offset, newest_first, status == "active").await?;
-    Ok(Json(Timeline { subject_id, episodes, memories, episodes_has_more, memories_has_more }))
+    let query = PageQuery { subject_id, limit, offset, newest_first, active_only: status == "active" };
+    let page = timeline::page(&st.pool, &tenant, &query).await?;
+    Ok(Json(Timeline::new(query.subject_id, page)))
 }

@@ -90,3 +90,11 @@ pub async fn set_labels(pool: &PgPool, tenant: &str, id: Uuid, labels: &[String]
     tx.commit().await?;
     Ok(updated)
 }
+
+/// Forgets one memory of the tenant's subject (tombstoned); None when there is no such live memory.
+pub async fn forget(pool: &PgPool, tenant: &str, subject_id: &str, id: Uuid) -> sqlx::Result<Option<Memory>> {
+    let mut tx = db::scope::begin(pool, tenant).await?;
+    let forgotten = db::memories::tombstone(&mut tx, tenant, subject_id, id).await?;
+    tx.commit().await?;
+    Ok(forgotten)
+}

@@ -20,4 +20,5 @@ pub mod sessions;
 pub mod task_vectors;
 pub mod templates;
 pub mod tenant_config;
+pub mod timeline;
 pub mod webhooks;

@@ -14,6 +14,8 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, PgPool};
 use tokio::sync::oneshot;
 
+pub mod mcp;
+
 /// A running server and its private database.
 pub struct TestApp {
     pub base: String,
