@@ -92,6 +92,7 @@ struct Args {
     budgets: Vec<usize>,
     ablate: bool,
     set: Vec<(String, f64)>,
+    misses: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -114,6 +115,7 @@ fn parse_args() -> anyhow::Result<Args> {
         budgets: vec![1000, 2000, 4000],
         ablate: false,
         set: Vec::new(),
+        misses: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -135,6 +137,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--convs" => a.convs = val()?.split(',').map(|s| s.trim().to_string()).collect(),
             "--budgets" => a.budgets = val()?.split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>()?,
             "--ablate" => a.ablate = true,
+            "--misses" => a.misses = true,
             "--set" => {
                 for kv in val()?.split(',').filter(|s| !s.is_empty()) {
                     let (k, v) = kv.split_once('=').with_context(|| format!("--set wants name=value, not {kv}"))?;
@@ -150,7 +153,7 @@ fn parse_args() -> anyhow::Result<Args> {
         a.embedder = "minilm".into();
     }
     if !["compile", "context", "recall", "locomo"].contains(&a.scenario.as_str()) {
-        bail!("usage: bench compile|context|recall|locomo [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db] [--db NAME] [--grow K] [--explain] [--url URL] [--api-key K] [--data FILE] [--convs a,b] [--budgets 1000,2000,4000] [--ablate] [--set name=value,...]");
+        bail!("usage: bench compile|context|recall|locomo [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db] [--db NAME] [--grow K] [--explain] [--url URL] [--api-key K] [--data FILE] [--convs a,b] [--budgets 1000,2000,4000] [--ablate] [--set name=value,...] [--misses]");
     }
     Ok(a)
 }
@@ -648,7 +651,11 @@ async fn locomo_http(a: &Args, url: &str, convs: &[locomo::Conversation]) -> any
             anyhow::Ok(body)
         }
     };
-    println!("# mnemo bench: locomo over HTTP at {url} | {} | {} conversations", chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"), convs.len());
+    println!(
+        "# mnemo bench: locomo over HTTP at {url} | {} | {} conversations",
+        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
+        convs.len()
+    );
     let mut tally = locomo::Tally::default();
     for conv in convs {
         let subject = locomo_subject(conv);
@@ -726,14 +733,9 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
         let t = Instant::now();
         let eps: Vec<NewEpisode> = conv.turns.iter().map(|t| locomo::new_episode(&subject, t)).collect();
         for chunk in eps.chunks(INGEST_BATCH) {
-            let (rows, _) = mnemo::services::episodes::ingest_batch(
-                b.pool(),
-                &b.state.tenants,
-                &b.state.webhooks,
-                TENANT,
-                chunk,
-            )
-            .await?;
+            let (rows, _) =
+                mnemo::services::episodes::ingest_batch(b.pool(), &b.state.tenants, &b.state.webhooks, TENANT, chunk)
+                    .await?;
             for e in rows {
                 if let Some(d) = e.metadata.get("dia_id").and_then(|d| d.as_str()) {
                     dia_of.insert(e.id.to_string(), d.to_string());
@@ -741,7 +743,12 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
             }
         }
         let (memories, _) = b.compile_all(&subject).await?;
-        println!("{}: {} turns, {memories} new memories, ready in {:.1}s", conv.id, conv.turns.len(), t.elapsed().as_secs_f64());
+        println!(
+            "{}: {} turns, {memories} new memories, ready in {:.1}s",
+            conv.id,
+            conv.turns.len(),
+            t.elapsed().as_secs_f64()
+        );
     }
     let all = tuned(&a.set)?;
     let label = match a.set.as_slice() {
@@ -783,7 +790,11 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
                     let view = serde_json::json!({
                         "episodes": bundle.episodes, "facts": bundle.facts, "procedures": bundle.procedures,
                     });
-                    tally.add(&conv.id, budget, q, &locomo::shown(&view, &dia_of), bundle.token_estimate);
+                    let shown = locomo::shown(&view, &dia_of);
+                    if a.misses && q.evidence.iter().any(|e| !shown.contains(e)) {
+                        locomo::print_miss(conv, q, budget, &shown);
+                    }
+                    tally.add(&conv.id, budget, q, &shown, bundle.token_estimate);
                 }
             }
         }

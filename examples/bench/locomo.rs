@@ -88,7 +88,11 @@ pub fn load(path: &Path, only: &[String]) -> anyhow::Result<Option<Vec<Conversat
                     .filter(|e| !e.is_empty())
                     .collect();
                 let keep = (1..=4).contains(&category) && !evidence.is_empty();
-                keep.then(|| Question { text: q["question"].as_str().unwrap_or_default().to_string(), category, evidence })
+                keep.then(|| Question {
+                    text: q["question"].as_str().unwrap_or_default().to_string(),
+                    category,
+                    evidence,
+                })
             })
             .collect();
         out.push(Conversation { id, turns, questions });
@@ -154,6 +158,17 @@ pub fn shown(bundle: &Value, dia_of: &HashMap<String, String>) -> HashSet<String
     out
 }
 
+/// Prints a missed question with the evidence turns the bundle lacked (for reading, not scoring).
+pub fn print_miss(conv: &Conversation, q: &Question, budget: usize, shown: &HashSet<String>) {
+    let cat = CATEGORIES.iter().find(|(c, _)| *c == q.category).map_or("?", |(_, n)| n);
+    println!("MISS {} @{budget} [{cat}] {}", conv.id, q.text);
+    for e in q.evidence.iter().filter(|e| !shown.contains(*e)) {
+        let turn = conv.turns.iter().find(|t| &t.dia_id == e);
+        let text = turn.map_or(String::from("?"), |t| format!("{} {}: {}", t.session, t.speaker, t.text));
+        println!("    {e} {}", text.chars().take(160).collect::<String>());
+    }
+}
+
 /// Hits and evidence coverage, per budget and category.
 #[derive(Default)]
 pub struct Tally {
@@ -185,7 +200,10 @@ impl Tally {
     }
 
     fn total(&self, budget: usize) -> (usize, usize, f64) {
-        self.cells.iter().filter(|((b, _), _)| *b == budget).fold((0, 0, 0.0), |a, (_, c)| (a.0 + c.0, a.1 + c.1, a.2 + c.2))
+        self.cells
+            .iter()
+            .filter(|((b, _), _)| *b == budget)
+            .fold((0, 0, 0.0), |a, (_, c)| (a.0 + c.0, a.1 + c.1, a.2 + c.2))
     }
 
     /// All-evidence recall at a budget.

@@ -18,11 +18,13 @@
 //! score     = round(base * (CONFIDENCE_FLOOR + (1 - CONFIDENCE_FLOOR) * confidence) * 1e6) / 1e6
 //! ```
 //!
-//! `w` is [`WEIGHTS`] (semantic 0.5, lexical 0.5, context 0.5): the two lanes count about
-//! equally. Conversation turns are short and name the people, places and things a question
-//! asks about, so an exact rare word is as good a sign as a paraphrase; on long real
-//! conversations (LoCoMo, bench/README.md) the earlier 0.85/0.15 split lost a tenth of the
-//! recall, and the weights were chosen there by cross-validation across conversations.
+//! `w` is [`WEIGHTS`] (semantic 0.7, lexical 0.3, context 0.5). `lexical` is BM25 as a share of
+//! the best candidate's, so the top lexical match always brings the full 0.3, while a cosine
+//! of a clearly related MiniLM pair is about 0.4-0.6 (0.3-0.4 after weighting): the two lanes
+//! count about equally. Conversation turns are short and name the people, places and things a
+//! question asks about, so an exact rare word is as good a sign as a paraphrase. The weights
+//! were chosen by leave-one-conversation-out cross-validation on real long conversations
+//! (LoCoMo dev set, `bench/README.md`); 0.85/0.15 (mnemo-rank-3) came from a synthetic set.
 //!
 //! Relevance carries weight 1.0 while all priors together add at most 0.45, so any clearly
 //! relevant item outranks irrelevant ones however recent. Recency is measured from the request's
@@ -80,7 +82,7 @@ pub struct Weights {
 }
 
 /// The weights every context call uses.
-pub const WEIGHTS: Weights = Weights { semantic: 0.85, lexical: 0.15, context: 0.5 };
+pub const WEIGHTS: Weights = Weights { semantic: 0.7, lexical: 0.3, context: 0.5 };
 
 /// Relevance dominates: an item's match to the task matters more than every prior combined.
 const RELEVANCE_WEIGHT: f64 = 1.0;
@@ -278,10 +280,16 @@ mod tests {
             prev_sem = sem;
         }
         assert!(score(&Signals { lexical: 1.0, ..base(Kind::Fact) }) > score(&base(Kind::Fact)));
-        // Semantic dominates the fusion when present.
+        // A perfect cosine outweighs the best lexical match, and both lanes count.
         let sem_only = Signals { semantic: Some(1.0), ..base(Kind::Fact) };
         let lex_only = Signals { semantic: Some(0.0), lexical: 1.0, ..base(Kind::Fact) };
+        let neither = Signals { semantic: Some(0.0), ..base(Kind::Fact) };
         assert!(score(&sem_only) > score(&lex_only));
+        assert!(score(&lex_only) > score(&neither) + 0.2);
+        // Fused relevance never exceeds 1 whatever the weights.
+        let heavy = Weights { semantic: 1.0, lexical: 1.0, context: 0.5 };
+        let both = Signals { semantic: Some(1.0), lexical: 1.0, ..base(Kind::Fact) };
+        assert_eq!(score_with(&both, &heavy), score_with(&sem_only, &heavy));
     }
 
     #[test]

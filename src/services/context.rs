@@ -7,8 +7,15 @@
 //! - an episode whose memories are all superseded or expired is dropped (its newer
 //!   replacement carries the content), as is an episode compiled from structured candidates
 //!   (its memories represent it);
-//! - an episode and its own summary carry the same words: only one of them is kept, the raw
-//!   line when the whole text fits in it (it also shows source and session), else the summary.
+//! - an episode and its own summary carry the same words: only one of them is kept. In compact
+//!   bundles (the default) that is the turn, in its session group, showing the summary's whole
+//!   text when the raw text is longer than its line; otherwise the raw line when the whole text
+//!   fits in it, else the summary.
+//!
+//! Ranking (`mnemo-rank-4`, formula in README.md and `context::score`): BM25 and the cosine
+//! smoothed over the turns before and after in the same session, fused; then context: the
+//! neighbours of the best matches, sessions holding several of them, days and months the task
+//! names, speakers it names. Constants in [`Tuning::DEFAULT`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -30,8 +37,8 @@ use crate::embed::Embedder;
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
 use crate::policy::eval::{apply, evaluate_memories, receipt_policy, redact_text, PolicyMode, PolicyOutcome};
-pub use crate::services::policy::PolicyContext;
 use crate::services::context_signals::{smooth, speaker_named, task_words};
+pub use crate::services::policy::PolicyContext;
 use crate::services::query_terms::{task_dates, task_months, tsquery_for};
 pub use crate::services::task_vectors::TaskVectorCache;
 
@@ -117,12 +124,12 @@ impl Tuning {
     pub const DEFAULT: Tuning = Tuning {
         weights: WEIGHTS,
         smooth_prev: 0.5,
-        smooth_next: 0.25,
+        smooth_next: 0.5,
         neighbour_share: 0.5,
         neighbour_sources: 5,
         session_boost: 0.2,
         session_top: 20,
-        speaker_boost: 0.2,
+        speaker_boost: 0.6,
         date_boost: 0.5,
         month_boost: 0.25,
     };

@@ -5,8 +5,20 @@ use std::collections::BTreeSet;
 
 /// Roles that name a part in a conversation rather than a person; a task saying "the user"
 /// names no one in particular.
-const GENERIC_ROLES: &[&str] =
-    &["user", "assistant", "system", "tool", "human", "ai", "bot", "agent", "model", "unknown", "function", "developer"];
+const GENERIC_ROLES: &[&str] = &[
+    "user",
+    "assistant",
+    "system",
+    "tool",
+    "human",
+    "ai",
+    "bot",
+    "agent",
+    "model",
+    "unknown",
+    "function",
+    "developer",
+];
 
 /// A turn's cosine blended with those of the turns before and after it in the same session:
 /// an answer often repeats few of the question's words, while the turn that asked it does.

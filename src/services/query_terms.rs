@@ -99,8 +99,7 @@ pub fn task_dates(task: &str, as_of: DateTime<Utc>) -> Vec<NaiveDate> {
     out.into_iter().filter(|d| d.year() > 1900).collect()
 }
 
-static MONTH_YEAR: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)\b([a-z]{3,9})\.?,?\s+(\d{4})\b").ok());
+static MONTH_YEAR: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)\b([a-z]{3,9})\.?,?\s+(\d{4})\b").ok());
 static IN_MONTH: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"\b(?:[Ii]n|[Dd]uring|[Oo]f|[Ss]ince|[Bb]efore|[Aa]fter)\s+([A-Z][a-z]{2,8})\b").ok());
 
