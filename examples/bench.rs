@@ -19,6 +19,8 @@
 
 #[path = "bench/data.rs"]
 mod data;
+#[path = "bench/locomo.rs"]
+mod locomo;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,6 +85,14 @@ struct Args {
     db: Option<String>,
     grow: usize,
     explain: bool,
+    url: Option<String>,
+    api_key: Option<String>,
+    data: PathBuf,
+    convs: Vec<String>,
+    budgets: Vec<usize>,
+    ablate: bool,
+    set: Vec<(String, f64)>,
+    misses: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -98,6 +108,14 @@ fn parse_args() -> anyhow::Result<Args> {
         db: None,
         grow: 1,
         explain: false,
+        url: None,
+        api_key: std::env::var("MNEMO_API_KEY").ok(),
+        data: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(locomo::DEFAULT_DATA),
+        convs: Vec::new(),
+        budgets: vec![1000, 2000, 4000],
+        ablate: false,
+        set: Vec::new(),
+        misses: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -113,12 +131,29 @@ fn parse_args() -> anyhow::Result<Args> {
             "--db" => a.db = Some(val()?),
             "--grow" => a.grow = val()?.parse()?,
             "--explain" => a.explain = true,
+            "--url" => a.url = Some(val()?.trim_end_matches('/').to_string()),
+            "--api-key" => a.api_key = Some(val()?),
+            "--data" => a.data = PathBuf::from(val()?),
+            "--convs" => a.convs = val()?.split(',').map(|s| s.trim().to_string()).collect(),
+            "--budgets" => a.budgets = val()?.split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>()?,
+            "--ablate" => a.ablate = true,
+            "--misses" => a.misses = true,
+            "--set" => {
+                for kv in val()?.split(',').filter(|s| !s.is_empty()) {
+                    let (k, v) = kv.split_once('=').with_context(|| format!("--set wants name=value, not {kv}"))?;
+                    a.set.push((k.trim().to_string(), v.trim().parse()?));
+                }
+            }
             s if !s.starts_with('-') && a.scenario.is_empty() => a.scenario = s.to_string(),
             s => bail!("unknown argument {s}"),
         }
     }
-    if !["compile", "context", "recall"].contains(&a.scenario.as_str()) {
-        bail!("usage: bench compile|context|recall [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db] [--db NAME] [--grow K] [--explain]");
+    // LoCoMo measures semantic retrieval: MiniLM unless told otherwise.
+    if a.scenario == "locomo" && !std::env::args().any(|x| x == "--embedder") {
+        a.embedder = "minilm".into();
+    }
+    if !["compile", "context", "recall", "locomo"].contains(&a.scenario.as_str()) {
+        bail!("usage: bench compile|context|recall|locomo [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db] [--db NAME] [--grow K] [--explain] [--url URL] [--api-key K] [--data FILE] [--convs a,b] [--budgets 1000,2000,4000] [--ablate] [--set name=value,...] [--misses]");
     }
     Ok(a)
 }
@@ -585,6 +620,189 @@ async fn ablation(
     Ok(())
 }
 
+/// The subject a LoCoMo conversation is stored under.
+fn locomo_subject(conv: &locomo::Conversation) -> String {
+    format!("locomo-{}", conv.id)
+}
+
+fn print_locomo(label: &str, a: &Args, tally: &locomo::Tally) {
+    let (p50, p95) = locomo::latency(&tally.latencies);
+    println!("\n### {label}\n\n{}", tally.report(&a.budgets));
+    println!("context latency: p50 {p50:.1} ms, p95 {p95:.1} ms over {} calls", tally.latencies.len());
+    println!("{}", tally.result_line(label, &a.budgets));
+}
+
+/// The LoCoMo protocol against a running server, over HTTP.
+async fn locomo_http(a: &Args, url: &str, convs: &[locomo::Conversation]) -> anyhow::Result<()> {
+    let client = reqwest::Client::new();
+    let post = |path: &str, body: serde_json::Value| {
+        let path = path.to_string();
+        let mut r = client.post(format!("{url}{path}")).json(&body);
+        if let Some(k) = &a.api_key {
+            r = r.header("x-api-key", k);
+        }
+        async move {
+            let resp = r.send().await.with_context(|| format!("POST {path}"))?;
+            let status = resp.status();
+            let body: serde_json::Value = resp.json().await?;
+            if !status.is_success() {
+                bail!("POST {path}: {status} {body}");
+            }
+            anyhow::Ok(body)
+        }
+    };
+    println!(
+        "# mnemo bench: locomo over HTTP at {url} | {} | {} conversations",
+        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
+        convs.len()
+    );
+    let mut tally = locomo::Tally::default();
+    for conv in convs {
+        let subject = locomo_subject(conv);
+        let t = Instant::now();
+        let mut dia_of = std::collections::HashMap::new();
+        for chunk in conv.turns.chunks(INGEST_BATCH) {
+            let episodes: Vec<_> = chunk.iter().map(|t| locomo::episode_json(&subject, t)).collect();
+            let out = post("/v1/episodes/batch", serde_json::json!({ "episodes": episodes })).await?;
+            for e in out["episodes"].as_array().into_iter().flatten() {
+                if let (Some(id), Some(d)) = (e["id"].as_str(), e["metadata"]["dia_id"].as_str()) {
+                    dia_of.insert(id.to_string(), d.to_string());
+                }
+            }
+        }
+        let mut memories = 0;
+        loop {
+            let out = post("/v1/memories/compile", serde_json::json!({ "subject_id": subject })).await?;
+            memories += out["memories_created"].as_u64().unwrap_or(0);
+            if out["has_more"].as_bool() != Some(true) {
+                break;
+            }
+        }
+        println!(
+            "{}: {} turns, {} questions, {memories} new memories, ready in {:.1}s",
+            conv.id,
+            conv.turns.len(),
+            conv.questions.len(),
+            t.elapsed().as_secs_f64()
+        );
+        for q in &conv.questions {
+            for &budget in &a.budgets {
+                let t = Instant::now();
+                let body = serde_json::json!({"subject_id": subject, "task": q.text, "max_tokens": budget});
+                let bundle = post("/v1/context", body).await?;
+                tally.latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                let tokens = bundle["token_estimate"].as_u64().unwrap_or(0) as usize;
+                tally.add(&conv.id, budget, q, &locomo::shown(&bundle, &dia_of), tokens);
+            }
+        }
+    }
+    print_locomo("http", a, &tally);
+    Ok(())
+}
+
+/// The default options with `--set` applied (names as in `Tuning`, short).
+fn tuned(set: &[(String, f64)]) -> anyhow::Result<RetrievalOptions> {
+    let mut o = RetrievalOptions::default();
+    let t = &mut o.tuning;
+    for (k, v) in set {
+        let v = *v;
+        match k.as_str() {
+            "sem" => t.weights.semantic = v,
+            "lex" => t.weights.lexical = v,
+            "ctx" => t.weights.context = v,
+            "prev" => t.smooth_prev = v,
+            "next" => t.smooth_next = v,
+            "nshare" => t.neighbour_share = v,
+            "nsrc" => t.neighbour_sources = v as usize,
+            "sess" => t.session_boost = v,
+            "stop" => t.session_top = v as usize,
+            "spk" => t.speaker_boost = v,
+            "date" => t.date_boost = v,
+            "month" => t.month_boost = v,
+            other => bail!("--set: unknown name {other}"),
+        }
+    }
+    Ok(o)
+}
+
+/// The LoCoMo protocol in-process (no HTTP), with `--ablate` one retrieval technique off at a time.
+async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) -> anyhow::Result<()> {
+    let mut dia_of = std::collections::HashMap::new();
+    for conv in convs {
+        let subject = locomo_subject(conv);
+        let t = Instant::now();
+        let eps: Vec<NewEpisode> = conv.turns.iter().map(|t| locomo::new_episode(&subject, t)).collect();
+        for chunk in eps.chunks(INGEST_BATCH) {
+            let (rows, _) =
+                mnemo::services::episodes::ingest_batch(b.pool(), &b.state.tenants, &b.state.webhooks, TENANT, chunk)
+                    .await?;
+            for e in rows {
+                if let Some(d) = e.metadata.get("dia_id").and_then(|d| d.as_str()) {
+                    dia_of.insert(e.id.to_string(), d.to_string());
+                }
+            }
+        }
+        let (memories, _) = b.compile_all(&subject).await?;
+        println!(
+            "{}: {} turns, {memories} new memories, ready in {:.1}s",
+            conv.id,
+            conv.turns.len(),
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let all = tuned(&a.set)?;
+    let label = match a.set.as_slice() {
+        [] => "all techniques".to_string(),
+        set => format!("all techniques, {}", set.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",")),
+    };
+    let mut variants = vec![(label.as_str(), all)];
+    if a.ablate {
+        variants.extend([
+            ("no lexical lane", RetrievalOptions { lexical: false, ..all }),
+            ("no semantic lane", RetrievalOptions { semantic: false, ..all }),
+            ("no smoothing", RetrievalOptions { smoothing: false, ..all }),
+            ("no neighbour turns", RetrievalOptions { neighbours: false, ..all }),
+            ("no session boost", RetrievalOptions { session_matches: false, ..all }),
+            ("no speaker boost", RetrievalOptions { speakers: false, ..all }),
+            ("no dates in task", RetrievalOptions { dates: false, ..all }),
+            ("no compact lines", RetrievalOptions { compact: false, ..all }),
+        ]);
+    }
+    let cache = TaskVectorCache::default();
+    for (label, opts) in variants {
+        let mut tally = locomo::Tally::default();
+        for conv in convs {
+            let subject = locomo_subject(conv);
+            for q in &conv.questions {
+                for &budget in &a.budgets {
+                    let req = ContextRequest {
+                        subject_id: subject.clone(),
+                        task: q.text.clone(),
+                        max_tokens: budget,
+                        session_id: None,
+                        as_of: None,
+                        options: opts,
+                        policy: Default::default(),
+                    };
+                    let t = Instant::now();
+                    let bundle = assemble(b.pool(), &b.state.embedder, &cache, TENANT, &req).await?;
+                    tally.latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                    let view = serde_json::json!({
+                        "episodes": bundle.episodes, "facts": bundle.facts, "procedures": bundle.procedures,
+                    });
+                    let shown = locomo::shown(&view, &dia_of);
+                    if a.misses && q.evidence.iter().any(|e| !shown.contains(e)) {
+                        locomo::print_miss(conv, q, budget, &shown);
+                    }
+                    tally.add(&conv.id, budget, q, &shown, bundle.token_estimate);
+                }
+            }
+        }
+        print_locomo(label, a, &tally);
+    }
+    Ok(())
+}
+
 fn profile() -> &'static str {
     if cfg!(debug_assertions) {
         "dev (deps opt-level 2, mnemo unoptimised)"
@@ -596,6 +814,21 @@ fn profile() -> &'static str {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let a = parse_args()?;
+    let convs = if a.scenario == "locomo" {
+        let Some(convs) = locomo::load(&a.data, &a.convs)? else {
+            println!(
+                "locomo: skipped, {} is absent (the LoCoMo dev set is kept outside the repository, see bench/README.md)",
+                a.data.display()
+            );
+            return Ok(());
+        };
+        if let Some(url) = &a.url {
+            return locomo_http(&a, url, &convs).await;
+        }
+        convs
+    } else {
+        Vec::new()
+    };
     let b = Bench::setup(&a.embedder, a.db.as_deref()).await?;
     let pg: String = sqlx::query_scalar("SHOW server_version").fetch_one(b.pool()).await?;
     let fsync: String = sqlx::query_scalar("SHOW fsync").fetch_one(b.pool()).await?;
@@ -612,6 +845,7 @@ async fn main() -> anyhow::Result<()> {
     let result = match a.scenario.as_str() {
         "compile" => compile_scenario(&b, &a).await,
         "context" => context_scenario(&b, &a).await,
+        "locomo" => locomo_in_process(&b, &a, &convs).await,
         _ => recall_scenario(&b, &a).await,
     };
     let keep = a.keep_db || a.db.is_some();

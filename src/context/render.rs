@@ -113,11 +113,28 @@ pub fn memory_line(kind: &str, body: &str, valid_from: Option<DateTime<Utc>>) ->
 /// Episode line: "- [source/type] " + first 150 chars of the text (newlines → spaces, trimmed), or "(no text content)";
 /// plus an outcome suffix when `outcome` is an object whose `status` is exactly "succeeded" (" [succeeded]") or "failed" (" [failed: <reason>]", reason = outcome.reason string, newlines → spaces, whole suffix < 100 chars, truncated with "…" if needed; reason missing → " [failed]"). Any other shape adds nothing.
 pub fn episode_line(source: &str, kind: &str, text: &str, outcome: Option<&Value>) -> String {
+    format!("- [{source}/{kind}] {}{}", excerpt(text, EPISODE_TEXT_CHARS), outcome_suffix(outcome))
+}
+
+/// Compact line of a chat turn: "- " + the same excerpt and outcome suffix as [`episode_line`],
+/// without the `[source/type]` label every turn of a conversation would repeat (the excerpt
+/// starts with the speaker, and the group header above it gives session and date).
+/// At most `chars` chars of the text are shown (150 for a raw turn; a turn shown through its
+/// own summary shows it whole, as the summary line would).
+pub fn turn_line(text: &str, outcome: Option<&Value>, chars: usize) -> String {
+    format!("- {}{}", excerpt(text, chars), outcome_suffix(outcome))
+}
+
+/// The first `chars` chars of an episode's text on one line, or "(no text content)".
+fn excerpt(text: &str, chars: usize) -> String {
     let flat = newlines_to_spaces(text);
-    let excerpt: String = flat.trim().chars().take(EPISODE_TEXT_CHARS).collect();
-    let excerpt = excerpt.trim_end();
-    let excerpt = if excerpt.is_empty() { "(no text content)" } else { excerpt };
-    format!("- [{source}/{kind}] {excerpt}{}", outcome_suffix(outcome))
+    let cut: String = flat.trim().chars().take(chars).collect();
+    let cut = cut.trim_end();
+    if cut.is_empty() {
+        "(no text content)".to_owned()
+    } else {
+        cut.to_owned()
+    }
 }
 
 /// " [succeeded]", " [failed…]" or "" for an episode outcome object.
@@ -288,6 +305,16 @@ mod tests {
         let long = "é".repeat(200);
         let l = episode_line("s", "t", &long, None);
         assert_eq!(l, format!("- [s/t] {}", "é".repeat(150)));
+    }
+
+    #[test]
+    fn turn_line_has_no_label() {
+        assert_eq!(turn_line("Ann: hi\nthere ", None, 150), "- Ann: hi there");
+        assert_eq!(turn_line("  ", None, 150), "- (no text content)");
+        let failed = json!({"status": "failed"});
+        assert_eq!(turn_line("Ann: run it", Some(&failed), 150), "- Ann: run it [failed]");
+        assert_eq!(turn_line(&"é".repeat(200), None, 150), format!("- {}", "é".repeat(150)));
+        assert_eq!(turn_line(&"é".repeat(200), None, usize::MAX), format!("- {}", "é".repeat(200)));
     }
 
     #[test]

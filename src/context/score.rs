@@ -4,9 +4,9 @@
 //! `confidence` to 0..1, `semantic` to -1..1, non-finite values to 0):
 //!
 //! ```text
-//! fused     = W_SEMANTIC * max(0, semantic) + W_LEXICAL * lexical    if semantic is Some
+//! fused     = w.semantic * max(0, semantic) + w.lexical * lexical    if semantic is Some
 //!           = lexical                                                 if semantic is None
-//! relevance = fused + (1 - fused) * CONTEXT_WEIGHT * context_boost
+//! relevance = fused + (1 - fused) * w.context * context_boost
 //! age_days  = max(0, as_of - at) in days (future items count as age 0)
 //! recency   = 2 ^ (-age_days / HALF_LIFE_DAYS)           (halves every HALF_LIFE_DAYS)
 //! base      = RELEVANCE_WEIGHT * relevance
@@ -17,6 +17,14 @@
 //!           + CURRENT_CLAIM_BOOST if current_claim
 //! score     = round(base * (CONFIDENCE_FLOOR + (1 - CONFIDENCE_FLOOR) * confidence) * 1e6) / 1e6
 //! ```
+//!
+//! `w` is [`WEIGHTS`] (semantic 0.7, lexical 0.3, context 0.5). `lexical` is BM25 as a share of
+//! the best candidate's, so the top lexical match always brings the full 0.3, while a cosine
+//! of a clearly related MiniLM pair is about 0.4-0.6 (0.3-0.4 after weighting): the two lanes
+//! count about equally. Conversation turns are short and name the people, places and things a
+//! question asks about, so an exact rare word is as good a sign as a paraphrase. The weights
+//! were chosen by leave-one-conversation-out cross-validation on real long conversations
+//! (LoCoMo dev set, `bench/README.md`); 0.85/0.15 (mnemo-rank-3) came from a synthetic set.
 //!
 //! Relevance carries weight 1.0 while all priors together add at most 0.45, so any clearly
 //! relevant item outranks irrelevant ones however recent. Recency is measured from the request's
@@ -62,14 +70,22 @@ pub struct Signals {
     pub current_claim: bool,
 }
 
+/// The fusion weights of the score (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weights {
+    /// Weight of the cosine (paraphrase).
+    pub semantic: f64,
+    /// Weight of the normalised lexical score (exact names and rare words).
+    pub lexical: f64,
+    /// How far context (neighbours, sessions, dates, speakers) lifts an item towards full relevance, never past it.
+    pub context: f64,
+}
+
+/// The weights every context call uses.
+pub const WEIGHTS: Weights = Weights { semantic: 0.7, lexical: 0.3, context: 0.5 };
+
 /// Relevance dominates: an item's match to the task matters more than every prior combined.
 const RELEVANCE_WEIGHT: f64 = 1.0;
-/// Semantic similarity captures paraphrase, so it leads the fusion when available.
-const W_SEMANTIC: f64 = 0.85;
-/// Lexical overlap still rewards exact names and identifiers the embedder may blur.
-const W_LEXICAL: f64 = 0.15;
-/// Context can lift an item part of the way towards full relevance, never past it.
-const CONTEXT_WEIGHT: f64 = 0.5;
 /// Distilled knowledge is denser per token than raw chatter.
 const PRIOR_FACT: f64 = 0.10;
 /// Procedures are distilled but narrower than facts.
@@ -95,14 +111,19 @@ const MS_PER_DAY: f64 = 86_400_000.0;
 /// Rounding to 6 decimals makes equal-looking scores compare equal.
 const ROUNDING: f64 = 1e6;
 
-/// The score, rounded to 6 decimals so ties compare exactly.
+/// The score with [`WEIGHTS`], rounded to 6 decimals so ties compare exactly.
 pub fn score(s: &Signals) -> f64 {
+    score_with(s, &WEIGHTS)
+}
+
+/// The score with the given fusion weights (the benchmark varies them; calls use [`score`]).
+pub fn score_with(s: &Signals, w: &Weights) -> f64 {
     let lexical = unit(s.lexical);
     let fused = match s.semantic {
-        Some(cos) => W_SEMANTIC * finite(cos).clamp(0.0, 1.0) + W_LEXICAL * lexical,
+        Some(cos) => (w.semantic * finite(cos).clamp(0.0, 1.0) + w.lexical * lexical).min(1.0),
         None => lexical,
     };
-    let relevance = fused + (1.0 - fused) * CONTEXT_WEIGHT * unit(s.context_boost);
+    let relevance = fused + (1.0 - fused) * w.context * unit(s.context_boost);
     let age_days = (s.as_of - s.at).num_milliseconds().max(0) as f64 / MS_PER_DAY;
     let recency = (-age_days / HALF_LIFE_DAYS).exp2();
     let mut base = RELEVANCE_WEIGHT * relevance + kind_prior(s.kind) + RECENCY_WEIGHT * recency;
@@ -259,10 +280,16 @@ mod tests {
             prev_sem = sem;
         }
         assert!(score(&Signals { lexical: 1.0, ..base(Kind::Fact) }) > score(&base(Kind::Fact)));
-        // Semantic dominates the fusion when present.
+        // A perfect cosine outweighs the best lexical match, and both lanes count.
         let sem_only = Signals { semantic: Some(1.0), ..base(Kind::Fact) };
         let lex_only = Signals { semantic: Some(0.0), lexical: 1.0, ..base(Kind::Fact) };
+        let neither = Signals { semantic: Some(0.0), ..base(Kind::Fact) };
         assert!(score(&sem_only) > score(&lex_only));
+        assert!(score(&lex_only) > score(&neither) + 0.2);
+        // Fused relevance never exceeds 1 whatever the weights.
+        let heavy = Weights { semantic: 1.0, lexical: 1.0, context: 0.5 };
+        let both = Signals { semantic: Some(1.0), lexical: 1.0, ..base(Kind::Fact) };
+        assert_eq!(score_with(&both, &heavy), score_with(&sem_only, &heavy));
     }
 
     #[test]

@@ -72,15 +72,16 @@ impl Probe<'_> {
 }
 
 /// The `q` CTE: the task's full-text query for one source (`memory` or `episode`), from the
-/// task words in `$4` (lexemes joined with `|`), leaving out the terms that had become common in
-/// the subject by `$3` (`subject_terms`, see [`crate::db::terms`]). NULL when the task has no
-/// words or all of them are common: the full-text lane then adds nothing and `lex` is 0.
+/// task words in `$4` (lexemes joined with `|`), and its lexemes (`terms`), leaving out the
+/// terms that had become common in the subject by `$3` (`subject_terms`, see
+/// [`crate::db::terms`]). NULL when the task has no words or all of them are common: the
+/// full-text lane then adds nothing and `lex` is 0.
 fn task_query(source: &str) -> String {
     format!(
-        "q AS (SELECT (SELECT string_agg(quote_literal(l), ' | ' ORDER BY l) \
+        "q AS (SELECT string_agg(quote_literal(l), ' | ' ORDER BY l)::tsquery AS q, array_agg(l ORDER BY l) AS terms \
            FROM unnest(tsvector_to_array(to_tsvector('english', $4::text))) l \
            WHERE NOT EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = $1 AND s.subject_id = $2 \
-             AND s.source = '{source}' AND s.lexeme = l AND s.common_since <= $3))::tsquery AS q)"
+             AND s.source = '{source}' AND s.lexeme = l AND s.common_since <= $3))"
     )
 }
 
@@ -102,9 +103,10 @@ const MEMORY_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND recorded_at
 
 /// Memory candidates: full-text, nearest vectors, every current single-valued claim, recent facts.
 ///
-/// The full-text lane goes through `mnemo_memory_lexical` (migration 0012), which can use the
-/// GIN index that row-level security would otherwise keep out of reach; it applies the same
-/// visibility and tenant filter.
+/// The full-text lane goes through `mnemo_memory_bm25` (migration 0014), which can use the
+/// GIN index that row-level security would otherwise keep out of reach, applies the same
+/// visibility and tenant filter, and scores by BM25 as of `as_of`; `lex` is that score (0
+/// outside the lane).
 ///
 /// The claims and recent-facts lanes are each split into the rows not superseded (partial
 /// indexes of current rows) and the rows superseded after `as_of` (their own index; none for a
@@ -136,8 +138,10 @@ pub async fn memory_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::
     let sql = format!(
         "WITH {q}, {sz}, \
          vis AS NOT MATERIALIZED (SELECT * FROM memories WHERE {MEMORY_VISIBLE}), \
+         lx AS MATERIALIZED (SELECT l.id, l.score FROM q, mnemo_memory_bm25($2, $3, q.q, q.terms, {LEXICAL_LANE}) l \
+           WHERE q.q IS NOT NULL), \
          ids AS ( \
-           (SELECT l.id FROM q, mnemo_memory_lexical($2, $3, q.q, {LEXICAL_LANE}) l WHERE q.q IS NOT NULL) \
+           (SELECT id FROM lx) \
            UNION (SELECT id FROM vis WHERE $5::text IS NOT NULL AND embedding_model = $6 AND NOT (SELECT big FROM sz) \
               ORDER BY embedding <=> (SELECT $5::vector), id LIMIT {SEMANTIC_LANE}) \
            {approx} \
@@ -151,10 +155,10 @@ pub async fn memory_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::
               ORDER BY valid_from DESC, id DESC LIMIT {RECENT_FACTS})) \
          SELECT vis.id, subject_id, kind, content, summary, confidence, valid_from, valid_to, asserted_valid_to, \
            superseded_at, source_episode_ids, metadata, status, sensitivity_labels, suggested_labels, created_at, updated_at, \
-           claim_single, COALESCE(ts_rank_cd(content_tsv, q.q), 0)::float8 AS lex, \
+           claim_single, COALESCE(lx.score, 0)::float8 AS lex, \
            CASE WHEN $5::text IS NOT NULL AND embedding_model = $6 \
              THEN (1 - (embedding <=> (SELECT $5::vector)))::float8 END AS sem \
-         FROM vis JOIN ids ON ids.id = vis.id, q"
+         FROM vis JOIN ids ON ids.id = vis.id LEFT JOIN lx ON lx.id = vis.id"
     );
     sqlx::query_as(&sql)
         .bind(p.tenant)
@@ -201,8 +205,10 @@ pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx:
     let sql = format!(
         "WITH {q}, {sz}, \
          vis AS NOT MATERIALIZED (SELECT * FROM episodes WHERE {EPISODE_VISIBLE}), \
+         lx AS MATERIALIZED (SELECT l.id, l.score FROM q, mnemo_episode_bm25($2, $3, q.q, q.terms, {LEXICAL_LANE}) l \
+           WHERE q.q IS NOT NULL), \
          ids AS ( \
-           (SELECT l.id FROM q, mnemo_episode_lexical($2, $3, q.q, {LEXICAL_LANE}) l WHERE q.q IS NOT NULL) \
+           (SELECT id FROM lx) \
            UNION (SELECT x.episode_id FROM episode_embeddings x JOIN vis ON vis.id = x.episode_id \
               WHERE x.tenant_id = $1 AND x.subject_id = $2 AND $5::text IS NOT NULL AND x.embedding_model = $6 \
               AND x.created_at <= $3 AND NOT (SELECT big FROM sz) \
@@ -216,12 +222,12 @@ pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx:
                   ORDER BY occurred_at, id LIMIT {DATE_EPISODES}) day \
               ORDER BY day.occurred_at, day.id LIMIT {DATE_EPISODES})) \
          SELECT vis.id, vis.subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, \
-           vis.created_at, seq, COALESCE(ts_rank_cd(search_tsv, q.q), 0)::float8 AS lex, \
+           vis.created_at, seq, COALESCE(lx.score, 0)::float8 AS lex, \
            CASE WHEN $5::text IS NOT NULL AND x.embedding_model = $6 \
              THEN (1 - (x.embedding <=> (SELECT $5::vector)))::float8 END AS sem \
-         FROM vis JOIN ids ON ids.id = vis.id \
+         FROM vis JOIN ids ON ids.id = vis.id LEFT JOIN lx ON lx.id = vis.id \
          LEFT JOIN episode_embeddings x ON x.tenant_id = $1 AND x.subject_id = $2 AND x.episode_id = vis.id \
-           AND x.created_at <= $3, q"
+           AND x.created_at <= $3"
     );
     sqlx::query_as(&sql)
         .bind(p.tenant)
@@ -237,25 +243,37 @@ pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx:
         .await
 }
 
-/// Episodes adjacent (by ingest seq) to the given ones, visible at `as_of`.
-pub async fn neighbours(conn: &mut PgConnection, p: &Probe<'_>, seqs: &[i64]) -> sqlx::Result<Vec<EpisodeCandidate>> {
-    if seqs.is_empty() {
+/// Episodes with the given seqs (the neighbours of candidates) or ids (the sources of candidate
+/// summaries), visible at `as_of`, with their cosine to the task; their lexical score is 0
+/// (every episode the full-text lane ranks is a candidate already).
+pub async fn episodes_at(
+    conn: &mut PgConnection,
+    p: &Probe<'_>,
+    seqs: &[i64],
+    ids: &[Uuid],
+) -> sqlx::Result<Vec<EpisodeCandidate>> {
+    if seqs.is_empty() && ids.is_empty() {
         return Ok(Vec::new());
     }
-    let sql = format!(
-        "WITH {} SELECT e.id, e.subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, e.created_at, \
-           seq, COALESCE(ts_rank_cd(search_tsv, q.q), 0)::float8 AS lex, NULL::float8 AS sem \
-         FROM episodes e, q WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.created_at <= $3 AND e.seq = ANY($5)",
-        task_query("episode")
-    );
-    sqlx::query_as(&sql)
-        .bind(p.tenant)
-        .bind(p.subject_id)
-        .bind(p.as_of)
-        .bind(&p.tsquery)
-        .bind(seqs)
-        .fetch_all(conn)
-        .await
+    let (vector, model) = p.vector_and_model();
+    sqlx::query_as(
+        "SELECT e.id, e.subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, e.created_at, \
+           seq, 0::float8 AS lex, \
+           CASE WHEN $5::text IS NOT NULL AND x.embedding_model = $6 \
+             THEN (1 - (x.embedding <=> (SELECT $5::vector)))::float8 END AS sem \
+         FROM episodes e LEFT JOIN episode_embeddings x ON x.tenant_id = $1 AND x.subject_id = $2 \
+           AND x.episode_id = e.id AND x.created_at <= $3 \
+         WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.created_at <= $3 AND (e.seq = ANY($4) OR e.id = ANY($7))",
+    )
+    .bind(p.tenant)
+    .bind(p.subject_id)
+    .bind(p.as_of)
+    .bind(seqs)
+    .bind(vector)
+    .bind(model)
+    .bind(ids)
+    .fetch_all(conn)
+    .await
 }
 
 /// How the given episodes back memories as of `as_of`, one row per episode that backs any:

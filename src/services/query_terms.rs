@@ -99,6 +99,56 @@ pub fn task_dates(task: &str, as_of: DateTime<Utc>) -> Vec<NaiveDate> {
     out.into_iter().filter(|d| d.year() > 1900).collect()
 }
 
+static MONTH_YEAR: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)\b([a-z]{3,9})\.?,?\s+(\d{4})\b").ok());
+static IN_MONTH: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"\b(?:[Ii]n|[Dd]uring|[Oo]f|[Ss]ince|[Bb]efore|[Aa]fter)\s+([A-Z][a-z]{2,8})\b").ok());
+
+/// A month a task names: "May 2023" (with its year) or "in June" (any year).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NamedMonth {
+    /// The year, when the task gives one.
+    pub year: Option<i32>,
+    /// 1-12.
+    pub month: u32,
+}
+
+impl NamedMonth {
+    /// Whether `date` falls in this month.
+    pub fn contains(&self, date: NaiveDate) -> bool {
+        date.month() == self.month && self.year.is_none_or(|y| y == date.year())
+    }
+}
+
+/// Months a task names without a day: "in May 2023", "May, 2023", and a capitalised month name
+/// after "in", "during", "of", "since", "before" or "after" ("camping in June"). A full date
+/// ("8 May 2023") also names its month. Sorted, without duplicates.
+pub fn task_months(task: &str) -> Vec<NamedMonth> {
+    let mut out = BTreeSet::new();
+    if let Some(re) = MONTH_YEAR.as_ref() {
+        for c in re.captures_iter(task) {
+            if let (Some(month), Ok(year)) = (month_number(&c[1]), c[2].parse::<i32>()) {
+                if year > 1900 {
+                    out.insert(NamedMonth { year: Some(year), month });
+                }
+            }
+        }
+    }
+    if let Some(re) = IN_MONTH.as_ref() {
+        for c in re.captures_iter(task) {
+            // Bare "May" is too often the verb; it counts only with a year.
+            if c[1].eq_ignore_ascii_case("may") {
+                continue;
+            }
+            if let Some(month) = month_number(&c[1]) {
+                if !out.iter().any(|m: &NamedMonth| m.month == month) {
+                    out.insert(NamedMonth { year: None, month });
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +162,20 @@ mod tests {
         assert_eq!(task_dates("what did we discuss yesterday", as_of), vec![d(2026, 3, 9)]);
         assert!(task_dates("the marble 12 2026 thing", as_of).is_empty());
         assert!(task_dates("2026-13-40", as_of).is_empty());
+    }
+
+    #[test]
+    fn finds_months_in_tasks() {
+        let m = |year, month| NamedMonth { year, month };
+        assert_eq!(task_months("What did she do in July 2023?"), vec![m(Some(2023), 7)]);
+        assert_eq!(task_months("on 1 February, 2023"), vec![m(Some(2023), 2)]);
+        assert_eq!(task_months("When did he go camping in June?"), vec![m(None, 6)]);
+        assert_eq!(task_months("in June 2023 and again in June"), vec![m(Some(2023), 6)]);
+        assert!(task_months("May I ask what happened in May?").is_empty());
+        assert!(task_months("the marble 2026 thing, in junes").is_empty());
+        let june = m(None, 6);
+        assert!(june.contains(NaiveDate::from_ymd_opt(2021, 6, 3).unwrap()));
+        assert!(!m(Some(2023), 6).contains(NaiveDate::from_ymd_opt(2021, 6, 3).unwrap()));
     }
 
     #[test]
