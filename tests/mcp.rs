@@ -298,36 +298,127 @@ async fn the_statewave_toolset_answers_with_statewaves_names_and_bodies() {
             "statewave_compile_subject"
         ]
     );
-    let ep = mcp::ok(&app, None, "statewave_ingest_episode", common::episode("user:1", "I live in Lisbon.")).await;
-    assert_eq!(ep["type"], "message");
-    let again = json!({"subject_id": "user:1", "source": "chat", "type": "message", "idempotency_key": "k1",
-                       "payload": {"messages": [{"role": "user", "content": "I work at Globex."}]}});
-    let first = mcp::ok(&app, None, "statewave_ingest_episode", again.clone()).await;
-    assert_eq!(mcp::ok(&app, None, "statewave_ingest_episode", again).await["id"], first["id"]);
-    let compiled = mcp::ok(&app, None, "statewave_compile_subject", json!({"subject_id": "user:1"})).await;
+    // The documented arguments are Statewave's.
+    let props =
+        |i: usize| tools[i]["inputSchema"]["properties"].as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    for f in ["subject", "kind", "text", "source", "occurred_at", "idempotency_key"] {
+        assert!(props(0).contains(&f.to_string()), "{f}");
+    }
+    assert!(props(2).contains(&"query".to_string()) && props(3).contains(&"kinds".to_string()));
+
+    // Ingest with Statewave's arguments (as its MCP server's users send them).
+    let note = json!({"subject": "user:1", "kind": "chat.note", "text": "I live in Lisbon.",
+                      "source": {"type": "chat", "id": "m-1", "url": "https://chat.example/m-1"},
+                      "occurred_at": "2026-06-30T15:00:00Z", "idempotency_key": "k0", "metadata": {"lang": "en"}});
+    let ep = mcp::ok(&app, None, "statewave_ingest_episode", note.clone()).await;
+    assert_eq!((ep["type"].clone(), ep["source"].clone()), (json!("chat.note"), json!("chat")), "{ep}");
+    assert_eq!(ep["payload"], json!({"text": "I live in Lisbon."}));
+    assert_eq!(ep["metadata"], json!({"lang": "en", "source_id": "m-1", "source_url": "https://chat.example/m-1"}));
+    assert_eq!(ep["occurred_at"], "2026-06-30T15:00:00.000000Z");
+    assert_eq!(mcp::ok(&app, None, "statewave_ingest_episode", note).await["id"], ep["id"], "idempotent");
+    // The HTTP names are still accepted.
+    let http_shape = json!({"subject_id": "user:1", "source": "chat", "type": "message", "idempotency_key": "k1",
+                            "occurred_at": "2026-07-01T10:00:00Z",
+                            "payload": {"messages": [{"role": "user", "content": "I work at Globex."}]}});
+    let first = mcp::ok(&app, None, "statewave_ingest_episode", http_shape.clone()).await;
+    assert_eq!(mcp::ok(&app, None, "statewave_ingest_episode", http_shape).await["id"], first["id"]);
+    let (_, tl) = app.get("/v1/timeline?subject_id=user:1").await;
+    assert_eq!(tl["episodes"][0], ep, "the stored row is what the tool returned");
+
+    let compiled = mcp::ok(&app, None, "statewave_compile_subject", json!({"subject": "user:1", "force": true})).await;
     assert_eq!(compiled["has_more"], false);
-    assert!(compiled["memories_created"].as_u64().unwrap() >= 1, "{compiled}");
+    assert!(compiled["memories_created"].as_u64().unwrap() >= 2, "{compiled}");
     let job = mcp::ok(&app, None, "statewave_compile_subject", json!({"subject_id": "user:1", "async": true})).await;
     assert_eq!(job["status"], "pending");
 
-    let ctx = json!({"subject_id": "user:1", "task": "Where does the user live?", "as_of": "2030-01-01T00:00:00Z"});
+    // get_context: query is the task.
+    let ctx = json!({"subject_id": "user:1", "task": "Where does the user live?", "max_tokens": 500,
+                     "as_of": "2030-01-01T00:00:00Z"});
     let (_, http) = app.post("/v1/context", &ctx).await;
+    assert!(http["assembled_context"].as_str().unwrap().contains("Lisbon"), "{http}");
+    let sw = json!({"subject": "user:1", "query": "Where does the user live?", "max_tokens": 500,
+                    "as_of": "2030-01-01T00:00:00Z"});
+    assert_eq!(mcp::ok(&app, None, "statewave_get_context", sw).await, http);
     assert_eq!(mcp::ok(&app, None, "statewave_get_context", ctx).await, http);
+
+    // search: query and subject.
+    let (_, http) = app.get("/v1/memories/search?subject_id=user:1&q=Lisbon&limit=5").await;
+    assert!(!http["memories"].as_array().unwrap().is_empty(), "{http}");
+    let sw = json!({"query": "Lisbon", "subject": "user:1", "limit": 5});
+    assert_eq!(mcp::ok(&app, None, "statewave_search_memories", sw).await, http);
+    let alias = json!({"q": "Lisbon", "subject_id": "user:1", "limit": 5});
+    assert_eq!(mcp::ok(&app, None, "statewave_search_memories", alias).await, http);
+
+    // timeline: since, until and kinds narrow the HTTP timeline's episodes (and memories by valid_from).
     let (_, http) = app.get("/v1/timeline?subject_id=user:1&status=active&limit=5").await;
     let via =
-        mcp::ok(&app, None, "statewave_get_timeline", json!({"subject_id": "user:1", "status": "active", "limit": 5}))
+        mcp::ok(&app, None, "statewave_get_timeline", json!({"subject": "user:1", "status": "active", "limit": 5}))
             .await;
     assert_eq!(via, http);
-    let (_, http) = app.get("/v1/memories/search?subject_id=user:1&q=Lisbon").await;
-    assert_eq!(
-        mcp::ok(&app, None, "statewave_search_memories", json!({"subject_id": "user:1", "q": "Lisbon"})).await,
-        http
-    );
+    let (_, all) = app.get("/v1/timeline?subject_id=user:1").await;
+    let of_kind =
+        mcp::ok(&app, None, "statewave_get_timeline", json!({"subject": "user:1", "kinds": ["chat.note"]})).await;
+    let notes: Vec<&Value> = all["episodes"].as_array().unwrap().iter().filter(|e| e["type"] == "chat.note").collect();
+    assert_eq!(of_kind["episodes"].as_array().unwrap().iter().collect::<Vec<_>>(), notes);
+    assert_eq!(of_kind["memories"], all["memories"], "kinds name episode types only");
+    let window = json!({"subject": "user:1", "since": "2026-07-01T00:00:00Z", "until": "2026-07-02T00:00:00Z"});
+    let later = mcp::ok(&app, None, "statewave_get_timeline", window).await;
+    let in_window = |t: &str| ("2026-07-01T00:00:00.000000Z"..="2026-07-02T00:00:00.000000Z").contains(&t);
+    let want: Vec<&Value> =
+        all["episodes"].as_array().unwrap().iter().filter(|e| in_window(e["occurred_at"].as_str().unwrap())).collect();
+    assert_eq!(want.len(), 1);
+    assert_eq!(later["episodes"].as_array().unwrap().iter().collect::<Vec<_>>(), want);
+    let want: Vec<&Value> =
+        all["memories"].as_array().unwrap().iter().filter(|m| in_window(m["valid_from"].as_str().unwrap())).collect();
+    assert_eq!(later["memories"].as_array().unwrap().iter().collect::<Vec<_>>(), want);
+
+    // Bad arguments are tool errors naming the argument.
+    let msg = mcp::refused(&app, None, "statewave_search_memories", json!({"query": "Lisbon"})).await;
+    assert!(msg.contains("subject: field required: memories are searched within one subject"), "{msg}");
+    let msg = mcp::refused(&app, None, "statewave_get_context", json!({"subject": "user:1"})).await;
+    assert!(msg.contains("query: field required"), "{msg}");
+    let msg = mcp::refused(
+        &app,
+        None,
+        "statewave_get_timeline",
+        json!({"subject": "user:1", "status": "odd",
+        "since": "yesterday", "kinds": [3]}),
+    )
+    .await;
+    for part in
+        ["status: must be one of", "since: must be an ISO-8601 datetime", "kinds: must be a list of episode kinds"]
+    {
+        assert!(msg.contains(part), "{msg}");
+    }
+    let msg = mcp::refused(
+        &app,
+        None,
+        "statewave_get_timeline",
+        json!({"subject": "user:1", "since": "2026-07-02T00:00:00Z", "until": "2026-07-01T00:00:00Z"}),
+    )
+    .await;
+    assert!(msg.contains("until: must not be before since"), "{msg}");
+    let msg = mcp::refused(
+        &app,
+        None,
+        "statewave_ingest_episode",
+        json!({"subject": "u", "subject_id": "u",
+        "kind": "chat.note", "text": "x", "source": {"id": "1", "extra": true}}),
+    )
+    .await;
+    for part in [
+        "subject_id: give subject or subject_id, not both",
+        "source.type: field required",
+        "source.extra: unknown field",
+    ] {
+        assert!(msg.contains(part), "{msg}");
+    }
     let msg =
-        mcp::refused(&app, None, "statewave_get_timeline", json!({"subject_id": "user:1", "status": "odd"})).await;
-    assert!(msg.contains("status: must be one of"), "{msg}");
-    let msg = mcp::refused(&app, None, "statewave_ingest_episode", json!({"subject_id": "u"})).await;
-    assert!(msg.contains("payload: field required"), "{msg}");
+        mcp::refused(&app, None, "statewave_ingest_episode", json!({"subject": "u", "kind": "k", "source": 5})).await;
+    assert!(msg.contains("text: field required") && msg.contains("source: must be an object"), "{msg}");
+    let msg = mcp::refused(&app, None, "statewave_compile_subject", json!({"subject": "u", "force": "yes"})).await;
+    assert!(msg.contains("force: must be a boolean"), "{msg}");
+    assert_eq!(app.count("episodes").await, 2, "a refused call writes nothing");
 }
 
 fn venv_python() -> Option<PathBuf> {

@@ -1,5 +1,6 @@
 //! Queries on the append-only `episodes` table.
 
+use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -77,7 +78,17 @@ pub async fn reserve_seqs(conn: &mut PgConnection, tenant: &str, subject_id: &st
     Ok(last - count + 1)
 }
 
+/// Which episodes a timeline page holds: `occurred_at` within `since..=until`, `type` among
+/// `kinds` (each None = no limit).
+#[derive(Debug, Clone, Default)]
+pub struct EpisodeFilter {
+    pub since: Option<DateTime<Utc>>,
+    pub until: Option<DateTime<Utc>>,
+    pub kinds: Option<Vec<String>>,
+}
+
 /// One page of a subject's episodes in (occurred_at, created_at, id) order, plus whether more exist.
+#[allow(clippy::too_many_arguments)]
 pub async fn page(
     conn: &mut PgConnection,
     tenant: &str,
@@ -85,14 +96,25 @@ pub async fn page(
     limit: i64,
     offset: i64,
     newest_first: bool,
+    filter: &EpisodeFilter,
 ) -> sqlx::Result<(Vec<Episode>, bool)> {
     let dir = if newest_first { "DESC" } else { "ASC" };
     let sql = format!(
         "SELECT {COLUMNS} FROM episodes WHERE tenant_id = $1 AND subject_id = $2 \
+         AND ($5::timestamptz IS NULL OR occurred_at >= $5) AND ($6::timestamptz IS NULL OR occurred_at <= $6) \
+         AND ($7::text[] IS NULL OR type = ANY($7)) \
          ORDER BY occurred_at {dir}, created_at {dir}, id {dir} LIMIT $3 OFFSET $4"
     );
-    let mut rows: Vec<Episode> =
-        sqlx::query_as(&sql).bind(tenant).bind(subject_id).bind(limit + 1).bind(offset).fetch_all(&mut *conn).await?;
+    let mut rows: Vec<Episode> = sqlx::query_as(&sql)
+        .bind(tenant)
+        .bind(subject_id)
+        .bind(limit + 1)
+        .bind(offset)
+        .bind(filter.since)
+        .bind(filter.until)
+        .bind(filter.kinds.as_deref())
+        .fetch_all(&mut *conn)
+        .await?;
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     if newest_first {

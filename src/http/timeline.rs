@@ -49,7 +49,14 @@ pub async fn get(
     let newest_first = q.bool("newest_first", false);
     let status = q.choice("status", &["all", "active"], "all");
     q.finish()?;
-    let query = PageQuery { subject_id, limit, offset, newest_first, active_only: status == "active" };
+    let query = PageQuery {
+        subject_id,
+        limit,
+        offset,
+        newest_first,
+        active_only: status == "active",
+        filter: Default::default(),
+    };
     let page = timeline::page(&st.pool, &tenant, &query).await?;
     Ok(Json(Timeline::new(query.subject_id, page)))
 }

@@ -55,6 +55,19 @@ fn invalid(errors: Vec<FieldError>) -> ApiError {
     }
 }
 
+/// The argument name the caller used among `names` (the documented name first, then the
+/// aliases it may also be given as), or the documented name when none is given, so that a
+/// missing argument is reported under its documented name. Giving two of them is an error.
+pub fn pick(r: &mut Reader<'_>, names: &[&'static str]) -> &'static str {
+    let given: Vec<&'static str> = names.iter().copied().filter(|n| r.raw(n).is_some()).collect();
+    if let [first, second, ..] = given.as_slice() {
+        let loc = r.child_loc(second);
+        let msg = format!("give {first} or {second}, not both");
+        r.errors().push(FieldError { loc, msg, kind: "conflict" });
+    }
+    given.first().or(names.first()).copied().unwrap_or_default()
+}
+
 /// A context request and its receipt fields, read as `/v1/context` reads its body.
 pub struct ContextArgs {
     pub req: ContextRequest,
@@ -62,12 +75,13 @@ pub struct ContextArgs {
     pub meta: ReceiptMeta,
 }
 
-/// Reads `subject_id, task, max_tokens, session_id, as_of`, and with `receipt_fields` also
-/// `emit_receipt` and the receipt/caller fields; always `caller_id` and `caller_type`.
-pub fn context_args(r: &mut Reader<'_>, receipt_fields: bool) -> ContextArgs {
+/// Reads the subject (argument `subject`), the task (argument `task`), `max_tokens,
+/// session_id, as_of`, and with `receipt_fields` also `emit_receipt` and the receipt/caller
+/// fields; always `caller_id` and `caller_type`.
+pub fn context_args(r: &mut Reader<'_>, receipt_fields: bool, subject: &str, task: &str) -> ContextArgs {
     let req = ContextRequest {
-        subject_id: r.req_str("subject_id", 1, 256),
-        task: r.req_str("task", 1, 4000),
+        subject_id: r.req_str(subject, 1, 256),
+        task: r.req_str(task, 1, 4000),
         max_tokens: r.opt_int("max_tokens", 1, 128_000).unwrap_or(DEFAULT_MAX_TOKENS) as usize,
         session_id: r.opt_str("session_id", 256),
         as_of: r.opt_datetime("as_of").map(crate::model::time::truncate_micros),
@@ -153,6 +167,23 @@ mod tests {
         assert!(msg.contains("subject: unknown argument"), "{msg}");
         assert_eq!(text["isError"], true);
         assert_eq!(text["structuredContent"]["error"]["code"], "validation_error");
+    }
+
+    #[test]
+    fn an_alias_is_read_and_two_names_for_one_argument_are_refused() {
+        let read = |args: Value| {
+            parse(&args, &["subject", "subject_id"], |r| {
+                let name = pick(r, &["subject", "subject_id"]);
+                r.req_str(name, 1, 256)
+            })
+            .map_err(|e| error_object(e).0)
+        };
+        assert_eq!(read(json!({"subject": "u1"})), Ok("u1".to_string()));
+        assert_eq!(read(json!({"subject_id": "u2"})), Ok("u2".to_string()));
+        let missing = read(json!({})).err().unwrap_or_default();
+        assert!(missing.contains("subject: field required"), "{missing}");
+        let both = read(json!({"subject": "a", "subject_id": "b"})).err().unwrap_or_default();
+        assert!(both.contains("give subject or subject_id, not both"), "{both}");
     }
 
     #[test]

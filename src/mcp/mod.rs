@@ -8,6 +8,7 @@ pub mod origin;
 pub mod precheck;
 pub mod server;
 pub mod statewave;
+pub mod statewave_schema;
 pub mod tools;
 
 use std::sync::Arc;

@@ -214,7 +214,7 @@ async fn compile_subject(st: &AppState, tenant: &str, subject_id: &str) -> Resul
 
 async fn recall(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
     let known = ["subject_id", "task", "max_tokens", "session_id", "as_of", "caller_id", "caller_type"];
-    let c = parse(a, &known, |r| context_args(r, false))?;
+    let c = parse(a, &known, |r| context_args(r, false, "subject_id", "task"))?;
     let (bundle, receipt_id) =
         context_call(st, tenant, &c.req, c.emit_receipt, &c.meta).await.map_err(args::context_refused)?;
     let structured = json!({
@@ -255,6 +255,7 @@ async fn recent(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
         offset: 0,
         newest_first: true,
         active_only: false,
+        filter: Default::default(),
     })?;
     let page = timeline::page(&st.pool, tenant, &query).await?;
     let body = crate::http::timeline::Timeline::new(query.subject_id, page);

@@ -44,7 +44,8 @@ pub async fn list_resolutions(
 
 /// The subject's sessions from its recent episodes and its resolutions.
 pub async fn load(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<Session>> {
-    let (episodes, _) = db::episodes::page(conn, tenant, subject_id, RECENT_EPISODES, 0, true).await?;
+    let (episodes, _) =
+        db::episodes::page(conn, tenant, subject_id, RECENT_EPISODES, 0, true, &Default::default()).await?;
     let turns = episodes
         .iter()
         .map(|e| Turn::from_episode(e.id, e.session_id.clone(), &e.source, &e.payload, e.occurred_at))

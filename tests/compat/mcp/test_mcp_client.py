@@ -163,14 +163,30 @@ async def test_the_statewave_toolset_uses_statewaves_names():
         assert names == ["statewave_ingest_episode", "statewave_search_memories", "statewave_get_context",
                          "statewave_get_timeline", "statewave_compile_subject"]
         sid = subject()
-        ep = {"subject_id": sid, "source": "chat", "type": "message",
-              "payload": {"messages": [{"role": "user", "content": "I live in Lisbon."}]}}
+        # The arguments Statewave's own MCP server documents.
+        ep = {"subject": sid, "kind": "chat.note", "text": "I live in Lisbon.",
+              "source": {"type": "chat", "id": "m-1"}, "occurred_at": "2026-06-30T15:00:00Z",
+              "idempotency_key": f"{sid}-1"}
         r = await c.call_tool("statewave_ingest_episode", ep)
+        assert not r.is_error, r
         assert r.structured_content["subject_id"] == sid
-        r = await c.call_tool("statewave_compile_subject", {"subject_id": sid})
+        assert r.structured_content["type"] == "chat.note"
+        r = await c.call_tool("statewave_compile_subject", {"subject": sid})
         assert r.structured_content["memories_created"] >= 1
+        r = await c.call_tool("statewave_get_context",
+                              {"subject": sid, "query": "Where does the user live?", "as_of": AS_OF})
         ctx = {"subject_id": sid, "task": "Where does the user live?", "as_of": AS_OF}
-        r = await c.call_tool("statewave_get_context", ctx)
         http = httpx.post(f"{URL_SW}/v1/context", json=ctx, timeout=30).json()
         assert r.structured_content == http
         assert "Lisbon" in http["assembled_context"]
+        r = await c.call_tool("statewave_search_memories", {"query": "Lisbon", "subject": sid, "limit": 5})
+        http = httpx.get(f"{URL_SW}/v1/memories/search", params={"subject_id": sid, "q": "Lisbon", "limit": 5},
+                         timeout=30).json()
+        assert r.structured_content == http
+        r = await c.call_tool("statewave_get_timeline", {"subject": sid, "kinds": ["chat.note"]})
+        assert [e["type"] for e in r.structured_content["episodes"]] == ["chat.note"]
+        # mnemo's HTTP field names still work.
+        r = await c.call_tool("statewave_compile_subject", {"subject_id": sid})
+        assert not r.is_error, r
+        r = await c.call_tool("statewave_search_memories", {"query": "Lisbon"})
+        assert r.is_error and "subject" in r.content[0].text
