@@ -11,14 +11,9 @@ use std::path::PathBuf;
 use mnemo::RuntimeConfig;
 use sha2::{Digest, Sha256};
 
-fn venv_python() -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/compat-venv/bin/python");
-    p.exists().then_some(p)
-}
-
 #[tokio::test]
 async fn statewave_sdk_suite_passes() {
-    let Some(python) = venv_python() else {
+    let Some(python) = common::venv_python() else {
         assert!(
             std::env::var("MNEMO_REQUIRE_COMPAT").is_err(),
             "target/compat-venv is missing but MNEMO_REQUIRE_COMPAT is set"

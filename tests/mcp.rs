@@ -8,7 +8,6 @@ mod common;
 use std::path::PathBuf;
 
 use common::mcp::{self, request, LEGACY, MODERN};
-use common::TestApp;
 use mnemo::mcp::{McpConfig, Toolset};
 use mnemo::RuntimeConfig;
 use serde_json::{json, Value};
@@ -20,18 +19,6 @@ fn with_mcp(mcp: McpConfig) -> RuntimeConfig {
 
 fn names(tools: &[Value]) -> Vec<String> {
     tools.iter().map(|t| t["name"].as_str().unwrap().to_string()).collect()
-}
-
-async fn set_config(app: &TestApp, tenant: &str, config: Value) {
-    sqlx::query(
-        "INSERT INTO tenant_configs (tenant_id, config, version) VALUES ($1, $2, 1) \
-         ON CONFLICT (tenant_id) DO UPDATE SET config = EXCLUDED.config",
-    )
-    .bind(tenant)
-    .bind(config)
-    .execute(&app.pool)
-    .await
-    .unwrap();
 }
 
 #[tokio::test]
@@ -205,7 +192,7 @@ async fn remembered_instructions_do_not_become_facts() {
 #[tokio::test]
 async fn receipts_and_the_caller_identity_gate_apply() {
     let app = common::spawn().await;
-    set_config(&app, "default", json!({"receipts": "always", "require_caller_identity": true})).await;
+    common::set_config(&app, "default", json!({"receipts": "always", "require_caller_identity": true})).await;
     mcp::ok(&app, None, "remember", json!({"subject_id": "u", "text": "I work at Acme.", "compile": true})).await;
     let msg = mcp::refused(&app, None, "recall", json!({"subject_id": "u", "task": "Where?"})).await;
     assert!(msg.contains("requires caller_id and caller_type"), "{msg}");
@@ -421,16 +408,11 @@ async fn the_statewave_toolset_answers_with_statewaves_names_and_bodies() {
     assert_eq!(app.count("episodes").await, 2, "a refused call writes nothing");
 }
 
-fn venv_python() -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/compat-venv/bin/python");
-    p.exists().then_some(p)
-}
-
 /// The official Python `mcp` client, over streamable HTTP (both revisions) and through the
 /// stdio bridge, against servers with tenant keys and with the Statewave tool set.
 #[tokio::test]
 async fn python_mcp_client_suite_passes() {
-    let Some(python) = venv_python() else {
+    let Some(python) = common::venv_python() else {
         assert!(
             std::env::var("MNEMO_REQUIRE_COMPAT").is_err(),
             "target/compat-venv is missing but MNEMO_REQUIRE_COMPAT is set"

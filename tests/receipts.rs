@@ -8,18 +8,6 @@ use mnemo::receipts::signing::SigningKeys;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-async fn set_config(app: &TestApp, tenant: &str, config: Value) {
-    sqlx::query(
-        "INSERT INTO tenant_configs (tenant_id, config, version) VALUES ($1, $2, 1) \
-         ON CONFLICT (tenant_id) DO UPDATE SET config = EXCLUDED.config",
-    )
-    .bind(tenant)
-    .bind(config)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-}
-
 async fn context_with_receipt(app: &TestApp, tenant: &str, subject: &str, task: &str) -> Value {
     let body = json!({"subject_id": subject, "task": task, "emit_receipt": true, "max_tokens": 500,
                       "caller_id": "bot", "caller_type": "agent", "query_id": "q-1"});
@@ -39,10 +27,10 @@ async fn emission_follows_request_and_tenant_config() {
     assert_eq!(id.len(), 26);
     assert!(id.chars().all(|c| "0123456789ABCDEFGHJKMNPQRSTVWXYZ".contains(c)));
     assert_eq!(b["receipt_emitted"], true);
-    set_config(&app, "always", json!({"receipts": "always"})).await;
+    common::set_config(&app, "always", json!({"receipts": "always"})).await;
     let (_, b) = app.post_as("always", "/v1/context", &json!({"subject_id": "u", "task": "t"})).await;
     assert!(b["receipt_id"].is_string());
-    set_config(&app, "never", json!({"receipts": "never"})).await;
+    common::set_config(&app, "never", json!({"receipts": "never"})).await;
     let (_, b) =
         app.post_as("never", "/v1/context", &json!({"subject_id": "u", "task": "t", "emit_receipt": true})).await;
     assert_eq!(b["receipt_emitted"], false);
@@ -115,7 +103,7 @@ fn keys() -> SigningKeys {
 async fn signed_app() -> TestApp {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let app = spawn_full_with_keys(embedder).await;
-    set_config(&app, "default", json!({"receipt_signing_key_id": "k1"})).await;
+    common::set_config(&app, "default", json!({"receipt_signing_key_id": "k1"})).await;
     app
 }
 
@@ -250,7 +238,7 @@ async fn erasure_keeps_chain_links_but_no_content() {
 async fn retention_tombstones_old_receipts_and_the_chain_still_verifies() {
     let app = spawn().await;
     app.ingest_and_compile("u", &["I live in Lisbon."]).await;
-    set_config(&app, "default", json!({"receipt_retention_days": 30})).await;
+    common::set_config(&app, "default", json!({"receipt_retention_days": 30})).await;
     let old = context_with_receipt(&app, "default", "u", "old task").await["receipt_id"].as_str().unwrap().to_string();
     let new = context_with_receipt(&app, "default", "u", "new task").await["receipt_id"].as_str().unwrap().to_string();
     sqlx::query("UPDATE receipts SET created_at = now() - interval '40 days' WHERE receipt_id = $1")

@@ -14,7 +14,7 @@ use crate::http::schema::requests::ContextRequest as ContextBody;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
-use crate::services::context::{provenance, ContextRequest, SessionInfo};
+use crate::services::context::{provenance, Bundle, ContextRequest, SessionInfo};
 use crate::services::context_call::{context_call, CallError};
 use crate::services::receipts::ReceiptMeta;
 use crate::state::AppState;
@@ -40,6 +40,26 @@ pub struct ContextBundle {
     pub as_of: String,
     pub receipt_emitted: bool,
     pub receipt_id: Option<String>,
+}
+
+impl ContextBundle {
+    /// The wire shape of an assembled bundle for the request's subject and task.
+    pub(crate) fn new(bundle: Bundle, subject_id: String, task: String, receipt_id: Option<String>) -> ContextBundle {
+        ContextBundle {
+            provenance: provenance(&bundle),
+            as_of: crate::model::time::format(&bundle.as_of),
+            subject_id,
+            task,
+            facts: bundle.facts,
+            episodes: bundle.episodes,
+            procedures: bundle.procedures,
+            assembled_context: bundle.assembled_context,
+            token_estimate: bundle.token_estimate,
+            sessions: bundle.sessions,
+            receipt_emitted: receipt_id.is_some(),
+            receipt_id,
+        }
+    }
 }
 
 /// The receipt and caller fields shared by `/v1/context` and `/v1/handoff`.
@@ -97,18 +117,5 @@ pub async fn context(
         Ok(done) => done,
         Err(e) => return Err(refused(e)),
     };
-    Ok(Json(ContextBundle {
-        provenance: provenance(&bundle),
-        as_of: crate::model::time::format(&bundle.as_of),
-        subject_id: req.subject_id,
-        task: req.task,
-        facts: bundle.facts,
-        episodes: bundle.episodes,
-        procedures: bundle.procedures,
-        assembled_context: bundle.assembled_context,
-        token_estimate: bundle.token_estimate,
-        sessions: bundle.sessions,
-        receipt_emitted: receipt_id.is_some(),
-        receipt_id,
-    }))
+    Ok(Json(ContextBundle::new(bundle, req.subject_id, req.task, receipt_id)))
 }

@@ -16,7 +16,6 @@ use crate::mcp::args::{self, context_args, ok_json, parse, pick, ToolResult, DAT
 use crate::mcp::statewave_schema;
 use crate::model::episode::{NewEpisode, MAX_IDEMPOTENCY_KEY};
 use crate::services::compile::compile_batch;
-use crate::services::context::provenance;
 use crate::services::context_call::context_call;
 use crate::services::memories::{self, SearchQuery};
 use crate::services::timeline::EpisodeFilter;
@@ -167,20 +166,7 @@ async fn context(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
     })?;
     let (bundle, receipt_id) =
         context_call(st, tenant, &c.req, c.emit_receipt, &c.meta).await.map_err(args::context_refused)?;
-    let body = ContextBundle {
-        provenance: provenance(&bundle),
-        as_of: crate::model::time::format(&bundle.as_of),
-        subject_id: c.req.subject_id,
-        task: c.req.task,
-        facts: bundle.facts,
-        episodes: bundle.episodes,
-        procedures: bundle.procedures,
-        assembled_context: bundle.assembled_context,
-        token_estimate: bundle.token_estimate,
-        sessions: bundle.sessions,
-        receipt_emitted: receipt_id.is_some(),
-        receipt_id,
-    };
+    let body = ContextBundle::new(bundle, c.req.subject_id, c.req.task, receipt_id);
     Ok(ok_json(&[DATA_NOTICE], serde_json::to_value(body).map_err(anyhow::Error::from)?))
 }
 

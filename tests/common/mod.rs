@@ -244,3 +244,22 @@ impl TestApp {
         out
     }
 }
+
+/// The compatibility venv's Python (`target/compat-venv`, made by `scripts/test`), if present.
+pub fn venv_python() -> Option<std::path::PathBuf> {
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/compat-venv/bin/python");
+    p.exists().then_some(p)
+}
+
+/// Writes a tenant's config row directly (tests that need a config without the admin API).
+pub async fn set_config(app: &TestApp, tenant: &str, config: Value) {
+    sqlx::query(
+        "INSERT INTO tenant_configs (tenant_id, config, version) VALUES ($1, $2, 1) \
+         ON CONFLICT (tenant_id) DO UPDATE SET config = EXCLUDED.config",
+    )
+    .bind(tenant)
+    .bind(config)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
