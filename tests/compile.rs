@@ -343,3 +343,24 @@ async fn reembed_moves_every_vector_to_the_new_model_and_resumes() {
     // A second run finds nothing left to do.
     mnemo::services::reembed::run(&app.pool, &other, 2).await.unwrap();
 }
+
+#[tokio::test]
+async fn long_subject_ids_with_long_tokens_compile() {
+    // 256 four-byte characters and a lexeme of ~1,900 bytes once exceeded the btree row limit
+    // of the term statistics (a 500).
+    let app = spawn().await;
+    // Characters that do not repeat, so the index key does not compress below the limit.
+    let mut seed = 7u64;
+    let mut next = move |n: u64| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    let subject: String = (0..256).map(|_| char::from_u32(0x1D400 + next(500) as u32).unwrap_or('x')).collect();
+    let token: String = (0..1900).map(|_| (b'a' + next(26) as u8) as char).collect();
+    let text = format!("I use {token} for builds");
+    let (s, b) = app.post("/v1/episodes", &episode(&subject, &text)).await;
+    assert_eq!(s, 201, "{b}");
+    let (s, b) = app.post("/v1/memories/compile", &json!({"subject_id": subject})).await;
+    assert_eq!(s, 200, "{b}");
+    assert!(b["memories_created"].as_i64().unwrap() >= 1, "{b}");
+}

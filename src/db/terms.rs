@@ -9,6 +9,10 @@ use uuid::Uuid;
 /// Migration 0012 backfills with the same number; changing it changes rankings.
 pub const COMMON_TERM_DF: i64 = 1000;
 
+/// Lexemes longer than this (in bytes) are not counted: no such token is ever common, and with a
+/// long subject id its key would exceed the btree row limit of `subject_terms_pkey`.
+pub const MAX_TERM_BYTES: i32 = 256;
+
 /// Counts the lexemes of the given new memories and of the episodes with seq in
 /// `(after_seq, last_seq]`, in the compile transaction; a lexeme whose count reaches
 /// [`COMMON_TERM_DF`] becomes common as of this transaction's start (the memories' `recorded_at`).
@@ -26,10 +30,11 @@ pub async fn count_batch(
         "INSERT INTO subject_terms AS s (tenant_id, subject_id, source, lexeme, df, common_since) \
          SELECT $1, $2, src, lexeme, count(*), CASE WHEN count(*) >= $6 THEN now() END FROM ( \
            SELECT 'memory' AS src, t.lexeme FROM memories m, unnest(m.content_tsv) t \
-           WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.id = ANY($3) \
+           WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.id = ANY($3) AND octet_length(t.lexeme) <= $7 \
            UNION ALL \
            SELECT 'episode', t.lexeme FROM episodes e, unnest(e.search_tsv) t \
-           WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.seq > $4 AND e.seq <= $5) x \
+           WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.seq > $4 AND e.seq <= $5 \
+             AND octet_length(t.lexeme) <= $7) x \
          GROUP BY src, lexeme ORDER BY src, lexeme \
          ON CONFLICT (tenant_id, subject_id, source, lexeme) DO UPDATE SET df = s.df + EXCLUDED.df, \
            common_since = COALESCE(s.common_since, CASE WHEN s.df + EXCLUDED.df >= $6 THEN now() END)",
@@ -40,6 +45,7 @@ pub async fn count_batch(
     .bind(after_seq)
     .bind(last_seq)
     .bind(COMMON_TERM_DF)
+    .bind(MAX_TERM_BYTES)
     .execute(conn)
     .await?;
     Ok(())
