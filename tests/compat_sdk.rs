@@ -13,12 +13,7 @@ use sha2::{Digest, Sha256};
 
 #[tokio::test]
 async fn statewave_sdk_suite_passes() {
-    let Some(python) = common::venv_python() else {
-        assert!(
-            std::env::var("MNEMO_REQUIRE_COMPAT").is_err(),
-            "target/compat-venv is missing but MNEMO_REQUIRE_COMPAT is set"
-        );
-        eprintln!("SKIP: target/compat-venv not found; run scripts/test to install statewave==1.5.0");
+    let Some(python) = common::venv_python("statewave==1.5.0") else {
         return;
     };
     let open = common::spawn().await;

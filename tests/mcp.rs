@@ -412,12 +412,7 @@ async fn the_statewave_toolset_answers_with_statewaves_names_and_bodies() {
 /// stdio bridge, against servers with tenant keys and with the Statewave tool set.
 #[tokio::test]
 async fn python_mcp_client_suite_passes() {
-    let Some(python) = common::venv_python() else {
-        assert!(
-            std::env::var("MNEMO_REQUIRE_COMPAT").is_err(),
-            "target/compat-venv is missing but MNEMO_REQUIRE_COMPAT is set"
-        );
-        eprintln!("SKIP: target/compat-venv not found; run scripts/test to install the mcp client");
+    let Some(python) = common::venv_python("the mcp client") else {
         return;
     };
     let app = common::spawn_with(with_mcp(McpConfig { allow_forget: true, ..Default::default() })).await;

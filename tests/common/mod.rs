@@ -245,10 +245,19 @@ impl TestApp {
     }
 }
 
-/// The compatibility venv's Python (`target/compat-venv`, made by `scripts/test`), if present.
-pub fn venv_python() -> Option<std::path::PathBuf> {
+/// The compatibility venv's Python (`target/compat-venv`, made by `scripts/test`), or None with
+/// a SKIP line naming what it would have run; a missing venv fails under `MNEMO_REQUIRE_COMPAT`.
+pub fn venv_python(installs: &str) -> Option<std::path::PathBuf> {
     let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/compat-venv/bin/python");
-    p.exists().then_some(p)
+    if p.exists() {
+        return Some(p);
+    }
+    assert!(
+        std::env::var("MNEMO_REQUIRE_COMPAT").is_err(),
+        "target/compat-venv is missing but MNEMO_REQUIRE_COMPAT is set"
+    );
+    eprintln!("SKIP: target/compat-venv not found; run scripts/test to install {installs}");
+    None
 }
 
 /// Writes a tenant's config row directly (tests that need a config without the admin API).
