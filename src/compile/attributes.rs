@@ -306,9 +306,11 @@ impl Attributes {
         (kinds.len() == 1).then(|| kinds.into_iter().next()).flatten()
     }
 
-    /// True for an attribute one switches between products or providers of ("we moved to X").
+    /// True for an attribute one switches between products or providers of ("we moved to X"),
+    /// as the data lists them: an attribute made up from a phrase never counts, since nothing says
+    /// what kind of value it holds.
     pub fn is_switchable(&self, key: &str) -> bool {
-        self.switchable.contains(key) || (key.starts_with(ATTR_PREFIX) && !self.keys.contains_key(key))
+        self.switchable.contains(key)
     }
 
     /// True for a key that a group of phrases defines (already canonical).

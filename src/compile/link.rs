@@ -373,6 +373,9 @@ mod tests {
     fn a_switch_that_names_nothing_needs_a_sole_candidate() {
         let one = [cur("attr.hosting", "Linode"), cur("attr.manager", "Sam")];
         assert_eq!(linked("Migrated to Render last week", &one), vec![("attr.hosting".into(), "render".into())]);
+        // A made-up attribute says nothing about what kind of value it holds.
+        let pet = [cur("attr.dog_name", "Biscuit")];
+        assert_eq!(linked("Migrated to Render last week", &pet), vec![("tools.used".into(), "render".into())]);
         let two = [cur("attr.hosting", "Linode"), cur("attr.ci", "Travis")];
         assert_eq!(linked("Migrated to Render last week", &two), vec![("tools.used".into(), "render".into())]);
     }
