@@ -8,6 +8,7 @@ use super::attributes::{attributes, shape, Shape};
 use super::frames::{Frame, LEAD};
 use super::text::{split_sentences, strip_pasted, LOG_MARK, PASTE_MARK};
 use super::updates::{disposed_thing, event_allowed, item_fact, list_items, marks_update, update_facts, version_key};
+use super::values::first_word;
 use regex::{Captures, Regex};
 use std::sync::LazyLock;
 
@@ -521,10 +522,6 @@ fn subject_of<'a>(c: &Captures<'a>) -> &'a str {
 /// Phrases that open a clause without naming a setting ("today is Monday", "it's fine").
 const NOT_ATTRIBUTES: &str = "it this that there here today tomorrow yesterday tonight everything nothing something \
     anything life work weather what which who he she they we you i one all both none each mine ours";
-
-fn first_word(v: &str) -> &str {
-    v.split_whitespace().next().unwrap_or_default().trim_end_matches([',', '.', ';', '!'])
-}
 
 /// Words that open a description or a state rather than a value ("my car is in the shop",
 /// "our deploy is broken", "my job is killing me").

@@ -13,3 +13,4 @@ pub mod scope;
 pub mod supersede;
 pub mod text;
 pub mod updates;
+pub mod values;
