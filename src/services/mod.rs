@@ -4,7 +4,6 @@ pub mod access;
 pub mod compile;
 pub mod context;
 pub mod context_call;
-pub mod context_signals;
 pub mod episodes;
 pub mod erase;
 pub mod handoff;

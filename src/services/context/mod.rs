@@ -1,0 +1,124 @@
+//! Assembling a context bundle, in stages, each its own module:
+//!
+//! 1. [`candidates`]: every lane's candidates, the turns around them and the facts suppression
+//!    needs (one tenant-scoped transaction);
+//! 2-4. [`suppress`]: what must not be shown (contradicted or unbacked turns, the policy), and
+//!    no double spending between a turn and its own summary;
+//! 5. [`rank`]: one deterministic score per item (`mnemo-rank-4`, formula in README.md and
+//!    `context::score`; constants in [`Tuning::DEFAULT`]) and the total order;
+//! 6-7. [`output`]: packing under the exact token budget and the bundle of what was included.
+
+pub mod candidates;
+pub mod options;
+pub mod output;
+pub mod rank;
+pub mod signals;
+pub mod suppress;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::db::context::Probe;
+use crate::embed::Embedder;
+use crate::model::episode::Episode;
+use crate::model::memory::Memory;
+pub use crate::services::policy::PolicyContext;
+use crate::services::query_terms::tsquery_for;
+pub use crate::services::task_vectors::TaskVectorCache;
+pub use options::{RetrievalOptions, Tuning};
+pub use output::provenance;
+
+/// A validated context request.
+#[derive(Debug, Clone)]
+pub struct ContextRequest {
+    pub subject_id: String,
+    pub task: String,
+    pub max_tokens: usize,
+    pub session_id: Option<String>,
+    pub as_of: Option<DateTime<Utc>>,
+    /// Which retrieval techniques run (all by default; the benchmark switches them off one by one).
+    pub options: RetrievalOptions,
+    /// The tenant's policy bundle, mode and the caller it is evaluated for.
+    pub policy: PolicyContext,
+}
+
+/// One session among the included episodes.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub episode_count: usize,
+    #[serde(serialize_with = "crate::model::time::serialize")]
+    pub first_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::model::time::serialize")]
+    pub last_at: DateTime<Utc>,
+}
+
+/// An included item with its rank and score (for receipts).
+#[derive(Debug, Clone)]
+pub struct Selected {
+    pub id: Uuid,
+    pub is_memory: bool,
+    pub score: f64,
+}
+
+/// The assembled bundle.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    pub facts: Vec<Memory>,
+    pub procedures: Vec<Memory>,
+    pub episodes: Vec<Episode>,
+    pub assembled_context: String,
+    pub token_estimate: usize,
+    pub sessions: Vec<SessionInfo>,
+    pub as_of: DateTime<Utc>,
+    pub selected: Vec<Selected>,
+    /// The receipt's `policy` block: bundle hash, filters applied and skipped, mode.
+    pub policy: Value,
+}
+
+/// Assembles the bundle for a request.
+pub async fn assemble(
+    pool: &PgPool,
+    embedder: &Arc<dyn Embedder>,
+    cache: &TaskVectorCache,
+    tenant: &str,
+    req: &ContextRequest,
+) -> anyhow::Result<Bundle> {
+    let as_of = req.as_of.unwrap_or_else(crate::model::time::now_micros);
+    let opts = req.options;
+    let vector = if opts.semantic && embedder.is_semantic() {
+        Some((cache.get(embedder, &req.task).await?, embedder.model_id().to_string()))
+    } else {
+        None
+    };
+    let probe = Probe {
+        tenant,
+        subject_id: &req.subject_id,
+        as_of,
+        tsquery: if opts.lexical { tsquery_for(&req.task) } else { None },
+        vector,
+        session_id: req.session_id.as_deref(),
+        days: if opts.dates { candidates::day_starts(&req.task, as_of) } else { Vec::new() },
+        approx_from: opts.approx_vectors_from,
+    };
+    let found = candidates::retrieve(pool, &probe, &opts).await?;
+    let mut shown = suppress::suppress(found, &req.policy, opts.compact);
+    let policy = std::mem::take(&mut shown.policy);
+    let days: HashSet<chrono::NaiveDate> = probe.days.iter().map(|d| d.date_naive()).collect();
+    let task = rank::Task { text: &req.task, as_of, session_id: req.session_id.as_deref(), days: &days };
+    let ranked = rank::score_all(shown, &task, &opts);
+    let pack = output::PackRequest {
+        task: &req.task,
+        max_tokens: req.max_tokens,
+        session_id: req.session_id.as_deref(),
+        as_of,
+        compact: opts.compact,
+    };
+    Ok(output::bundle(ranked, &pack, policy))
+}

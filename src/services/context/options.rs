@@ -1,0 +1,83 @@
+//! Which retrieval techniques a context call runs, and the ranking's constants.
+
+use crate::context::score::{Weights, WEIGHTS};
+use crate::db;
+
+/// Switches for each retrieval technique.
+#[derive(Debug, Clone, Copy)]
+pub struct RetrievalOptions {
+    pub lexical: bool,
+    pub semantic: bool,
+    /// Neighbouring turns of the strongest matches inherit part of their relevance.
+    pub neighbours: bool,
+    pub session_matches: bool,
+    pub dates: bool,
+    /// Each turn's cosine is blended with its neighbours' in the same session.
+    pub smoothing: bool,
+    /// Turns by a speaker the task names get a boost.
+    pub speakers: bool,
+    /// Chat turns render without the repeated `[source/type]` label.
+    pub compact: bool,
+    /// Subject size (episodes) from which vector candidates come from the HNSW indexes.
+    pub approx_vectors_from: i64,
+    /// The constants of the ranking (the benchmark varies them; calls use [`Tuning::DEFAULT`]).
+    pub tuning: Tuning,
+}
+
+impl Default for RetrievalOptions {
+    fn default() -> Self {
+        RetrievalOptions {
+            lexical: true,
+            semantic: true,
+            neighbours: true,
+            session_matches: true,
+            dates: true,
+            smoothing: true,
+            speakers: true,
+            compact: true,
+            approx_vectors_from: db::context::APPROX_VECTORS_FROM,
+            tuning: Tuning::DEFAULT,
+        }
+    }
+}
+
+/// The ranking's constants, in one place so the benchmark can cross-validate them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tuning {
+    /// Fusion weights of the score.
+    pub weights: Weights,
+    /// Weight of the previous turn's cosine in a turn's smoothed cosine (its own counts 1).
+    pub smooth_prev: f64,
+    /// Weight of the next turn's cosine.
+    pub smooth_next: f64,
+    /// Relevance a neighbouring turn inherits from a strong match (the answer often sits next to the question).
+    pub neighbour_share: f64,
+    /// How many of the best-matching episodes lend relevance to their neighbours.
+    pub neighbour_sources: usize,
+    /// Extra relevance for turns of a session holding several of the best matches.
+    pub session_boost: f64,
+    /// How many of the best-matching episodes count towards a session's matches.
+    pub session_top: usize,
+    /// Extra relevance for turns by a speaker the task names.
+    pub speaker_boost: f64,
+    /// Extra relevance for items dated on a day the task names.
+    pub date_boost: f64,
+    /// Extra relevance for items dated in a month the task names (without a day).
+    pub month_boost: f64,
+}
+
+impl Tuning {
+    /// The constants every context call uses.
+    pub const DEFAULT: Tuning = Tuning {
+        weights: WEIGHTS,
+        smooth_prev: 0.5,
+        smooth_next: 0.5,
+        neighbour_share: 0.5,
+        neighbour_sources: 5,
+        session_boost: 0.2,
+        session_top: 20,
+        speaker_boost: 0.6,
+        date_boost: 0.5,
+        month_boost: 0.25,
+    };
+}

@@ -1,0 +1,133 @@
+//! Stages 6-7: packing the ranked items under the exact budget, and the bundle they make.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::rank::{Item, Ranked};
+use super::suppress::EPISODE_LINE_CHARS;
+use super::{Bundle, SessionInfo, Selected};
+use crate::compile::text::episode_text;
+use crate::context::pack::pack;
+use crate::context::render::{episode_line, memory_line, turn_line, Line, Section};
+use crate::db::context::{EpisodeCandidate, MemoryCandidate};
+use crate::model::memory::Memory;
+
+/// What packing needs from the request.
+pub struct PackRequest<'a> {
+    pub task: &'a str,
+    pub max_tokens: usize,
+    pub session_id: Option<&'a str>,
+    pub as_of: DateTime<Utc>,
+    pub compact: bool,
+}
+
+/// Packs `ranked` and builds the bundle of the included items (facts, then summaries;
+/// procedures; episodes in time order; the sessions they come from).
+pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
+    let lines: Vec<Line> = ranked.items.iter().map(|(_, _, item)| line_for(item, req.compact, &ranked.full_text)).collect();
+    let packed = pack(req.task, ranked.caveat, req.session_id, &lines, req.max_tokens);
+    let mut by_id: HashMap<Uuid, (f64, Item)> = ranked.items.into_iter().map(|(s, id, it)| (id, (s, it))).collect();
+    let mut bundle = Bundle {
+        facts: Vec::new(),
+        procedures: Vec::new(),
+        episodes: Vec::new(),
+        assembled_context: packed.text,
+        token_estimate: packed.token_estimate,
+        sessions: Vec::new(),
+        as_of: req.as_of,
+        selected: Vec::new(),
+        policy,
+    };
+    let mut summaries = Vec::new();
+    let mut sessions: BTreeMap<String, SessionInfo> = BTreeMap::new();
+    for id in &packed.included {
+        let Some((s, item)) = by_id.remove(id) else { continue };
+        bundle.selected.push(Selected { id: *id, is_memory: matches!(item, Item::Memory(_)), score: s });
+        match item {
+            Item::Memory(m) => match m.memory.kind.as_str() {
+                "profile_fact" => bundle.facts.push(as_believed(&m, req.as_of)),
+                "procedure" => bundle.procedures.push(as_believed(&m, req.as_of)),
+                _ => summaries.push(as_believed(&m, req.as_of)),
+            },
+            Item::Episode(EpisodeCandidate { episode: e, .. }) => {
+                if let Some(sid) = &e.session_id {
+                    let info = sessions.entry(sid.clone()).or_insert(SessionInfo {
+                        session_id: sid.clone(),
+                        episode_count: 0,
+                        first_at: e.created_at,
+                        last_at: e.created_at,
+                    });
+                    info.episode_count += 1;
+                    info.first_at = info.first_at.min(e.created_at);
+                    info.last_at = info.last_at.max(e.created_at);
+                }
+                bundle.episodes.push(e);
+            }
+        }
+    }
+    bundle.facts.extend(summaries);
+    bundle.episodes.sort_by_key(|a| (a.occurred_at, a.created_at, a.id));
+    bundle.sessions = sessions.into_values().collect();
+    bundle
+}
+
+/// The memory as believed at `as_of` (a row superseded later was still active then).
+fn as_believed(c: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
+    let mut m = c.memory.clone();
+    let superseded_then = c.superseded_at.is_some_and(|t| t <= as_of);
+    if m.status == "superseded" && !superseded_then {
+        m.status = "active".to_string();
+        m.valid_to = c.asserted_valid_to;
+    }
+    m
+}
+
+/// The bundle line of an item; with `compact`, a chat turn shows only its speakers and text
+/// (its session and date head the group it sits in), the whole text when `full_text` holds it.
+fn line_for(item: &Item, compact: bool, full_text: &HashMap<Uuid, String>) -> Line {
+    match item {
+        Item::Memory(MemoryCandidate { memory: m, .. }) => Line {
+            id: m.id,
+            section: match m.kind.as_str() {
+                "profile_fact" => Section::Facts,
+                "procedure" => Section::Procedures,
+                _ => Section::History,
+            },
+            text: memory_line(&m.kind, &m.content, Some(m.valid_from)),
+            session_id: None,
+            date: None,
+            order: m.valid_from.timestamp_micros(),
+        },
+        Item::Episode(EpisodeCandidate { episode: e, .. }) => Line {
+            id: e.id,
+            section: Section::Interactions,
+            text: if let Some(full) = full_text.get(&e.id) {
+                turn_line(full, e.metadata.get("outcome"), usize::MAX)
+            } else if compact && e.payload.get("messages").is_some_and(Value::is_array) {
+                turn_line(&episode_text(&e.payload), e.metadata.get("outcome"), EPISODE_LINE_CHARS)
+            } else {
+                episode_line(&e.source, &e.kind, &episode_text(&e.payload), e.metadata.get("outcome"))
+            },
+            session_id: e.session_id.clone(),
+            date: Some(e.occurred_at.format("%Y-%m-%d").to_string()),
+            order: e.occurred_at.timestamp_micros(),
+        },
+    }
+}
+
+/// Ids of included items, by kind, for the response's `provenance`.
+pub fn provenance(bundle: &Bundle) -> Value {
+    let ids = |v: &[Memory], kind: &str| -> Vec<String> {
+        v.iter().filter(|m| m.kind == kind).map(|m| m.id.to_string()).collect()
+    };
+    let episode_ids: BTreeSet<String> = bundle.episodes.iter().map(|e| e.id.to_string()).collect();
+    serde_json::json!({
+        "fact_ids": ids(&bundle.facts, "profile_fact"),
+        "summary_ids": ids(&bundle.facts, "episode_summary"),
+        "procedure_ids": ids(&bundle.procedures, "procedure"),
+        "episode_ids": bundle.episodes.iter().map(|e| e.id.to_string()).filter(|i| episode_ids.contains(i)).collect::<Vec<_>>(),
+    })
+}
