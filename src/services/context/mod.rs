@@ -1,12 +1,13 @@
 //! Assembling a context bundle, in stages, each its own module:
 //!
-//! 1. [`candidates`]: every lane's candidates, the turns around them and the facts suppression
-//!    needs (one tenant-scoped transaction);
-//! 2-4. [`suppress`]: what must not be shown (contradicted or unbacked turns, the policy), and
-//!    no double spending between a turn and its own summary;
-//! 5. [`rank`]: one deterministic score per item (`mnemo-rank-4`, formula in README.md and
-//!    `context::score`; constants in [`Tuning::DEFAULT`]) and the total order;
-//! 6-7. [`output`]: packing under the exact token budget and the bundle of what was included.
+//! - [`candidates`] (stage 1): every lane's candidates, the turns around them and the facts
+//!   suppression needs, in one statement;
+//! - [`suppress`] (stages 2-4): what must not be shown (contradicted or unbacked turns, the
+//!   policy), and no double spending between a turn and its own summary;
+//! - [`rank`] (stage 5): one deterministic score per item (`mnemo-rank-5`, formula in README.md
+//!   and `context::score`; constants in [`Tuning::DEFAULT`]) and the total order;
+//! - [`output`] (stages 6-7): packing under the exact token budget and the bundle of what was
+//!   included.
 
 pub mod candidates;
 pub mod options;

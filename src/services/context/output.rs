@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::rank::{Item, Ranked};
 use super::suppress::EPISODE_LINE_CHARS;
-use super::{Bundle, SessionInfo, Selected};
+use super::{Bundle, Selected, SessionInfo};
 use crate::compile::text::episode_text;
 use crate::context::pack::pack;
 use crate::context::render::{episode_line, memory_line, turn_line, Line, Section};
@@ -27,7 +27,8 @@ pub struct PackRequest<'a> {
 /// Packs `ranked` and builds the bundle of the included items (facts, then summaries;
 /// procedures; episodes in time order; the sessions they come from).
 pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
-    let lines: Vec<Line> = ranked.items.iter().map(|(_, _, item)| line_for(item, req.compact, &ranked.full_text)).collect();
+    let lines: Vec<Line> =
+        ranked.items.iter().map(|(_, _, item)| line_for(item, req.compact, &ranked.full_text)).collect();
     let packed = pack(req.task, ranked.caveat, req.session_id, &lines, req.max_tokens);
     let mut by_id: HashMap<Uuid, (f64, Item)> = ranked.items.into_iter().map(|(s, id, it)| (id, (s, it))).collect();
     let mut bundle = Bundle {
