@@ -216,8 +216,7 @@ async fn batch_seqs_follow_the_input_per_subject_and_stored_keys_return_their_ro
     assert_eq!(body["episodes_created"], 4);
     let eps = body["episodes"].as_array().unwrap();
     assert_eq!(eps[2], first, "a stored key returns the stored row unchanged");
-    let texts: Vec<&str> =
-        eps.iter().map(|e| e["payload"]["messages"][0]["content"].as_str().unwrap()).collect();
+    let texts: Vec<&str> = eps.iter().map(|e| e["payload"]["messages"][0]["content"].as_str().unwrap()).collect();
     assert_eq!(texts, ["b1", "a1", "stored earlier", "b2", "a2"]);
     let ids: Vec<&str> = eps.iter().map(|e| e["id"].as_str().unwrap()).collect();
     let got = seqs(&app, &ids).await;

@@ -28,9 +28,7 @@ fn insert_from(src: &str) -> String {
 /// statement commits, which keeps seqs in commit order). None when the idempotency key is
 /// already used for the subject (the consumed seq is a harmless gap): see [`by_keys`].
 pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpisode) -> sqlx::Result<Option<Episode>> {
-    let insert = insert_from(
-        "SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now()), c.last_seq FROM c",
-    );
+    let insert = insert_from("SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now()), c.last_seq FROM c");
     let sql = format!(
         "WITH {TENANT_CTE}, \
          c AS (INSERT INTO subject_counters (tenant_id, subject_id, last_seq) SELECT $1, $2, 1 FROM mnemo_tenant \
