@@ -149,6 +149,10 @@ record batch-max load --scenario batch --subject bat --subjects 20 --batch-size 
 for i in $(seq "$COMPILE_RUNS"); do
     record compile-hash "$LG" seed --url "$URL" --pid "$SERVER_PID" --subject "comp-hash-$i" --episodes 1000 --compile
 done
+# The compile figure: one compile call over a fresh subject of 50 episodes (median).
+for i in $(seq 5); do
+    record compile-hash-50 "$LG" seed --url "$URL" --pid "$SERVER_PID" --subject "comp50-$i" --episodes 50 --compile
+done
 
 # 605 chat episodes compile to ~1000 memories (summaries plus profile facts).
 record seed-ctx1k "$LG" seed --url "$URL" --pid "$SERVER_PID" --subject ctx1k --episodes 605 --compile

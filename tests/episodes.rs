@@ -179,3 +179,72 @@ async fn unicode_and_nested_payloads_round_trip() {
     assert_eq!(status, 201);
     assert_eq!(ep["payload"], body["payload"]);
 }
+
+/// (subject, seq) of the stored episodes with these ids, in the given order.
+async fn seqs(app: &common::TestApp, ids: &[&str]) -> Vec<(String, i64)> {
+    let mut out = Vec::new();
+    for id in ids {
+        let uuid: uuid::Uuid = id.parse().unwrap();
+        let row: (String, i64) = sqlx::query_as("SELECT subject_id, seq FROM episodes WHERE id = $1")
+            .bind(uuid)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        out.push(row);
+    }
+    out
+}
+
+#[tokio::test]
+async fn batch_seqs_follow_the_input_per_subject_and_stored_keys_return_their_row() {
+    let app = spawn().await;
+    let mut stored = episode("user:b", "stored earlier");
+    stored["idempotency_key"] = json!("kept");
+    let (status, first) = app.post("/v1/episodes", &stored).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, single) = app.post("/v1/episodes", &episode("user:a", "single")).await;
+    assert_eq!(status, 201, "{single}");
+    let items = vec![
+        episode("user:b", "b1"),
+        episode("user:a", "a1"),
+        stored.clone(),
+        episode("user:b", "b2"),
+        episode("user:a", "a2"),
+    ];
+    let (status, body) = app.post("/v1/episodes/batch", &json!({ "episodes": items })).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["episodes_created"], 4);
+    let eps = body["episodes"].as_array().unwrap();
+    assert_eq!(eps[2], first, "a stored key returns the stored row unchanged");
+    let texts: Vec<&str> = eps.iter().map(|e| e["payload"]["messages"][0]["content"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["b1", "a1", "stored earlier", "b2", "a2"]);
+    let ids: Vec<&str> = eps.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    let got = seqs(&app, &ids).await;
+    let seq_of = |i: usize| got[i].1;
+    // user:a had seq 1 (single), user:b seq 1 (stored); the repeat consumes a seq (a gap).
+    assert!(seq_of(1) > 1 && seq_of(4) > seq_of(1), "{got:?}");
+    assert!(seq_of(0) > 1 && seq_of(3) > seq_of(0), "{got:?}");
+    // A later single ingest still comes after the batch in its subject.
+    let (_, after) = app.post("/v1/episodes", &episode("user:a", "after")).await;
+    let later = seqs(&app, &[after["id"].as_str().unwrap()]).await;
+    assert!(later[0].1 > seq_of(4), "{later:?} {got:?}");
+}
+
+#[tokio::test]
+async fn the_single_statement_insert_is_still_checked_by_row_level_security() {
+    let app = spawn().await;
+    // The statement's tenant CTE names one tenant while the row claims another: the policy's
+    // WITH CHECK must refuse it, as it would inside a tenant transaction.
+    let sql = format!(
+        "WITH {} INSERT INTO subject_counters (tenant_id, subject_id, last_seq) \
+         SELECT 'other', 'u', 1 FROM mnemo_tenant",
+        mnemo::db::scope::TENANT_CTE
+    );
+    let mut conn = app.app_pool.acquire().await.unwrap();
+    let err = sqlx::query(&sql).bind("default").execute(&mut *conn).await.unwrap_err();
+    assert!(err.to_string().contains("row-level security"), "{err}");
+    // The tenant setting ended with that statement's transaction.
+    let left: Option<String> =
+        sqlx::query_scalar("SELECT current_setting('mnemo.tenant', true)").fetch_one(&mut *conn).await.unwrap();
+    assert!(left.as_deref().unwrap_or("").is_empty(), "{left:?}");
+}

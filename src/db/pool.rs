@@ -3,7 +3,10 @@
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::PgPool;
+use sqlx::{Connection, PgPool};
+
+/// How long a pooled connection may sit idle before it is pinged again before use.
+const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
 
 /// The embedded migrations (plain SQL in `migrations/`).
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
@@ -25,6 +28,19 @@ pub async fn connect_app(opts: PgConnectOptions, max_connections: u32) -> sqlx::
         .max_connections(max_connections)
         .min_connections(1)
         .acquire_timeout(Duration::from_secs(10))
+        // sqlx pings every connection it hands out, a round trip as long as a whole
+        // single-statement ingest. A connection that was just in use was pinged when it came
+        // back (sqlx does on release), so only one idle for a while (say, across a failover)
+        // is checked again before use.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for < IDLE_BEFORE_PING {
+                    return Ok(true);
+                }
+                Ok(conn.ping().await.is_ok())
+            })
+        })
         .after_connect(|conn, _| {
             Box::pin(async move {
                 sqlx::query("SET ROLE mnemo_app").execute(&mut *conn).await?;
