@@ -21,6 +21,19 @@
 -- predicate is visible in the statement, so the model must be a literal there. They run only
 -- for large subjects, where the scan they replace costs far more than planning.
 
+-- The task's full-text query for one source (`memory` or `episode`): its lexemes OR-ed, and
+-- the lexemes, leaving out those that had become common in the subject by `p_as_of`
+-- (`subject_terms`). NULL when the task has no words or all of them are common.
+CREATE FUNCTION mnemo_task_query(p_subject text, p_as_of timestamptz, p_words text, p_source text)
+RETURNS TABLE (q tsquery, terms text[])
+LANGUAGE sql STABLE AS $$
+    SELECT string_agg(quote_literal(l), ' | ' ORDER BY l)::tsquery, array_agg(l ORDER BY l)
+    FROM unnest(tsvector_to_array(to_tsvector('english', p_words))) l
+    WHERE NOT EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = current_setting('mnemo.tenant', true)
+                        AND s.subject_id = p_subject AND s.source = p_source AND s.lexeme = l
+                        AND s.common_since <= p_as_of)
+$$;
+
 CREATE FUNCTION mnemo_context(
     p_tenant text, p_subject text, p_as_of timestamptz, p_words text, p_vector text, p_model text,
     p_session text, p_days timestamptz[], p_approx_from bigint, p_around boolean, p_sources boolean,
@@ -70,14 +83,10 @@ BEGIN
             PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
         END IF;
     END IF;
-    v_big := COALESCE((SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
-                         AND e.created_at <= p_as_of ORDER BY e.seq DESC LIMIT 1), 0) >= p_approx_from;
+    v_big := mnemo_subject_size(p_subject, p_as_of) >= p_approx_from;
 
     -- Memories.
-    SELECT string_agg(quote_literal(l), ' | ' ORDER BY l)::tsquery, array_agg(l ORDER BY l) INTO v_q, v_terms
-    FROM unnest(tsvector_to_array(to_tsvector('english', p_words))) l
-    WHERE NOT EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject
-                        AND s.source = 'memory' AND s.lexeme = l AND s.common_since <= p_as_of);
+    SELECT t.q, t.terms INTO v_q, v_terms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'memory') t;
     IF v_q IS NOT NULL THEN
         SELECT array_agg(b.id), array_agg(b.score) INTO v_mem_lx, v_mem_lx_score
         FROM mnemo_memory_bm25(p_subject, p_as_of, v_q, v_terms, v_lex) b;
@@ -122,10 +131,7 @@ BEGIN
     END IF;
 
     -- Episodes.
-    SELECT string_agg(quote_literal(l), ' | ' ORDER BY l)::tsquery, array_agg(l ORDER BY l) INTO v_q, v_terms
-    FROM unnest(tsvector_to_array(to_tsvector('english', p_words))) l
-    WHERE NOT EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject
-                        AND s.source = 'episode' AND s.lexeme = l AND s.common_since <= p_as_of);
+    SELECT t.q, t.terms INTO v_q, v_terms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'episode') t;
     IF v_q IS NOT NULL THEN
         SELECT array_agg(b.id), array_agg(b.score) INTO v_ep_lx, v_ep_lx_score
         FROM mnemo_episode_bm25(p_subject, p_as_of, v_q, v_terms, v_lex) b;
@@ -219,6 +225,8 @@ BEGIN
 END
 $$;
 
+REVOKE ALL ON FUNCTION mnemo_task_query(text, timestamptz, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mnemo_task_query(text, timestamptz, text, text) TO mnemo_app;
 REVOKE ALL ON FUNCTION mnemo_context(text, text, timestamptz, text, text, text, text, timestamptz[], bigint, boolean,
                                      boolean, boolean, integer[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION mnemo_context(text, text, timestamptz, text, text, text, text, timestamptz[], bigint, boolean,
