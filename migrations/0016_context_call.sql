@@ -70,8 +70,7 @@ DECLARE
     v_ep uuid[];
     v_ep_seq bigint[];
     v_more uuid[];
-    v_around bigint[];
-    v_sources uuid[];
+    v_all uuid[];
     v_asked uuid[];
 BEGIN
     PERFORM set_config('mnemo.tenant', p_tenant, true);
@@ -167,17 +166,23 @@ BEGIN
     END IF;
     v_ep := COALESCE(v_ep, '{}');
 
-    -- The turns around the lanes' episodes, and the source turns of single-turn summaries.
+    -- The turns around the lanes' episodes, and the source turns of single-turn summaries: every
+    -- episode to return, by id (each lookup through an index).
+    v_all := v_ep;
     IF p_around THEN
-        SELECT array_agg(DISTINCT s) INTO v_around
-        FROM episodes e, unnest(ARRAY[e.seq - 1, e.seq + 1]) s
-        WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = ANY (v_ep) AND s > 0;
+        SELECT array_agg(n.id) INTO v_more FROM episodes n
+        WHERE n.tenant_id = p_tenant AND n.subject_id = p_subject AND n.created_at <= p_as_of
+          AND n.seq = ANY (ARRAY(SELECT DISTINCT s FROM episodes e, unnest(ARRAY[e.seq - 1, e.seq + 1]) s
+                                 WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = ANY (v_ep)));
+        v_all := v_all || COALESCE(v_more, '{}');
     END IF;
     IF p_sources THEN
-        SELECT array_agg(DISTINCT m.source_episode_ids[1]) INTO v_sources FROM memories m
+        SELECT array_agg(m.source_episode_ids[1]) INTO v_more FROM memories m
         WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem)
           AND m.kind = 'episode_summary' AND cardinality(m.source_episode_ids) = 1;
+        v_all := v_all || COALESCE(v_more, '{}');
     END IF;
+    v_all := ARRAY(SELECT DISTINCT a FROM unnest(v_all) a);
 
     RETURN QUERY
     SELECT 1::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
@@ -203,12 +208,10 @@ BEGIN
     LEFT JOIN episode_embeddings x ON x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = e.id
       AND x.created_at <= p_as_of
     WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.created_at <= p_as_of
-      AND (e.id = ANY (v_ep) OR e.seq = ANY (COALESCE(v_around, '{}')) OR e.id = ANY (COALESCE(v_sources, '{}')));
+      AND e.id = ANY (v_all);
 
     SELECT array_agg(DISTINCT a) INTO v_asked FROM (
-        SELECT e.id AS a FROM episodes e
-        WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.created_at <= p_as_of
-          AND (e.id = ANY (v_ep) OR e.seq = ANY (COALESCE(v_around, '{}')) OR e.id = ANY (COALESCE(v_sources, '{}')))
+        SELECT unnest(v_all) AS a
         UNION ALL
         SELECT unnest(m.source_episode_ids) FROM memories m
         WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem) AND m.kind = 'episode_summary'
