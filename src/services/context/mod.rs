@@ -1,7 +1,7 @@
 //! Assembling a context bundle, in stages, each its own module:
 //!
 //! - [`candidates`] (stage 1): every lane's candidates, the turns around them and the facts
-//!   suppression needs, in one statement;
+//!   suppression needs, in one tenant-scoped transaction;
 //! - [`suppress`] (stages 2-4): what must not be shown (contradicted or unbacked turns, the
 //!   policy), and no double spending between a turn and its own summary;
 //! - [`rank`] (stage 5): one deterministic score per item (`mnemo-rank-5`, formula in README.md
