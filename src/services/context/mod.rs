@@ -109,8 +109,7 @@ pub async fn assemble(
         approx_from: opts.approx_vectors_from,
     };
     let found = candidates::retrieve(pool, &probe, &opts).await?;
-    let mut shown = suppress::suppress(found, &req.policy, opts.compact);
-    let policy = std::mem::take(&mut shown.policy);
+    let (shown, policy) = suppress::suppress(found, &req.policy, opts.compact);
     let days: HashSet<chrono::NaiveDate> = probe.days.iter().map(|d| d.date_naive()).collect();
     let task = rank::Task { text: &req.task, as_of, session_id: req.session_id.as_deref(), days: &days };
     let ranked = rank::score_all(shown, &task, &opts);

@@ -49,9 +49,11 @@ pub struct Ranked {
 pub fn score_all(shown: Shown, task: &Task<'_>, opts: &RetrievalOptions) -> Ranked {
     let caveat = needs_caveat(&shown, task.text);
     let t = &opts.tuning;
-    let ep_signals = episode_signals(&shown, opts);
+    let by_seq: BySeq<'_> = shown.episodes.iter().map(|e| (e.seq, (e.episode.session_id.as_deref(), e.sem))).collect();
+    let ep_signals = episode_signals(&shown, &by_seq, opts);
     let strong = strongest(&shown.episodes, &ep_signals, t);
-    let lent = if opts.neighbours { lent_relevance(&shown.episodes, &strong, t) } else { BTreeMap::new() };
+    let lent = if opts.neighbours { lent_relevance(&shown.episodes, &by_seq, &strong, t) } else { BTreeMap::new() };
+    drop(by_seq);
     let session_hits = if opts.session_matches { session_hits(&shown.episodes, &strong, t) } else { BTreeMap::new() };
     let words = task_words(task.text);
     let months = if opts.dates { task_months(task.text) } else { Vec::new() };
@@ -128,11 +130,12 @@ fn needs_caveat(shown: &Shown, task: &str) -> bool {
         && !sem.into_iter().any(|s| s.is_some_and(|c| c >= RELATED_COSINE))
 }
 
+/// Each candidate turn's session and cosine, by seq.
+type BySeq<'a> = HashMap<i64, (Option<&'a str>, Option<f64>)>;
+
 /// Each episode's (normalised BM25, smoothed cosine), in the order of `shown.episodes`.
-fn episode_signals(shown: &Shown, opts: &RetrievalOptions) -> Vec<(f64, Option<f64>)> {
+fn episode_signals(shown: &Shown, by_seq: &BySeq<'_>, opts: &RetrievalOptions) -> Vec<(f64, Option<f64>)> {
     let t = &opts.tuning;
-    let by_seq: HashMap<i64, (Option<&str>, Option<f64>)> =
-        shown.episodes.iter().map(|e| (e.seq, (e.episode.session_id.as_deref(), e.sem))).collect();
     let neighbour_sem = |e: &EpisodeCandidate, seq: i64| {
         by_seq.get(&seq).filter(|(sid, _)| *sid == e.episode.session_id.as_deref()).and_then(|(_, c)| *c)
     };
@@ -165,15 +168,18 @@ fn strongest(episodes: &[EpisodeCandidate], signals: &[(f64, Option<f64>)], t: &
 }
 
 /// The relevance the turns next to the strongest matches inherit, by seq (same session only).
-fn lent_relevance(episodes: &[EpisodeCandidate], strong: &[(f64, usize)], t: &Tuning) -> BTreeMap<i64, f64> {
-    let sessions: HashMap<i64, Option<&str>> =
-        episodes.iter().map(|e| (e.seq, e.episode.session_id.as_deref())).collect();
+fn lent_relevance(
+    episodes: &[EpisodeCandidate],
+    by_seq: &BySeq<'_>,
+    strong: &[(f64, usize)],
+    t: &Tuning,
+) -> BTreeMap<i64, f64> {
     let max_rel = strong.first().map_or(0.0, |s| s.0);
     let mut lent = BTreeMap::new();
     for &(r, i) in strong.iter().take(t.neighbour_sources) {
         let e = &episodes[i];
         for s in [e.seq - 1, e.seq + 1] {
-            if sessions.get(&s).is_some_and(|sid| *sid == e.episode.session_id.as_deref()) {
+            if by_seq.get(&s).is_some_and(|(sid, _)| *sid == e.episode.session_id.as_deref()) {
                 let v = lent.entry(s).or_insert(0.0);
                 *v = f64::max(*v, t.neighbour_share * r / max_rel);
             }

@@ -21,8 +21,6 @@ pub const EPISODE_LINE_CHARS: usize = 150;
 pub struct Shown {
     pub memories: Vec<MemoryCandidate>,
     pub episodes: Vec<EpisodeCandidate>,
-    /// The receipt's `policy` block.
-    pub policy: Value,
     /// Lexical and semantic signals of an item that stands for both a turn and its summary:
     /// the better of the two.
     pub joint: HashMap<Uuid, (f64, Option<f64>)>,
@@ -37,7 +35,8 @@ impl Shown {
     }
 }
 
-/// Applies suppression, the policy and the one-of-two rule to the candidates.
+/// Applies suppression, the policy and the one-of-two rule to the candidates; returns what is
+/// left and the receipt's `policy` block.
 ///
 /// - an episode (and its summary) that asserted a single-valued claim value later contradicted
 ///   never reaches the bundle: the old value must not come back through the raw record;
@@ -46,7 +45,7 @@ impl Shown {
 ///   represent it);
 /// - in enforce mode, the episodes of denied or redacted memories go too;
 /// - an episode and its own summary carry the same words: only one is kept (see [`one_of_two`]).
-pub fn suppress(c: Candidates, policy: &PolicyContext, compact: bool) -> Shown {
+pub fn suppress(c: Candidates, policy: &PolicyContext, compact: bool) -> (Shown, Value) {
     let contradicted: HashSet<Uuid> = c.backing.iter().filter(|b| b.contradicted).map(|b| b.episode_id).collect();
     let backed: HashMap<Uuid, bool> = c.backing.iter().map(|b| (b.episode_id, b.visible)).collect();
     let mut episodes = c.episodes;
@@ -63,13 +62,13 @@ pub fn suppress(c: Candidates, policy: &PolicyContext, compact: bool) -> Shown {
                 && m.memory.source_episode_ids.iter().any(|s| contradicted.contains(s)))
         })
         .collect();
-    let (policy, hidden) = apply_policy(policy, &mut memories);
+    let (block, hidden) = apply_policy(policy, &mut memories);
     episodes.retain(|e| !hidden.contains(&e.episode.id));
-    let mut shown = Shown { memories, episodes, policy, ..Default::default() };
+    let mut shown = Shown { memories, episodes, ..Default::default() };
     one_of_two(&mut shown, compact);
     let mut seen = HashSet::new();
     shown.episodes.retain(|e| seen.insert(e.episode.id));
-    shown
+    (shown, block)
 }
 
 /// Evaluates the policy on the candidates before scoring: in enforce mode denied memories go
@@ -217,7 +216,7 @@ mod tests {
                 Backing { episode_id: Uuid::from_u128(2), visible: false, contradicted: false },
             ],
         };
-        let s = suppress(c, &PolicyContext::default(), true);
+        let (s, _) = suppress(c, &PolicyContext::default(), true);
         let ids: Vec<u128> = s.episodes.iter().map(|e| e.episode.id.as_u128()).collect();
         assert_eq!(ids, vec![3], "contradicted turn 1 and unbacked turn 2 are gone, repeats too");
         assert!(s.memories.is_empty(), "summary of 1 is contradicted, summary of 3 is merged into its turn");
@@ -232,11 +231,11 @@ mod tests {
             episodes: vec![turn(1, 1, &long)],
             backing: vec![],
         };
-        let compact = suppress(c(), &PolicyContext::default(), true);
+        let (compact, _) = suppress(c(), &PolicyContext::default(), true);
         assert_eq!(compact.episodes.len(), 1);
         assert!(compact.memories.is_empty());
         assert_eq!(compact.full_text.get(&Uuid::from_u128(1)).map(String::as_str), Some("the whole summary"));
-        let loose = suppress(c(), &PolicyContext::default(), false);
+        let (loose, _) = suppress(c(), &PolicyContext::default(), false);
         assert!(loose.episodes.is_empty(), "the summary stands for the long turn");
         assert_eq!(loose.memories.len(), 1);
         assert_eq!(loose.signals(&Uuid::from_u128(10), 0.0, None), (0.9, Some(0.2)));
