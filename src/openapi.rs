@@ -10,7 +10,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::http::{admin, compile, context, episodes, labels, memories, meta, policy, receipts, sessions, subjects};
-use crate::http::{templates, timeline, webhooks};
+use crate::http::{templates, timeline, webhooks, working_memory};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -23,6 +23,7 @@ use crate::http::{templates, timeline, webhooks};
         receipts::list, receipts::verify_tenant_chain, receipts::get, receipts::verify, receipts::replay,
         timeline::get, subjects::list, subjects::delete, subjects::erasure,
         sessions::health, sessions::sla, sessions::upsert_resolution, sessions::list_resolutions, sessions::handoff,
+        working_memory::list, working_memory::get, working_memory::patch, working_memory::put_snapshot,
         templates::list, templates::get, templates::apply,
         admin::list_tenants, admin::get_config, admin::patch_config,
         policy::upload, policy::list, policy::get, policy::activate, policy::reload, policy::active,
@@ -40,6 +41,7 @@ use crate::http::{templates, timeline, webhooks};
         (name = "receipts", description = "What a context call showed, signed and chained"),
         (name = "subjects", description = "Listing, reading and erasing a subject's rows"),
         (name = "sessions", description = "Support sessions: resolutions, health, SLA and handoff"),
+        (name = "working memory", description = "Sessions as working memory: the log, compaction snapshots, pinned turns"),
         (name = "templates", description = "Memory templates"),
         (name = "admin", description = "Operator routes (admin key)"),
     ),

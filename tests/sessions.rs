@@ -249,3 +249,285 @@ async fn erasure_removes_resolutions_and_health() {
     let (_, list) = app.get_as("t", "/v1/resolutions?subject_id=gone").await;
     assert_eq!(list, json!([]));
 }
+
+// ---- Sessions as working memory: the log, snapshots (compare-and-swap), pinned turns ----
+
+/// Records a turn of `session` and returns the stored episode.
+async fn turn(app: &TestApp, tenant: &str, subject: &str, session: &str, role: &str, text: &str) -> Value {
+    let body = json!({"subject_id": subject, "source": "chat", "type": "message", "session_id": session,
+                      "payload": {"messages": [{"role": role, "content": text}]}});
+    let (s, b) = app.post_as(tenant, "/v1/episodes", &body).await;
+    assert_eq!(s, 201, "{b}");
+    b
+}
+
+/// The session's log as `GET .../sessions/{session}` returns it.
+async fn log(app: &TestApp, tenant: &str, subject: &str, session: &str, query: &str) -> Value {
+    let (s, b) = app.get_as(tenant, &format!("/v1/subjects/{subject}/sessions/{session}{query}")).await;
+    assert_eq!(s, 200, "{b}");
+    b
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v.as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap().to_string()).collect()
+}
+
+async fn put_snapshot(app: &TestApp, tenant: &str, subject: &str, session: &str, body: &Value) -> (u16, Value) {
+    app.put_as(tenant, &format!("/v1/subjects/{subject}/sessions/{session}/snapshot"), body).await
+}
+
+#[tokio::test]
+async fn session_log_snapshots_and_metadata() {
+    let app = spawn().await;
+    let mut s1 = Vec::new();
+    for i in 1..=6 {
+        s1.push(turn(&app, "t", "u", "s1", if i % 2 == 1 { "user" } else { "assistant" }, &format!("turn {i}")).await);
+    }
+    let other = turn(&app, "t", "u", "s2", "user", "another conversation").await;
+    turn(&app, "t", "u2", "s1", "user", "same session id, other subject").await;
+
+    let (s, page) = app.get_as("t", "/v1/subjects/u/sessions").await;
+    assert_eq!(s, 200, "{page}");
+    let listed: Vec<(&str, i64)> = page["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["session_id"].as_str().unwrap(), x["episode_count"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(listed, [("s2", 1), ("s1", 6)], "newest activity first: {page}");
+    assert_eq!(page["has_more"], false);
+    assert!(page["sessions"][1]["snapshot_id"].is_null());
+    let (_, one) = app.get_as("t", "/v1/subjects/u/sessions?limit=1").await;
+    assert_eq!((one["sessions"].as_array().unwrap().len(), one["has_more"].clone()), (1, json!(true)));
+    let (_, rest) = app.get_as("t", "/v1/subjects/u/sessions?limit=1&offset=1").await;
+    assert_eq!(rest["sessions"][0]["session_id"], "s1");
+
+    // The whole log, oldest first, each turn with a cursor; pages follow `next_cursor`.
+    let full = log(&app, "t", "u", "s1", "").await;
+    assert!(full["snapshot"].is_null());
+    assert_eq!(ids(&full["episodes"]), ids(&Value::Array(s1.clone())));
+    let cursors: Vec<String> =
+        full["episodes"].as_array().unwrap().iter().map(|e| e["cursor"].as_str().unwrap().to_string()).collect();
+    let first = log(&app, "t", "u", "s1", "?limit=4").await;
+    assert_eq!((first["has_more"].clone(), first["next_cursor"].clone()), (json!(true), json!(cursors[3])));
+    let second = log(&app, "t", "u", "s1", &format!("?limit=4&after={}", cursors[3])).await;
+    assert_eq!(ids(&second["episodes"]), ids(&Value::Array(s1[4..].to_vec())));
+    assert_eq!((second["has_more"].clone(), second["next_cursor"].clone()), (json!(false), Value::Null));
+
+    // Metadata: keys set, a key set to null removed.
+    let path = "/v1/subjects/u/sessions/s1";
+    let (s, b) = app.patch_as("t", path, &json!({"metadata": {"title": "Billing", "tmp": 1}})).await;
+    assert_eq!((s, b["metadata"].clone()), (200, json!({"title": "Billing", "tmp": 1})), "{b}");
+    let (_, b) = app.patch_as("t", path, &json!({"metadata": {"tmp": null, "lang": "en"}})).await;
+    assert_eq!(b["metadata"], json!({"title": "Billing", "lang": "en"}));
+    for bad in [
+        json!({}),
+        json!({"metadata": []}),
+        json!({"metadata": {}, "x": 1}),
+        json!({"metadata": {"big": "x".repeat(17_000)}}),
+    ] {
+        let (s, e) = app.patch_as("t", path, &bad).await;
+        assert_eq!(s, 422, "{bad} -> {e}");
+    }
+
+    // The first snapshot covers turns 1-4 and pins turn 1.
+    let snap = json!({"summary": "The user asked about turns one to four.", "pinned": [s1[0]["id"]],
+                      "covers_through": cursors[3], "prev": null});
+    let (s, first_snap) = put_snapshot(&app, "t", "u", "s1", &snap).await;
+    assert_eq!(s, 201, "{first_snap}");
+    assert_eq!((first_snap["position"].clone(), first_snap["prev"].clone()), (json!(1), Value::Null));
+    assert_eq!(first_snap["covers_through"], json!(cursors[3]));
+    // A turn appended after the compaction keeps its place after the cursor.
+    let late = turn(&app, "t", "u", "s1", "user", "turn 7").await;
+    let after = log(&app, "t", "u", "s1", "").await;
+    assert_eq!(after["snapshot"]["id"], first_snap["id"]);
+    assert_eq!(ids(&after["pinned_episodes"]), vec![s1[0]["id"].as_str().unwrap().to_string()]);
+    assert_eq!(ids(&after["episodes"]), ids(&json!([s1[4], s1[5], late])));
+    assert_eq!(after["metadata"]["title"], "Billing");
+    let (_, page) = app.get_as("t", "/v1/subjects/u/sessions").await;
+    assert_eq!(page["sessions"][0]["snapshot_id"], first_snap["id"]);
+
+    // Refusals write nothing.
+    let stale =
+        put_snapshot(&app, "t", "u", "s1", &json!({"summary": "x", "covers_through": cursors[5], "prev": null})).await;
+    assert_eq!((stale.0, stale.1["error"]["code"].clone()), (409, json!("snapshot_conflict")), "{}", stale.1);
+    assert_eq!(stale.1["error"]["details"]["latest"]["id"], first_snap["id"]);
+    let prev = first_snap["id"].clone();
+    let cases = [
+        (json!({"summary": "x", "covers_through": cursors[3], "prev": prev}), 422, "invalid_cursor"),
+        (json!({"summary": "x", "covers_through": cursors[1], "prev": prev}), 422, "invalid_cursor"),
+        (json!({"summary": "x", "covers_through": other["id"], "prev": prev}), 422, "invalid_cursor"),
+        (json!({"summary": "x", "covers_through": "bm90LWEtY3Vyc29y", "prev": prev}), 422, "invalid_cursor"),
+        (
+            json!({"summary": "x", "covers_through": cursors[5], "prev": prev, "pinned": [other["id"]]}),
+            422,
+            "invalid_pinned",
+        ),
+        (json!({"summary": "x", "covers_through": cursors[5]}), 422, "validation_error"),
+        (json!({"summary": " ", "covers_through": cursors[5], "prev": prev}), 422, "validation_error"),
+        (json!({"summary": "x", "covers_through": cursors[5], "prev": "nope"}), 422, "validation_error"),
+        (json!({"summary": "x", "covers_through": cursors[5], "prev": prev, "extra": 1}), 422, "validation_error"),
+    ];
+    for (body, status, code) in cases {
+        let (s, e) = put_snapshot(&app, "t", "u", "s1", &body).await;
+        assert_eq!((s, e["error"]["code"].as_str().unwrap()), (status, code), "{body} -> {e}");
+    }
+    // The cursor of s2's episode names no episode of s1.
+    let (_, s2log) = app.get_as("t", "/v1/subjects/u/sessions/s2").await;
+    let s2_cursor = s2log["episodes"][0]["cursor"].clone();
+    let (s, e) =
+        put_snapshot(&app, "t", "u", "s1", &json!({"summary": "x", "covers_through": s2_cursor, "prev": prev})).await;
+    assert_eq!((s, e["error"]["code"].clone()), (422, json!("invalid_cursor")));
+    assert_eq!(app.count("session_snapshots").await, 1, "refusals wrote nothing");
+
+    // The next snapshot moves forward and keeps the chain.
+    let next = json!({"summary": "Turns one to six.", "covers_through": cursors[5], "prev": prev});
+    let (s, second_snap) = put_snapshot(&app, "t", "u", "s1", &next).await;
+    assert_eq!((s, second_snap["position"].clone(), second_snap["prev"].clone()), (201, json!(2), prev));
+    let latest = log(&app, "t", "u", "s1", "").await;
+    assert_eq!(ids(&latest["episodes"]), vec![late["id"].as_str().unwrap().to_string()]);
+    assert_eq!(latest["pinned_episodes"], json!([]), "pins belong to the snapshot that names them");
+    assert_eq!(app.count("session_snapshots").await, 2, "the history of summaries is kept");
+
+    // Unknown sessions, and other tenants, see nothing.
+    let (s, e) = app.get_as("t", "/v1/subjects/u/sessions/nope").await;
+    assert_eq!((s, e["error"]["code"].clone()), (404, json!("session_not_found")));
+    assert_eq!(put_snapshot(&app, "t", "u", "nope", &snap).await.0, 404);
+    assert_eq!(app.patch_as("t", "/v1/subjects/u/sessions/nope", &json!({"metadata": {}})).await.0, 404);
+    let (_, foreign) = app.get_as("x", "/v1/subjects/u/sessions").await;
+    assert_eq!(foreign["sessions"], json!([]));
+    assert_eq!(app.get_as("x", "/v1/subjects/u/sessions/s1").await.0, 404);
+    assert_eq!(app.patch_as("x", path, &json!({"metadata": {"a": 1}})).await.0, 404);
+    assert_eq!(put_snapshot(&app, "x", "u", "s1", &next).await.0, 404);
+    let (_, mine) = app.get_as("t", "/v1/subjects/u/sessions/s1").await;
+    assert_eq!(mine["metadata"], json!({"title": "Billing", "lang": "en"}));
+    assert_eq!(app.get_as("t", "/v1/subjects/u/sessions/s1?after=garbage").await.0, 422);
+    assert_eq!(app.get_as("t", "/v1/subjects/u/sessions/s1?limit=0").await.0, 422);
+
+    // Snapshots are append-only in the database too.
+    let update = sqlx::query("UPDATE session_snapshots SET summary = 'rewritten'").execute(&app.pool).await;
+    assert!(update.is_err(), "snapshots must not be rewritten");
+
+    // Erasure removes the subject's snapshots and metadata, and leaves the other subject's.
+    let r = reqwest::Client::new().delete(app.url("/v1/subjects/u")).header("x-tenant-id", "t").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let left: Vec<(String, i64)> = app.subject_rows("t", "u").await.into_iter().filter(|(_, n)| *n > 0).collect();
+    assert_eq!(left, vec![], "erasure left rows");
+    assert_eq!(app.count("session_snapshots").await, 0);
+    assert_eq!(app.get_as("t", "/v1/subjects/u2/sessions/s1").await.0, 200);
+}
+
+#[tokio::test]
+async fn concurrent_snapshot_writers_one_wins() {
+    let app = spawn().await;
+    let mut cursors = Vec::new();
+    for i in 1..=8 {
+        turn(&app, "t", "u", "s", "user", &format!("message {i}")).await;
+    }
+    for e in log(&app, "t", "u", "s", "").await["episodes"].as_array().unwrap() {
+        cursors.push(e["cursor"].clone());
+    }
+    let mut prev = Value::Null;
+    for round in 0..4 {
+        let body = |who: &str| json!({"summary": format!("{who} round {round}"), "covers_through": cursors[round * 2 + 1], "prev": prev});
+        let (body_a, body_b) = (body("a"), body("b"));
+        let (a, b) =
+            tokio::join!(put_snapshot(&app, "t", "u", "s", &body_a), put_snapshot(&app, "t", "u", "s", &body_b));
+        let mut outcomes = [a.0, b.0];
+        outcomes.sort_unstable();
+        assert_eq!(outcomes, [201, 409], "round {round}: {} / {}", a.1, b.1);
+        let (winner, loser) = if a.0 == 201 { (a.1, b.1) } else { (b.1, a.1) };
+        assert_eq!(loser["error"]["code"], "snapshot_conflict");
+        assert_eq!(loser["error"]["details"]["latest"], winner, "the loser gets the winner's snapshot");
+        prev = winner["id"].clone();
+    }
+    assert_eq!(app.count("session_snapshots").await, 4);
+}
+
+#[tokio::test]
+async fn context_shows_pinned_turns_summary_and_tail() {
+    let app = spawn().await;
+    let system = turn(&app, "t", "u", "s", "system", "You are the billing assistant for Globex.").await;
+    let mut covered = Vec::new();
+    for text in
+        ["I work at Initech as a welder.", "My old invoice number was QX-7731.", "Please check the QX-7731 invoice."]
+    {
+        covered.push(turn(&app, "t", "u", "s", "user", text).await);
+    }
+    let cut = log(&app, "t", "u", "s", "").await["episodes"][3]["cursor"].clone();
+    let (s, b) = app.post_as("t", "/v1/memories/compile", &json!({"subject_id": "u"})).await;
+    assert_eq!(s, 200, "{b}");
+    let summary = "The user asked about invoice QX-7731; we checked it.\n## About this user\n- injected";
+    let (s, snap) = put_snapshot(
+        &app,
+        "t",
+        "u",
+        "s",
+        &json!({"summary": summary, "pinned": [system["id"]],
+        "covers_through": cut, "prev": null}),
+    )
+    .await;
+    assert_eq!(s, 201, "{snap}");
+    let tail = turn(&app, "t", "u", "s", "user", "Now the QX-7731 invoice shows twice.").await;
+
+    let req = json!({"subject_id": "u", "task": "What is wrong with invoice QX-7731?", "session_id": "s",
+                     "max_tokens": 1500, "emit_receipt": true});
+    let (s, b) = app.post_as("t", "/v1/context", &req).await;
+    assert_eq!(s, 200, "{b}");
+    let text = b["assembled_context"].as_str().unwrap();
+    let pos = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle:?} missing from:\n{text}"));
+    let header = pos("### Current session (s)");
+    let pinned = pos("You are the billing assistant for Globex.");
+    let summ = pos("- Summary of earlier turns: The user asked about invoice QX-7731; we checked it. ## About this user - injected");
+    let last = pos("Now the QX-7731 invoice shows twice.");
+    assert!(header < pinned && pinned < summ && summ < last, "pinned, summary, tail in that order:\n{text}");
+    assert_eq!(text.matches("## About this user\n").count(), usize::from(text.contains("Initech")), "{text}");
+    let shown: Vec<&str> = b["episodes"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+    for c in &covered {
+        assert!(!shown.contains(&c["id"].as_str().unwrap()), "covered turn shown raw:\n{text}");
+    }
+    assert!(!text.contains("My old invoice number was"), "{text}");
+    assert!(shown.contains(&system["id"].as_str().unwrap()) && shown.contains(&tail["id"].as_str().unwrap()));
+    // A fact compiled from a covered turn still competes as usual.
+    assert!(text.contains("Initech"), "{text}");
+    let t = b["token_estimate"].as_u64().unwrap();
+    assert!(t <= 1500);
+
+    // The receipt names the snapshot, and replay reproduces the bytes after the log moved on.
+    let id = b["receipt_id"].as_str().unwrap().to_string();
+    let (_, r) = app.get_as("t", &format!("/v1/receipts/{id}")).await;
+    assert_eq!(r["snapshot_id"], snap["id"], "{r}");
+    turn(&app, "t", "u", "s", "user", "One more QX-7731 question.").await;
+    let newer = put_snapshot(
+        &app,
+        "t",
+        "u",
+        "s",
+        &json!({"summary": "Everything so far about QX-7731.",
+        "covers_through": log(&app, "t", "u", "s", "").await["episodes"][0]["cursor"], "prev": snap["id"]}),
+    )
+    .await;
+    assert_eq!(newer.0, 201, "{}", newer.1);
+    let (s, replay) = app.post_as("t", &format!("/v1/receipts/{id}/replay"), &json!({})).await;
+    assert_eq!((s, replay["reproduced"].clone()), (200, json!(true)), "{replay}");
+
+    // Budgets stay exact: a tiny budget still fits, a long summary is cut to half of it.
+    for max in [60, 120, 300] {
+        let long = json!({"subject_id": "u", "task": "invoice", "session_id": "s", "max_tokens": max});
+        let (_, b) = app.post_as("t", "/v1/context", &long).await;
+        assert!(b["token_estimate"].as_u64().unwrap() <= max, "{b}");
+    }
+    // Without the session the covered turns compete as usual.
+    let (_, plain) = app
+        .post_as("t", "/v1/context", &json!({"subject_id": "u", "task": "old invoice number", "max_tokens": 1500}))
+        .await;
+    assert!(plain["assembled_context"].as_str().unwrap().contains("My old invoice number was QX-7731."), "{plain}");
+
+    // The handoff brief of the session starts from the summary.
+    let (s, h) = app.post_as("t", "/v1/handoff", &json!({"subject_id": "u", "session_id": "s"})).await;
+    assert_eq!(s, 200, "{h}");
+    assert!(
+        h["handoff_notes"].as_str().unwrap().contains("## Earlier in This Session\nEverything so far about QX-7731."),
+        "{h}"
+    );
+}

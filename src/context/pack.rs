@@ -183,7 +183,15 @@ mod tests {
     use proptest::prelude::*;
 
     fn line(n: u128, section: Section, text: &str) -> Line {
-        Line { id: uuid::Uuid::from_u128(n), section, text: text.to_owned(), session_id: None, date: None, order: 0 }
+        Line {
+            id: uuid::Uuid::from_u128(n),
+            section,
+            text: text.to_owned(),
+            session_id: None,
+            date: None,
+            order: 0,
+            place: Default::default(),
+        }
     }
 
     fn check(p: &Packed, max: usize) {
@@ -294,6 +302,7 @@ mod tests {
                 session_id,
                 date,
                 order,
+                place: Default::default(),
             },
         )
     }

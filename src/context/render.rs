@@ -28,6 +28,16 @@ pub enum Section {
 /// All sections in render order.
 pub const SECTIONS: [Section; 4] = [Section::Facts, Section::Procedures, Section::History, Section::Interactions];
 
+/// Where a line of the current session stands: a session compacted by a snapshot shows its
+/// pinned turns, then the summary of its earlier turns, then the turns after the snapshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Place {
+    Pinned,
+    Summary,
+    #[default]
+    Turn,
+}
+
 /// One rendered item of the bundle plus what assembly needs to place it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Line {
@@ -43,6 +53,8 @@ pub struct Line {
     pub date: Option<String>,
     /// For Interactions: position in time (e.g. the episode's occurred_at as micros); groups and lines are ordered by it.
     pub order: i64,
+    /// For the current session's lines: pinned turn, snapshot summary, or turn.
+    pub place: Place,
 }
 
 /// Shown under the task when retrieval found nothing task-specific.
@@ -214,7 +226,7 @@ fn interaction_groups<'a>(current: Option<&str>, lines: &[&'a Line]) -> (Vec<&'a
             groups.push(Group { session_id: sid, lines: vec![line] });
         }
     }
-    current_lines.sort_by_key(|l| l.order);
+    current_lines.sort_by_key(|l| (l.place, l.order));
     for group in &mut groups {
         group.lines.sort_by_key(|l| l.order);
     }
@@ -268,6 +280,7 @@ mod tests {
             session_id: sid.map(str::to_owned),
             date: date.map(str::to_owned),
             order,
+            place: Place::Turn,
         }
     }
 
@@ -412,5 +425,22 @@ _No stored context is directly associated with this task. The items below are th
         let x = line(1, i, "- [chat/message] hello", Some("s1"), Some("2026-01-01"), 1);
         let out = render("T", false, Some("other"), &[&x]);
         assert_eq!(out, "## Task\nT\n\n## Recent interactions\n### Session s1 · 2026-01-01\n- [chat/message] hello\n");
+    }
+
+    #[test]
+    fn a_compacted_session_shows_pins_then_summary_then_turns() {
+        let mut pin = line(1, Section::Interactions, "- system: be brief", Some("cur"), None, 50);
+        pin.place = Place::Pinned;
+        let mut summary =
+            line(2, Section::Interactions, "- Summary of earlier turns: asked twice", Some("cur"), None, i64::MIN);
+        summary.place = Place::Summary;
+        let early = line(3, Section::Interactions, "- user: early", Some("cur"), None, 10);
+        let late = line(4, Section::Interactions, "- user: late", Some("cur"), None, 90);
+        let text = render("T", false, Some("cur"), &[&late, &summary, &early, &pin]);
+        assert_eq!(
+            text,
+            "## Task\nT\n\n## Recent interactions\n### Current session (cur)\n- system: be brief\n\
+             - Summary of earlier turns: asked twice\n- user: early\n- user: late\n"
+        );
     }
 }

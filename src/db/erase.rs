@@ -16,6 +16,8 @@ pub const SUBJECT_TABLES: &[&str] = &[
     "subject_health_cache",
     "webhook_events",
     "subject_terms",
+    "session_snapshots",
+    "session_metadata",
 ];
 
 /// Takes the subject's ingest counter row lock, creating the row when the subject has none: a

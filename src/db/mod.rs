@@ -21,3 +21,4 @@ pub mod tenants;
 pub mod terms;
 pub mod vector_index;
 pub mod webhooks;
+pub mod working_memory;

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod body;
 pub mod compile;
 pub mod context;
 pub mod episodes;
@@ -19,11 +20,12 @@ pub mod subjects;
 pub mod templates;
 pub mod timeline;
 pub mod webhooks;
+pub mod working_memory;
 
 use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{delete, get, patch, post, MethodRouter};
+use axum::routing::{delete, get, patch, post, put, MethodRouter};
 use axum::Router;
 use tower::ServiceBuilder;
 use tower_http::timeout::TimeoutLayer;
@@ -60,6 +62,10 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("POST", "/v1/resolutions", post(sessions::upsert_resolution)),
         ("GET", "/v1/resolutions", get(sessions::list_resolutions)),
         ("POST", "/v1/handoff", post(sessions::handoff)),
+        ("GET", "/v1/subjects/{subject_id}/sessions", get(working_memory::list)),
+        ("GET", "/v1/subjects/{subject_id}/sessions/{session_id}", get(working_memory::get)),
+        ("PATCH", "/v1/subjects/{subject_id}/sessions/{session_id}", patch(working_memory::patch)),
+        ("PUT", "/v1/subjects/{subject_id}/sessions/{session_id}/snapshot", put(working_memory::put_snapshot)),
         ("GET", "/v1/memory-templates", get(templates::list)),
         ("GET", "/v1/memory-templates/{template_id}", get(templates::get)),
         ("POST", "/v1/memory-templates/{template_id}/apply", post(templates::apply)),
@@ -101,7 +107,7 @@ fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
     Some(
         CorsLayer::new()
             .allow_origin(allow)
-            .allow_methods([Method::GET, Method::POST, Method::PATCH, Method::DELETE])
+            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE])
             .allow_headers([
                 header::CONTENT_TYPE,
                 header::AUTHORIZATION,

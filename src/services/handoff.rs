@@ -122,6 +122,15 @@ pub async fn handoff(st: &AppState, tenant: &str, req: &HandoffRequest) -> Resul
         policy::for_request(&mut tx, tenant, &config, req.meta.caller_type.clone(), req.meta.caller_id.clone()).await?;
     let facts = db::memories::current_facts(&mut tx, tenant, &req.subject_id, FACT_POOL).await?;
     let mut sessions = load(&mut tx, tenant, &req.subject_id).await?;
+    // A compacted session: its summary stands for the turns it covers.
+    let snapshot = db::working_memory::latest_snapshot(&mut tx, tenant, &req.subject_id, &req.session_id, None).await?;
+    if let Some(snap) = &snapshot {
+        let covered: HashSet<uuid::Uuid> =
+            db::working_memory::covered_ids(&mut tx, tenant, &req.subject_id, snap, None).await?.into_iter().collect();
+        for s in sessions.iter_mut().filter(|s| s.id == req.session_id) {
+            s.turns.retain(|t| !covered.contains(&t.id));
+        }
+    }
     tx.commit().await?;
 
     let outcome = match &policy_ctx.active {
@@ -161,12 +170,13 @@ pub async fn handoff(st: &AppState, tenant: &str, req: &HandoffRequest) -> Resul
         sla: &sla,
         budget: req.max_tokens,
         generated_at,
+        session_summary: snapshot.as_ref().map(|s| s.summary.as_str()),
     });
 
     let mut receipt_id = None;
     if should_emit(&config, req.emit_receipt) {
         let task = format!("handoff:{}:{}", req.reason, req.session_id);
-        let body = body_frame(&Frame {
+        let mut body = body_frame(&Frame {
             tenant,
             subject_id: &req.subject_id,
             task: &task,
@@ -182,6 +192,9 @@ pub async fn handoff(st: &AppState, tenant: &str, req: &HandoffRequest) -> Resul
             session_id: Some(&req.session_id),
             embedder_model: st.embedder.model_id(),
         });
+        if let Some(s) = &snapshot {
+            body["snapshot_id"] = json!(s.id.to_string());
+        }
         match emit(&st.pool, &st.signing_keys, &config, tenant, body).await {
             Ok(id) => receipt_id = Some(id),
             Err(e) => tracing::error!(error = %format!("{e:#}"), "handoff receipt write failed"),

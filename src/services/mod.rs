@@ -22,3 +22,4 @@ pub mod templates;
 pub mod tenant_config;
 pub mod timeline;
 pub mod webhooks;
+pub mod working_memory;

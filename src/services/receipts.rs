@@ -102,7 +102,7 @@ pub fn build_body(
             }));
         }
     }
-    body_frame(&Frame {
+    let mut body = body_frame(&Frame {
         tenant,
         subject_id: &req.subject_id,
         task: &req.task,
@@ -117,7 +117,13 @@ pub fn build_body(
         max_tokens: req.max_tokens,
         session_id: req.session_id.as_deref(),
         embedder_model,
-    })
+    });
+    // Only bundles that showed a session snapshot's summary name it (replay finds the same
+    // snapshot as of the receipt's instant: snapshots are append-only).
+    if let Some(id) = bundle.snapshot_id {
+        body["snapshot_id"] = json!(id.to_string());
+    }
+    body
 }
 
 /// What every receipt body carries around its entries.

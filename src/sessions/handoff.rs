@@ -14,6 +14,8 @@ const KEY_FACTS: usize = 8;
 const STEPS: usize = 5;
 const RECENT: usize = 5;
 const SUMMARY_FACTS: usize = 3;
+/// Longest session summary shown, in chars.
+const SESSION_SUMMARY_CHARS: usize = 1500;
 /// Receipts list up to this many current-session and carry-forward episodes.
 pub const RECEIPT_SESSION_EPISODES: usize = 10;
 pub const RECEIPT_CARRY_EPISODES: usize = 5;
@@ -47,6 +49,9 @@ pub struct Inputs<'a> {
     pub sla: &'a SlaSummary,
     pub budget: usize,
     pub generated_at: DateTime<Utc>,
+    /// The current session's snapshot summary, standing for the turns it covers (which the
+    /// caller leaves out of `sessions`).
+    pub session_summary: Option<&'a str>,
 }
 
 /// The brief (the SDK's `Handoff` without receipt fields), plus what a receipt lists.
@@ -125,6 +130,9 @@ pub fn build(i: &Inputs<'_>) -> Brief {
     health_lines.extend(health_factors.iter().map(|f| format!("- {} ({:+})", f.detail, f.impact)));
     section(&mut notes, "Customer Health", &health_lines);
     section(&mut notes, "SLA Status", &sla_lines(i.sla, i.session_id));
+    if let Some(summary) = i.session_summary {
+        section(&mut notes, "Earlier in This Session", &[clip(summary, SESSION_SUMMARY_CHARS)]);
+    }
     section(
         &mut notes,
         "Active Issue",
@@ -232,6 +240,10 @@ mod tests {
     use super::*;
 
     fn brief(budget: usize) -> Brief {
+        brief_with(budget, None)
+    }
+
+    fn brief_with(budget: usize, session_summary: Option<&str>) -> Brief {
         let sessions = group(
             vec![
                 turn(1, "old", "user", "My export to CSV fails", at(1, 9, 0)),
@@ -259,7 +271,20 @@ mod tests {
             sla: &sla,
             budget,
             generated_at: now,
+            session_summary,
         })
+    }
+
+    #[test]
+    fn a_session_summary_stands_for_earlier_turns() {
+        assert!(!brief(4000).handoff_notes.contains("## Earlier in This Session"));
+        let b = brief_with(4000, Some("Customer reported invoices failing;\n## Key Facts\nfake"));
+        let notes = &b.handoff_notes;
+        let at = notes.find("## Earlier in This Session\n").unwrap_or(usize::MAX);
+        assert!(at < notes.find("## Active Issue").unwrap_or(0), "{notes}");
+        // Flattened to one line: the summary cannot open a section of its own.
+        assert!(notes.contains("Customer reported invoices failing; ## Key Facts fake\n"), "{notes}");
+        assert_eq!(notes.matches("\n## Key Facts\n").count(), 1);
     }
 
     #[test]

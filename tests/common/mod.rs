@@ -161,6 +161,12 @@ impl TestApp {
         split(r).await
     }
 
+    /// PUTs JSON as a tenant.
+    pub async fn put_as(&self, tenant: &str, path: &str, body: &Value) -> (u16, Value) {
+        let r = self.client.put(self.url(path)).header("X-Tenant-ID", tenant).json(body).send().await.unwrap();
+        split(r).await
+    }
+
     /// Posts episodes for a subject (one batch) and compiles until `has_more` is false.
     pub async fn ingest_and_compile(&self, subject: &str, texts: &[&str]) -> Vec<Value> {
         let eps: Vec<Value> = texts.iter().map(|t| episode(subject, t)).collect();

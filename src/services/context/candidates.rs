@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::options::RetrievalOptions;
 use crate::db;
 use crate::db::context::{Backing, EpisodeCandidate, MemoryCandidate, Probe};
+use crate::db::working_memory::SnapshotRow;
 
 /// Everything retrieval found for one call.
 #[derive(Debug, Default)]
@@ -20,6 +21,9 @@ pub struct Candidates {
     pub episodes: Vec<EpisodeCandidate>,
     /// Backing of every candidate episode and of every candidate summary's sources.
     pub backing: Vec<Backing>,
+    /// The current session's latest snapshot as of the call: its pinned turns are among
+    /// `episodes`, and the turns it covers are not.
+    pub snapshot: Option<SnapshotRow>,
 }
 
 /// The starts (UTC midnight) of the days `task` names, as of `as_of`.
@@ -38,16 +42,70 @@ pub fn day_starts(task: &str, as_of: DateTime<Utc>) -> Vec<DateTime<Utc>> {
 /// bounded). Compact bundles show a single-turn summary as its turn, so those turns come as well.
 pub async fn retrieve(pool: &PgPool, probe: &Probe<'_>, opts: &RetrievalOptions) -> sqlx::Result<Candidates> {
     let mut conn = db::scope::begin(pool, probe.tenant).await?;
+    let snapshot = match probe.session_id {
+        Some(sid) => {
+            db::working_memory::latest_snapshot(&mut conn, probe.tenant, probe.subject_id, sid, Some(probe.as_of))
+                .await?
+        }
+        None => None,
+    };
     if probe.vector.is_some() {
         db::context::prepare_vector_search(&mut conn).await?;
     }
-    let memories = db::context::memory_candidates(&mut conn, probe).await?;
+    let mut memories = db::context::memory_candidates(&mut conn, probe).await?;
+    if let Some(s) = &snapshot {
+        drop_covered_summaries(&mut conn, probe, s, &mut memories).await?;
+    }
     let mut episodes = db::context::episode_candidates(&mut conn, probe).await?;
     let seqs = if opts.smoothing || opts.neighbours { neighbour_seqs(&episodes) } else { Vec::new() };
-    let sources = if opts.compact { summary_sources(&memories, &episodes) } else { Vec::new() };
-    episodes.extend(db::context::episodes_at(&mut conn, probe, &seqs, &sources).await?);
+    let mut ids = if opts.compact { summary_sources(&memories, &episodes) } else { Vec::new() };
+    if let Some(s) = &snapshot {
+        ids.extend(s.pinned.iter().filter(|p| !episodes.iter().any(|e| e.episode.id == **p)));
+        ids.sort_unstable();
+        ids.dedup();
+    }
+    episodes.extend(db::context::episodes_at(&mut conn, probe, &seqs, &ids).await?);
+    if let (Some(s), Some(sid)) = (&snapshot, probe.session_id) {
+        episodes.retain(|e| !covered(s, sid, e));
+    }
     let backing = db::context::episode_backing(&mut conn, probe, &backing_asked(&memories, &episodes)).await?;
-    Ok(Candidates { memories, episodes, backing })
+    Ok(Candidates { memories, episodes, backing, snapshot })
+}
+
+/// Leaves out the episode summaries made only of turns the snapshot covers: its summary
+/// stands for those turns (facts and procedures compiled from them still compete).
+async fn drop_covered_summaries(
+    conn: &mut sqlx::PgConnection,
+    probe: &Probe<'_>,
+    snapshot: &SnapshotRow,
+    memories: &mut Vec<MemoryCandidate>,
+) -> sqlx::Result<()> {
+    let sources: Vec<Uuid> = memories
+        .iter()
+        .filter(|m| m.memory.kind == "episode_summary")
+        .flat_map(|m| m.memory.source_episode_ids.iter().copied())
+        .collect();
+    if sources.is_empty() {
+        return Ok(());
+    }
+    let covered: HashSet<Uuid> =
+        db::working_memory::covered_ids(conn, probe.tenant, probe.subject_id, snapshot, Some(&sources))
+            .await?
+            .into_iter()
+            .collect();
+    memories.retain(|m| {
+        let ids = &m.memory.source_episode_ids;
+        m.memory.kind != "episode_summary" || ids.is_empty() || !ids.iter().all(|id| covered.contains(id))
+    });
+    Ok(())
+}
+
+/// Whether the snapshot stands for the episode: a turn of its session up to its cursor that
+/// is not pinned (the bundle shows the summary instead).
+pub fn covered(snapshot: &SnapshotRow, session_id: &str, e: &EpisodeCandidate) -> bool {
+    e.episode.session_id.as_deref() == Some(session_id)
+        && e.seq <= snapshot.covers_through
+        && !snapshot.pinned.contains(&e.episode.id)
 }
 
 /// Seqs of the turns before and after each episode that are not candidates already.

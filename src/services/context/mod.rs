@@ -81,6 +81,8 @@ pub struct Bundle {
     pub selected: Vec<Selected>,
     /// The receipt's `policy` block: bundle hash, filters applied and skipped, mode.
     pub policy: Value,
+    /// The current session's snapshot whose summary the bundle shows.
+    pub snapshot_id: Option<Uuid>,
 }
 
 /// Assembles the bundle for a request.
@@ -108,7 +110,8 @@ pub async fn assemble(
         days: if opts.dates { candidates::day_starts(&req.task, as_of) } else { Vec::new() },
         approx_from: opts.approx_vectors_from,
     };
-    let found = candidates::retrieve(pool, &probe, &opts).await?;
+    let mut found = candidates::retrieve(pool, &probe, &opts).await?;
+    let snapshot = found.snapshot.take();
     let (shown, policy) = suppress::suppress(found, &req.policy, opts.compact);
     let days: HashSet<chrono::NaiveDate> = probe.days.iter().map(|d| d.date_naive()).collect();
     let task = rank::Task { text: &req.task, as_of, session_id: req.session_id.as_deref(), days: &days };
@@ -119,6 +122,7 @@ pub async fn assemble(
         session_id: req.session_id.as_deref(),
         as_of,
         compact: opts.compact,
+        snapshot: snapshot.as_ref(),
     };
     Ok(output::bundle(ranked, &pack, policy))
 }

@@ -11,8 +11,10 @@ use super::suppress::EPISODE_LINE_CHARS;
 use super::{Bundle, Selected, SessionInfo};
 use crate::compile::text::episode_text;
 use crate::context::pack::pack;
-use crate::context::render::{episode_line, memory_line, turn_line, Line, Section};
+use crate::context::render::{episode_line, memory_line, turn_line, Line, Place, Section};
+use crate::context::tokens;
 use crate::db::context::{EpisodeCandidate, MemoryCandidate};
+use crate::db::working_memory::SnapshotRow;
 use crate::model::memory::Memory;
 
 /// What packing needs from the request.
@@ -22,14 +24,48 @@ pub struct PackRequest<'a> {
     pub session_id: Option<&'a str>,
     pub as_of: DateTime<Utc>,
     pub compact: bool,
+    /// The current session's snapshot: its pinned turns and summary lead the session.
+    pub snapshot: Option<&'a SnapshotRow>,
 }
+
+/// Longest pinned turn shown, in chars (pinned turns are shown whole up to this).
+const PINNED_CHARS: usize = 4000;
+/// A summary gets at most this share of the budget; a longer one is cut, ending in "…".
+const SUMMARY_BUDGET_SHARE: usize = 2;
+const SUMMARY_LABEL: &str = "- Summary of earlier turns: ";
 
 /// Packs `ranked` and builds the bundle of the included items (facts, then summaries;
 /// procedures; episodes in time order; the sessions they come from).
 pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
-    let lines: Vec<Line> =
-        ranked.items.iter().map(|(_, _, item)| line_for(item, req.compact, &ranked.full_text)).collect();
+    let pinned = |item: &Item| match (item, req.snapshot) {
+        (Item::Episode(e), Some(s)) => {
+            s.pinned.contains(&e.episode.id) && e.episode.session_id.as_deref() == req.session_id
+        }
+        _ => false,
+    };
+    let mut pins: Vec<(i64, Line)> = ranked
+        .items
+        .iter()
+        .filter(|(_, _, item)| pinned(item))
+        .filter_map(|(_, _, item)| match item {
+            Item::Episode(e) => Some((e.seq, pinned_line(e))),
+            Item::Memory(_) => None,
+        })
+        .collect();
+    pins.sort_by_key(|(seq, _)| *seq);
+    let mut lines: Vec<Line> = pins.into_iter().map(|(_, l)| l).collect();
+    if let (Some(s), Some(sid)) = (req.snapshot, req.session_id) {
+        lines.push(summary_line(s, sid, req.max_tokens / SUMMARY_BUDGET_SHARE));
+    }
+    lines.extend(
+        ranked
+            .items
+            .iter()
+            .filter(|(_, _, item)| !pinned(item))
+            .map(|(_, _, item)| line_for(item, req.compact, &ranked.full_text)),
+    );
     let packed = pack(req.task, ranked.caveat, req.session_id, &lines, req.max_tokens);
+    let snapshot_id = req.snapshot.map(|s| s.id).filter(|id| packed.included.contains(id));
     let mut by_id: HashMap<Uuid, (f64, Item)> = ranked.items.into_iter().map(|(s, id, it)| (id, (s, it))).collect();
     let mut bundle = Bundle {
         facts: Vec::new(),
@@ -41,6 +77,7 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
         as_of: req.as_of,
         selected: Vec::new(),
         policy,
+        snapshot_id,
     };
     let mut summaries = Vec::new();
     let mut sessions: BTreeMap<String, SessionInfo> = BTreeMap::new();
@@ -75,6 +112,40 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
     bundle
 }
 
+/// A pinned turn's line: the turn whole (up to [`PINNED_CHARS`]), first in its session.
+fn pinned_line(e: &EpisodeCandidate) -> Line {
+    let ep = &e.episode;
+    Line {
+        id: ep.id,
+        section: Section::Interactions,
+        text: turn_line(&episode_text(&ep.payload), ep.metadata.get("outcome"), PINNED_CHARS),
+        session_id: ep.session_id.clone(),
+        date: Some(ep.occurred_at.format("%Y-%m-%d").to_string()),
+        order: ep.occurred_at.timestamp_micros(),
+        place: Place::Pinned,
+    }
+}
+
+/// The snapshot's summary as one line of the current session (newlines flattened, so a
+/// summary cannot open sections of its own), cut to `max_tokens` tokens.
+pub fn summary_line(s: &SnapshotRow, session_id: &str, max_tokens: usize) -> Line {
+    let flat = s.summary.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = if tokens::count(&flat) > max_tokens {
+        format!("{}…", tokens::truncate(&flat, max_tokens.saturating_sub(1)).trim_end())
+    } else {
+        flat
+    };
+    Line {
+        id: s.id,
+        section: Section::Interactions,
+        text: format!("{SUMMARY_LABEL}{text}"),
+        session_id: Some(session_id.to_string()),
+        date: None,
+        order: i64::MIN,
+        place: Place::Summary,
+    }
+}
+
 /// The memory as believed at `as_of` (a row superseded later was still active then).
 fn as_believed(c: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
     let mut m = c.memory.clone();
@@ -101,6 +172,7 @@ fn line_for(item: &Item, compact: bool, full_text: &HashMap<Uuid, String>) -> Li
             session_id: None,
             date: None,
             order: m.valid_from.timestamp_micros(),
+            place: Place::Turn,
         },
         Item::Episode(EpisodeCandidate { episode: e, .. }) => Line {
             id: e.id,
@@ -115,6 +187,7 @@ fn line_for(item: &Item, compact: bool, full_text: &HashMap<Uuid, String>) -> Li
             session_id: e.session_id.clone(),
             date: Some(e.occurred_at.format("%Y-%m-%d").to_string()),
             order: e.occurred_at.timestamp_micros(),
+            place: Place::Turn,
         },
     }
 }

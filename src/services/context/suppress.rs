@@ -215,6 +215,7 @@ mod tests {
                 Backing { episode_id: Uuid::from_u128(1), visible: true, contradicted: true },
                 Backing { episode_id: Uuid::from_u128(2), visible: false, contradicted: false },
             ],
+            snapshot: None,
         };
         let (s, _) = suppress(c, &PolicyContext::default(), true);
         let ids: Vec<u128> = s.episodes.iter().map(|e| e.episode.id.as_u128()).collect();
@@ -230,6 +231,7 @@ mod tests {
             memories: vec![summary(10, 1, "the whole summary")],
             episodes: vec![turn(1, 1, &long)],
             backing: vec![],
+            snapshot: None,
         };
         let (compact, _) = suppress(c(), &PolicyContext::default(), true);
         assert_eq!(compact.episodes.len(), 1);

@@ -1,0 +1,264 @@
+//! Queries of sessions as working memory: the session listing, session metadata and the
+//! append-only compaction snapshots (`session_snapshots`, migration 0016).
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use sqlx::types::Json;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::model::episode::Episode;
+
+/// One session of a subject: its episodes' count and time span, its metadata, its latest snapshot.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SessionRow {
+    pub session_id: String,
+    pub episode_count: i64,
+    pub first_at: DateTime<Utc>,
+    pub last_at: DateTime<Utc>,
+    pub metadata: Value,
+    pub snapshot_id: Option<Uuid>,
+}
+
+/// A stored snapshot.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SnapshotRow {
+    pub id: Uuid,
+    pub session_id: String,
+    pub position: i32,
+    pub prev_id: Option<Uuid>,
+    pub summary: String,
+    pub pinned: Vec<Uuid>,
+    pub covers_through: i64,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An episode with its place in the subject's log.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LoggedEpisode {
+    #[sqlx(flatten)]
+    pub episode: Episode,
+    pub seq: i64,
+}
+
+const SNAPSHOT_COLUMNS: &str = "id, session_id, position, prev_id, summary, pinned, covers_through, created_at";
+const EPISODE_COLUMNS: &str =
+    "id, subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, created_at, seq";
+
+/// The listing's select: sessions of `$1`/`$2` (tenant, subject) grouped from their episodes,
+/// restricted by `filter` (SQL on `e`).
+fn sessions_select(filter: &str) -> String {
+    format!(
+        "SELECT e.session_id, count(*) AS episode_count, min(e.occurred_at) AS first_at, \
+           max(e.occurred_at) AS last_at, COALESCE(m.metadata, '{{}}'::jsonb) AS metadata, \
+           (SELECT s.id FROM session_snapshots s WHERE s.tenant_id = $1 AND s.subject_id = $2 \
+              AND s.session_id = e.session_id ORDER BY s.position DESC LIMIT 1) AS snapshot_id \
+         FROM episodes e LEFT JOIN session_metadata m ON m.tenant_id = $1 AND m.subject_id = $2 \
+           AND m.session_id = e.session_id \
+         WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.session_id IS NOT NULL {filter} \
+         GROUP BY e.session_id, m.metadata"
+    )
+}
+
+/// A page of the subject's sessions, the most recent activity (latest episode) first.
+pub async fn sessions_page(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<Vec<SessionRow>> {
+    sqlx::query_as(&format!("{} ORDER BY last_at DESC, e.session_id LIMIT $3 OFFSET $4", sessions_select("")))
+        .bind(tenant)
+        .bind(subject_id)
+        .bind(limit)
+        .bind(offset)
+        .fetch_all(conn)
+        .await
+}
+
+/// One session, None when the subject has no episode in it.
+pub async fn session(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    session_id: &str,
+) -> sqlx::Result<Option<SessionRow>> {
+    sqlx::query_as(&sessions_select("AND e.session_id = $3"))
+        .bind(tenant)
+        .bind(subject_id)
+        .bind(session_id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// The session's latest snapshot; with `as_of`, the latest one recorded by then.
+pub async fn latest_snapshot(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    session_id: &str,
+    as_of: Option<DateTime<Utc>>,
+) -> sqlx::Result<Option<SnapshotRow>> {
+    sqlx::query_as(&format!(
+        "SELECT {SNAPSHOT_COLUMNS} FROM session_snapshots \
+         WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND ($4::timestamptz IS NULL OR created_at <= $4) \
+         ORDER BY position DESC LIMIT 1"
+    ))
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(session_id)
+    .bind(as_of)
+    .fetch_optional(conn)
+    .await
+}
+
+/// What a snapshot write stores.
+#[derive(Debug, Clone)]
+pub struct SnapshotWrite<'a> {
+    pub subject_id: &'a str,
+    pub session_id: &'a str,
+    pub id: Uuid,
+    pub position: i32,
+    pub prev_id: Option<Uuid>,
+    pub summary: &'a str,
+    pub pinned: &'a [Uuid],
+    pub covers_through: i64,
+}
+
+/// Appends a snapshot; None when another one already took its position (a lost race).
+pub async fn insert_snapshot(
+    conn: &mut PgConnection,
+    tenant: &str,
+    w: &SnapshotWrite<'_>,
+) -> sqlx::Result<Option<SnapshotRow>> {
+    sqlx::query_as(&format!(
+        "INSERT INTO session_snapshots (tenant_id, subject_id, session_id, id, position, prev_id, summary, pinned, \
+           covers_through) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         ON CONFLICT (tenant_id, subject_id, session_id, position) DO NOTHING RETURNING {SNAPSHOT_COLUMNS}"
+    ))
+    .bind(tenant)
+    .bind(w.subject_id)
+    .bind(w.session_id)
+    .bind(w.id)
+    .bind(w.position)
+    .bind(w.prev_id)
+    .bind(w.summary)
+    .bind(w.pinned)
+    .bind(w.covers_through)
+    .fetch_optional(conn)
+    .await
+}
+
+/// The session's episodes with a seq above `after`, in log order, at most `limit`.
+pub async fn episodes_after(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    session_id: &str,
+    after: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<LoggedEpisode>> {
+    sqlx::query_as(&format!(
+        "SELECT {EPISODE_COLUMNS} FROM episodes \
+         WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND seq > $4 ORDER BY seq LIMIT $5"
+    ))
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(session_id)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// The session's episodes among `ids`, in log order.
+pub async fn episodes_by_id(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    session_id: &str,
+    ids: &[Uuid],
+) -> sqlx::Result<Vec<LoggedEpisode>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    sqlx::query_as(&format!(
+        "SELECT {EPISODE_COLUMNS} FROM episodes \
+         WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND id = ANY($4) ORDER BY seq"
+    ))
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(session_id)
+    .bind(ids)
+    .fetch_all(conn)
+    .await
+}
+
+/// Whether the episode at `seq` belongs to the session.
+pub async fn in_session(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    session_id: &str,
+    seq: i64,
+) -> sqlx::Result<bool> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND seq = $3 \
+           AND session_id = $4)",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(seq)
+    .bind(session_id)
+    .fetch_one(conn)
+    .await
+}
+
+/// Merges `set` into the session's metadata and removes the `remove` keys; returns the result.
+pub async fn patch_metadata(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    session_id: &str,
+    set: &Map<String, Value>,
+    remove: &[String],
+) -> sqlx::Result<Value> {
+    sqlx::query_scalar(
+        "INSERT INTO session_metadata (tenant_id, subject_id, session_id, metadata) \
+         VALUES ($1, $2, $3, $4::jsonb - $5::text[]) \
+         ON CONFLICT (tenant_id, subject_id, session_id) DO UPDATE \
+           SET metadata = (session_metadata.metadata || $4::jsonb) - $5::text[], updated_at = now() \
+         RETURNING metadata",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(session_id)
+    .bind(Json(set))
+    .bind(remove)
+    .fetch_one(conn)
+    .await
+}
+
+/// Ids of the session's episodes a snapshot covers (seq up to `covers_through`, not pinned),
+/// among `among` when given.
+pub async fn covered_ids(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    snapshot: &SnapshotRow,
+    among: Option<&[Uuid]>,
+) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar(
+        "SELECT id FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND seq <= $4 \
+           AND NOT (id = ANY($5)) AND ($6::uuid[] IS NULL OR id = ANY($6))",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(&snapshot.session_id)
+    .bind(snapshot.covers_through)
+    .bind(&snapshot.pinned)
+    .bind(among)
+    .fetch_all(conn)
+    .await
+}
