@@ -109,7 +109,8 @@ pub async fn store_health(
 ) -> sqlx::Result<()> {
     sqlx::query(
         "INSERT INTO subject_health_cache (tenant_id, subject_id, last_state, last_score) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_state = $3, last_score = $4, updated_at = now()",
+         ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_state = $3, last_score = $4, updated_at = now() \
+         WHERE (subject_health_cache.last_state, subject_health_cache.last_score) IS DISTINCT FROM ($3, $4)",
     )
     .bind(tenant)
     .bind(subject_id)
