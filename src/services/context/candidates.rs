@@ -1,10 +1,11 @@
 //! Stage 1: the candidates of every lane, with the turns around them and the facts suppression
-//! needs, read in one tenant-scoped transaction.
+//! needs, read in one tenant-scoped transaction (the caller's: a context call reads the tenant's
+//! settings version in it first).
 
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::options::RetrievalOptions;
@@ -31,22 +32,21 @@ pub fn day_starts(task: &str, as_of: DateTime<Utc>) -> Vec<DateTime<Utc>> {
         .collect()
 }
 
-/// Reads the candidates for `probe`.
+/// Reads the candidates for `probe` in `conn`, a transaction of `probe.tenant`.
 ///
 /// The turns next to every lane episode come too: smoothing reads their cosines, and the turn
 /// answering a matching question is one of them (at most two per candidate, so the cost stays
 /// bounded). Compact bundles show a single-turn summary as its turn, so those turns come as well.
-pub async fn retrieve(pool: &PgPool, probe: &Probe<'_>, opts: &RetrievalOptions) -> sqlx::Result<Candidates> {
-    let mut conn = db::scope::begin(pool, probe.tenant).await?;
+pub async fn retrieve(conn: &mut PgConnection, probe: &Probe<'_>, opts: &RetrievalOptions) -> sqlx::Result<Candidates> {
     if probe.vector.is_some() {
-        db::context::prepare_vector_search(&mut conn).await?;
+        db::context::prepare_vector_search(&mut *conn).await?;
     }
-    let memories = db::context::memory_candidates(&mut conn, probe).await?;
-    let mut episodes = db::context::episode_candidates(&mut conn, probe).await?;
+    let memories = db::context::memory_candidates(&mut *conn, probe).await?;
+    let mut episodes = db::context::episode_candidates(&mut *conn, probe).await?;
     let seqs = if opts.smoothing || opts.neighbours { neighbour_seqs(&episodes) } else { Vec::new() };
     let sources = if opts.compact { summary_sources(&memories, &episodes) } else { Vec::new() };
-    episodes.extend(db::context::episodes_at(&mut conn, probe, &seqs, &sources).await?);
-    let backing = db::context::episode_backing(&mut conn, probe, &backing_asked(&memories, &episodes)).await?;
+    episodes.extend(db::context::episodes_at(&mut *conn, probe, &seqs, &sources).await?);
+    let backing = db::context::episode_backing(conn, probe, &backing_asked(&memories, &episodes)).await?;
     Ok(Candidates { memories, episodes, backing })
 }
 
