@@ -11,6 +11,7 @@ use crate::embed::Embedder;
 use crate::metrics::Metrics;
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::TaskVectorCache;
+use crate::services::tenant_settings::SettingsCache;
 use crate::services::webhooks::Webhooks;
 
 /// Settings the HTTP layer needs at run time.
@@ -72,6 +73,8 @@ pub struct AppState {
     pub job_notify: Arc<Notify>,
     /// Task embeddings already computed (context calls repeat tasks).
     pub task_vectors: Arc<TaskVectorCache>,
+    /// Tenants' config and active policy, checked against their settings version on every call.
+    pub tenant_settings: Arc<SettingsCache>,
     /// Operator receipt-signing keys (never logged).
     pub signing_keys: Arc<SigningKeys>,
     /// Counters and histograms for `/metrics`.
@@ -93,6 +96,7 @@ impl AppState {
             embedder,
             job_notify: Arc::new(Notify::new()),
             task_vectors: Arc::new(TaskVectorCache::default()),
+            tenant_settings: Arc::new(SettingsCache::default()),
             signing_keys: Arc::new(SigningKeys::empty()),
             metrics: Arc::new(Metrics::default()),
             keys_present: Arc::new(KeysPresent::default()),

@@ -35,3 +35,11 @@ pub const TENANT_CTE: &str = "mnemo_tenant AS MATERIALIZED (SELECT set_config('m
 pub async fn single(pool: &PgPool) -> sqlx::Result<PoolConnection<Postgres>> {
     pool.acquire().await
 }
+
+/// Begins a transaction like [`begin`] and returns the tenant's settings version
+/// (`tenant_versions`, 0 when it has none), read after the tenant is set, by the same statement.
+pub async fn begin_versioned(pool: &PgPool, tenant: &str) -> sqlx::Result<(TenantTx, i64)> {
+    let mut tx = pool.begin().await?;
+    let version: i64 = sqlx::query_scalar("SELECT mnemo_enter_tenant($1)").bind(tenant).fetch_one(&mut *tx).await?;
+    Ok((tx, version))
+}

@@ -1,10 +1,15 @@
 //! One `/v1/context` call: the tenant's caller-identity gate, assembly, and the receipt.
+//!
+//! The call reads in one tenant transaction: its first statement sets the tenant and returns
+//! the tenant's settings version, the config and active policy come from the in-process cache
+//! when that version matches (else they are loaded in the same transaction), then the
+//! candidates. See [`crate::services::tenant_settings`].
 
 use serde_json::{json, Value};
 
 use crate::db;
-use crate::services::context::{assemble, Bundle, ContextRequest};
-use crate::services::policy;
+use crate::policy::eval::PolicyMode;
+use crate::services::context::{self, candidates, Bundle, ContextRequest, PolicyContext};
 use crate::services::receipts::{build_body, emit, should_emit, ReceiptMeta};
 use crate::state::AppState;
 
@@ -39,21 +44,29 @@ pub async fn context_call(
     emit_receipt: Option<bool>,
     meta: &ReceiptMeta,
 ) -> Result<(Bundle, Option<String>), CallError> {
-    let mut conn = db::scope::begin(&st.pool, tenant).await?;
-    let config: Value = db::tenants::config(&mut conn, tenant).await?;
-    let mut req = req.clone();
-    req.policy =
-        policy::for_request(&mut conn, tenant, &config, meta.caller_type.clone(), meta.caller_id.clone()).await?;
-    drop(conn);
-    let req = &req;
-    if identity_missing(&config, meta) {
+    // Embedding the task holds no connection; if it failed, the gate still answers first.
+    let probe = context::probe(&st.embedder, &st.task_vectors, tenant, req).await;
+    let (mut tx, version) = db::scope::begin_versioned(&st.pool, tenant).await?;
+    let settings = st.tenant_settings.resolve(&mut tx, tenant, version).await?;
+    let config = &settings.config;
+    if identity_missing(config, meta) {
         return Err(CallError::CallerIdentityRequired);
     }
-    let bundle = assemble(&st.pool, &st.embedder, &st.task_vectors, tenant, req).await?;
+    let probe = probe?;
+    let found = candidates::retrieve(&mut tx, &probe, &req.options).await?;
+    drop(tx);
+    let policy = PolicyContext {
+        active: settings.policy.clone(),
+        mode: PolicyMode::from_config(config),
+        caller_type: meta.caller_type.clone(),
+        caller_id: meta.caller_id.clone(),
+    };
+    let bundle = context::bundle(found, &probe, req, &policy);
     let mut receipt_id = None;
-    if should_emit(&config, emit_receipt) {
-        let body = build_body(tenant, req, &bundle, meta, "retrieval", st.embedder.model_id());
-        match emit(&st.pool, &st.signing_keys, &config, tenant, body).await {
+    if should_emit(config, emit_receipt) {
+        let req = ContextRequest { policy, ..req.clone() };
+        let body = build_body(tenant, &req, &bundle, meta, "retrieval", st.embedder.model_id());
+        match emit(&st.pool, &st.signing_keys, config, tenant, body).await {
             Ok(id) => receipt_id = Some(id),
             Err(e) => tracing::error!(error = %format!("{e:#}"), "receipt write failed"),
         }

@@ -20,6 +20,7 @@ pub mod sessions;
 pub mod task_vectors;
 pub mod templates;
 pub mod tenant_config;
+pub mod tenant_settings;
 pub mod timeline;
 pub mod webhooks;
 pub mod working_memory;

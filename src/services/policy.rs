@@ -1,5 +1,6 @@
 //! Policy bundles as the server uses them: storing, activating, and the per-request policy
-//! that context assembly evaluates (resolved on every call, so every replica agrees at once).
+//! that context assembly evaluates (cached per tenant, checked against the tenant's settings
+//! version on every call, so every replica agrees at once: see `services::tenant_settings`).
 
 use std::sync::Arc;
 

@@ -1,10 +1,11 @@
 //! Stage 1: the candidates of every lane, with the turns around them and the facts suppression
-//! needs, read in one tenant-scoped transaction.
+//! needs, read in one tenant-scoped transaction (the caller's: a context call reads the tenant's
+//! settings version in it first).
 
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::options::RetrievalOptions;
@@ -35,28 +36,27 @@ pub fn day_starts(task: &str, as_of: DateTime<Utc>) -> Vec<DateTime<Utc>> {
         .collect()
 }
 
-/// Reads the candidates for `probe`.
+/// Reads the candidates for `probe` in `conn`, a transaction of `probe.tenant`.
 ///
 /// The turns next to every lane episode come too: smoothing reads their cosines, and the turn
 /// answering a matching question is one of them (at most two per candidate, so the cost stays
 /// bounded). Compact bundles show a single-turn summary as its turn, so those turns come as well.
-pub async fn retrieve(pool: &PgPool, probe: &Probe<'_>, opts: &RetrievalOptions) -> sqlx::Result<Candidates> {
-    let mut conn = db::scope::begin(pool, probe.tenant).await?;
+pub async fn retrieve(conn: &mut PgConnection, probe: &Probe<'_>, opts: &RetrievalOptions) -> sqlx::Result<Candidates> {
     let snapshot = match probe.session_id {
         Some(sid) => {
-            db::working_memory::latest_snapshot(&mut conn, probe.tenant, probe.subject_id, sid, Some(probe.as_of))
+            db::working_memory::latest_snapshot(&mut *conn, probe.tenant, probe.subject_id, sid, Some(probe.as_of))
                 .await?
         }
         None => None,
     };
     if probe.vector.is_some() {
-        db::context::prepare_vector_search(&mut conn).await?;
+        db::context::prepare_vector_search(&mut *conn).await?;
     }
-    let mut memories = db::context::memory_candidates(&mut conn, probe).await?;
+    let mut memories = db::context::memory_candidates(&mut *conn, probe).await?;
     if let Some(s) = &snapshot {
-        drop_covered_summaries(&mut conn, probe, s, &mut memories).await?;
+        drop_covered_summaries(&mut *conn, probe, s, &mut memories).await?;
     }
-    let mut episodes = db::context::episode_candidates(&mut conn, probe).await?;
+    let mut episodes = db::context::episode_candidates(&mut *conn, probe).await?;
     let seqs = if opts.smoothing || opts.neighbours { neighbour_seqs(&episodes) } else { Vec::new() };
     let mut ids = if opts.compact { summary_sources(&memories, &episodes) } else { Vec::new() };
     if let Some(s) = &snapshot {
@@ -64,11 +64,11 @@ pub async fn retrieve(pool: &PgPool, probe: &Probe<'_>, opts: &RetrievalOptions)
         ids.sort_unstable();
         ids.dedup();
     }
-    episodes.extend(db::context::episodes_at(&mut conn, probe, &seqs, &ids).await?);
+    episodes.extend(db::context::episodes_at(&mut *conn, probe, &seqs, &ids).await?);
     if let (Some(s), Some(sid)) = (&snapshot, probe.session_id) {
         episodes.retain(|e| !covered(s, sid, e));
     }
-    let backing = db::context::episode_backing(&mut conn, probe, &backing_asked(&memories, &episodes)).await?;
+    let backing = db::context::episode_backing(&mut *conn, probe, &backing_asked(&memories, &episodes)).await?;
     Ok(Candidates { memories, episodes, backing, snapshot })
 }
 

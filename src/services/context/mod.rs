@@ -85,7 +85,8 @@ pub struct Bundle {
     pub snapshot_id: Option<Uuid>,
 }
 
-/// Assembles the bundle for a request.
+/// Assembles the bundle for a request in its own tenant transaction (replays: the policy comes
+/// with the request; a live call goes through [`crate::services::context_call`]).
 pub async fn assemble(
     pool: &PgPool,
     embedder: &Arc<dyn Embedder>,
@@ -93,6 +94,21 @@ pub async fn assemble(
     tenant: &str,
     req: &ContextRequest,
 ) -> anyhow::Result<Bundle> {
+    let probe = probe(embedder, cache, tenant, req).await?;
+    let mut tx = crate::db::scope::begin(pool, tenant).await?;
+    let found = candidates::retrieve(&mut tx, &probe, &req.options).await?;
+    drop(tx);
+    Ok(bundle(found, &probe, req, &req.policy))
+}
+
+/// What retrieval asks for a request. The task vector is embedded here, before any
+/// transaction is opened, so no connection waits on the embedder.
+pub async fn probe<'a>(
+    embedder: &Arc<dyn Embedder>,
+    cache: &TaskVectorCache,
+    tenant: &'a str,
+    req: &'a ContextRequest,
+) -> anyhow::Result<Probe<'a>> {
     let as_of = req.as_of.unwrap_or_else(crate::model::time::now_micros);
     let opts = req.options;
     let vector = if opts.semantic && embedder.is_semantic() {
@@ -100,7 +116,7 @@ pub async fn assemble(
     } else {
         None
     };
-    let probe = Probe {
+    Ok(Probe {
         tenant,
         subject_id: &req.subject_id,
         as_of,
@@ -109,10 +125,21 @@ pub async fn assemble(
         session_id: req.session_id.as_deref(),
         days: if opts.dates { candidates::day_starts(&req.task, as_of) } else { Vec::new() },
         approx_from: opts.approx_vectors_from,
-    };
-    let mut found = candidates::retrieve(pool, &probe, &opts).await?;
+    })
+}
+
+/// Stages 2-7 over what retrieval found for `probe`: suppression under `policy`, ranking,
+/// packing.
+pub fn bundle(
+    mut found: candidates::Candidates,
+    probe: &Probe<'_>,
+    req: &ContextRequest,
+    policy: &PolicyContext,
+) -> Bundle {
+    let opts = req.options;
+    let as_of = probe.as_of;
     let snapshot = found.snapshot.take();
-    let (shown, policy) = suppress::suppress(found, &req.policy, opts.compact);
+    let (shown, policy) = suppress::suppress(found, policy, opts.compact);
     let days: HashSet<chrono::NaiveDate> = probe.days.iter().map(|d| d.date_naive()).collect();
     let task = rank::Task { text: &req.task, as_of, session_id: req.session_id.as_deref(), days: &days };
     let ranked = rank::score_all(shown, &task, &opts);
@@ -124,5 +151,5 @@ pub async fn assemble(
         compact: opts.compact,
         snapshot: snapshot.as_ref(),
     };
-    Ok(output::bundle(ranked, &pack, policy))
+    output::bundle(ranked, &pack, policy)
 }
