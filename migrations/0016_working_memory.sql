@@ -36,24 +36,25 @@ CREATE TABLE session_snapshots (
 );
 
 -- Snapshots are append-only, like episodes: no UPDATE, DELETE only on the erasure path.
-CREATE FUNCTION mnemo_append_only_guard() RETURNS trigger
+-- The episodes guard (0001) now names the table it protects, so it serves both.
+CREATE OR REPLACE FUNCTION mnemo_episodes_guard() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' AND coalesce(current_setting('mnemo.erasure', true), '') = 'on' THEN
         RETURN OLD;
     END IF;
-    RAISE EXCEPTION '% is append-only (% rejected)', TG_TABLE_NAME, TG_OP
+    RAISE EXCEPTION '% rows are append-only (% rejected)', TG_TABLE_NAME, TG_OP
         USING ERRCODE = 'restrict_violation';
 END;
 $$;
 
 CREATE TRIGGER session_snapshots_append_only
     BEFORE UPDATE OR DELETE ON session_snapshots
-    FOR EACH ROW EXECUTE FUNCTION mnemo_append_only_guard();
+    FOR EACH ROW EXECUTE FUNCTION mnemo_episodes_guard();
 
 CREATE TRIGGER session_snapshots_no_truncate
     BEFORE TRUNCATE ON session_snapshots
-    FOR EACH STATEMENT EXECUTE FUNCTION mnemo_append_only_guard();
+    FOR EACH STATEMENT EXECUTE FUNCTION mnemo_episodes_guard();
 
 -- The session listing groups a subject's episodes by session.
 CREATE INDEX episodes_subject_session_seq

@@ -34,6 +34,17 @@ impl ApiError {
         ApiError::Client { status, code: code.to_string(), message: message.into(), details: None, retry_after: None }
     }
 
+    /// A 4xx error whose `details` say more (e.g. the row a conflict is with).
+    pub fn detailed(status: StatusCode, code: &str, message: impl Into<String>, details: Value) -> Self {
+        ApiError::Client {
+            status,
+            code: code.to_string(),
+            message: message.into(),
+            details: Some(details),
+            retry_after: None,
+        }
+    }
+
     /// 422 `validation_error` with a pydantic-style details list.
     pub fn validation(errors: Vec<FieldError>) -> Self {
         let summary = errors.iter().map(|e| format!("{}: {}", e.loc_string(), e.msg)).collect::<Vec<_>>().join("; ");

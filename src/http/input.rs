@@ -220,10 +220,15 @@ fn parse_any_datetime(s: &str) -> Option<DateTime<Utc>> {
 
 /// A subject id from the path (1-256 characters without NUL), or a 422 naming `path.subject_id`.
 pub fn subject_id_path(subject_id: &str) -> Result<(), crate::error::ApiError> {
-    let n = subject_id.chars().count();
-    if n == 0 || n > 256 || subject_id.contains('\0') {
+    text_id_path("subject_id", subject_id)
+}
+
+/// A text id from the path (1-256 characters without NUL), or a 422 naming `path.<field>`.
+pub fn text_id_path(field: &str, value: &str) -> Result<(), crate::error::ApiError> {
+    let n = value.chars().count();
+    if n == 0 || n > 256 || value.contains('\0') {
         return Err(crate::error::ApiError::validation(vec![FieldError {
-            loc: vec!["path".into(), "subject_id".into()],
+            loc: vec!["path".into(), field.into()],
             msg: "must be 1-256 characters without NUL".into(),
             kind: "string_length",
         }]));

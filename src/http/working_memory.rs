@@ -14,7 +14,7 @@ use crate::db::working_memory::{LoggedEpisode, SessionRow, SnapshotRow};
 use crate::error::{ApiError, ApiResult, Envelope, FieldError};
 use crate::http::body::{check_str, nullable, typed};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{contains_nul, subject_id_path, Query};
+use crate::http::input::{contains_nul, subject_id_path, text_id_path, Query};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::episode::Episode;
 use crate::model::time::isoformat;
@@ -176,15 +176,7 @@ pub struct SessionPatch {
 }
 
 fn session_id_path(session_id: &str) -> ApiResult<()> {
-    let n = session_id.chars().count();
-    if n == 0 || n > 256 || session_id.contains('\0') {
-        return Err(ApiError::validation(vec![FieldError {
-            loc: vec!["path".into(), "session_id".into()],
-            msg: "must be 1-256 characters without NUL".into(),
-            kind: "string_length",
-        }]));
-    }
-    Ok(())
+    text_id_path("session_id", session_id)
 }
 
 fn no_session(session_id: &str) -> ApiError {
@@ -196,13 +188,7 @@ fn no_session(session_id: &str) -> ApiError {
 }
 
 fn invalid_cursor(field: &str, message: impl Into<String>) -> ApiError {
-    ApiError::Client {
-        status: StatusCode::UNPROCESSABLE_ENTITY,
-        code: "invalid_cursor".into(),
-        message: message.into(),
-        details: Some(json!({"field": field})),
-        retry_after: None,
-    }
+    ApiError::detailed(StatusCode::UNPROCESSABLE_ENTITY, "invalid_cursor", message, json!({"field": field}))
 }
 
 /// The subject's sessions, most recent activity first.
@@ -311,21 +297,19 @@ pub async fn put_snapshot(
     match svc::put_snapshot(&st.pool, &tenant, &subject_id, &session_id, &new).await? {
         Ok(row) => Ok((StatusCode::CREATED, Json(row.into()))),
         Err(SnapshotRefusal::NoSession) => Err(no_session(&session_id)),
-        Err(SnapshotRefusal::Conflict(latest)) => Err(ApiError::Client {
-            status: StatusCode::CONFLICT,
-            code: "snapshot_conflict".into(),
-            message: "prev is not the session's latest snapshot; rebase on `details.latest` and retry".into(),
-            details: Some(json!({"latest": latest.map(|l| Snapshot::from(*l))})),
-            retry_after: None,
-        }),
+        Err(SnapshotRefusal::Conflict(latest)) => Err(ApiError::detailed(
+            StatusCode::CONFLICT,
+            "snapshot_conflict",
+            "prev is not the session's latest snapshot; rebase on `details.latest` and retry",
+            json!({"latest": latest.map(|l| Snapshot::from(*l))}),
+        )),
         Err(SnapshotRefusal::InvalidCursor(msg)) => Err(invalid_cursor("covers_through", msg)),
-        Err(SnapshotRefusal::ForeignPinned(ids)) => Err(ApiError::Client {
-            status: StatusCode::UNPROCESSABLE_ENTITY,
-            code: "invalid_pinned".into(),
-            message: "pinned names episodes that are not in this session".into(),
-            details: Some(json!({"episode_ids": ids})),
-            retry_after: None,
-        }),
+        Err(SnapshotRefusal::ForeignPinned(ids)) => Err(ApiError::detailed(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_pinned",
+            "pinned names episodes that are not in this session",
+            json!({"episode_ids": ids}),
+        )),
     }
 }
 
