@@ -95,7 +95,7 @@ pub async fn assemble(
     req: &ContextRequest,
 ) -> anyhow::Result<Bundle> {
     let probe = probe(embedder, cache, tenant, req).await?;
-    let mut tx = crate::db::scope::begin(pool, tenant).await?;
+    let (mut tx, _) = crate::db::scope::begin_versioned(pool, tenant).await?;
     let found = candidates::retrieve(&mut tx, &probe, &req.options).await?;
     drop(tx);
     Ok(bundle(found, &probe, req, &req.policy))
