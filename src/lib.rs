@@ -57,16 +57,36 @@ where
 }
 
 /// Serves `/metrics` (Prometheus text) on its own listener until `shutdown` resolves.
-pub async fn serve_metrics<F>(listener: TcpListener, state: AppState, shutdown: F) -> std::io::Result<()>
+///
+/// Installs the process-wide recorder when called, so requests served afterwards are counted.
+pub fn serve_metrics<F>(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: F,
+) -> impl Future<Output = std::io::Result<()>> + Send + 'static
 where
     F: Future<Output = ()> + Send + 'static,
 {
+    let handle = crate::metrics::handle();
     let router = Router::new().route(
         "/metrics",
-        axum::routing::get(|axum::extract::State(st): axum::extract::State<AppState>| async move {
-            let pool = (st.pool.size(), st.pool.num_idle(), st.pool.options().get_max_connections());
-            ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], st.metrics.render(pool))
+        axum::routing::get(move || async move {
+            let pool = &state.pool;
+            crate::metrics::record_pool(pool.size(), pool.num_idle(), pool.options().get_max_connections());
+            ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render())
         }),
     );
-    axum::serve(listener, router.with_state(state)).with_graceful_shutdown(shutdown).await
+    async move {
+        // Histogram samples pile up until folded into buckets: fold them even when nobody scrapes.
+        let upkeep = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(crate::metrics::UPKEEP_INTERVAL);
+            loop {
+                tick.tick().await;
+                handle.run_upkeep();
+            }
+        });
+        let result = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+        upkeep.abort();
+        result
+    }
 }

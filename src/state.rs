@@ -8,7 +8,6 @@ use sqlx::PgPool;
 use tokio::sync::Notify;
 
 use crate::embed::Embedder;
-use crate::metrics::Metrics;
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::TaskVectorCache;
 use crate::services::tenant_settings::SettingsCache;
@@ -77,8 +76,6 @@ pub struct AppState {
     pub tenant_settings: Arc<SettingsCache>,
     /// Operator receipt-signing keys (never logged).
     pub signing_keys: Arc<SigningKeys>,
-    /// Counters and histograms for `/metrics`.
-    pub metrics: Arc<Metrics>,
     /// Whether stored API keys exist (then keyless requests are refused).
     pub keys_present: Arc<KeysPresent>,
     /// The webhook outbox handle (enqueue inside a change's transaction).
@@ -98,7 +95,6 @@ impl AppState {
             task_vectors: Arc::new(TaskVectorCache::default()),
             tenant_settings: Arc::new(SettingsCache::default()),
             signing_keys: Arc::new(SigningKeys::empty()),
-            metrics: Arc::new(Metrics::default()),
             keys_present: Arc::new(KeysPresent::default()),
         }
     }

@@ -189,21 +189,77 @@ async fn healthcheck_command_probes_a_live_server() {
     assert!(!down.status.success());
 }
 
+/// The value of one exact series (`name{labels}`) in a Prometheus scrape, 0 when absent.
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.strip_prefix(' ')))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
 #[tokio::test]
 async fn metrics_are_served_on_their_own_listener_by_route_template() {
     let app = spawn().await;
-    app.post("/v1/episodes", &episode("user:secret-subject", "hi")).await;
-    app.get("/v1/timeline?subject_id=user:secret-subject").await;
-    app.post("/v1/memories/compile", &json!({"subject_id": "user:secret-subject"})).await;
-    let text = app.client.get(format!("{}/metrics", app.metrics_base)).send().await.unwrap().text().await.unwrap();
+    let scrape = || async {
+        app.client.get(format!("{}/metrics", app.metrics_base)).send().await.unwrap().text().await.unwrap()
+    };
+    let subject = "user:secret-subject-7f3a";
+    let before = scrape().await;
+    assert_eq!(app.post("/v1/episodes", &episode(subject, "hi")).await.0, 201);
+    let (sessions_status, b) = app.get(&format!("/v1/subjects/{subject}/sessions")).await;
+    assert!(sessions_status < 500, "{b}");
+    app.get(&format!("/v1/timeline?subject_id={subject}")).await;
+    app.post("/v1/memories/compile", &json!({"subject_id": subject})).await;
+    assert_eq!(app.get("/v1/no-such-route").await.0, 404);
+    let text = scrape().await;
+    // Every server of this test binary records into the one process-wide recorder, so other
+    // tests' requests may be counted too: counts only grow by at least ours.
+    for series in [
+        "mnemo_http_requests_total{method=\"POST\",route=\"/v1/episodes\",status=\"201\"}".to_string(),
+        format!(
+            "mnemo_http_requests_total{{method=\"GET\",route=\"/v1/subjects/{{subject_id}}/sessions\",status=\"{sessions_status}\"}}"
+        ),
+        "mnemo_http_requests_total{method=\"GET\",route=\"unmatched\",status=\"404\"}".to_string(),
+        "mnemo_http_request_duration_seconds_count{method=\"GET\",route=\"/v1/timeline\"}".to_string(),
+    ] {
+        assert!(sample(&text, &series) >= sample(&before, &series) + 1.0, "{series} not counted:\n{text}");
+    }
     assert!(
-        text.contains("mnemo_http_requests_total{method=\"POST\",route=\"/v1/episodes\",status=\"201\"} 1"),
-        "{text}"
+        text.contains("mnemo_http_request_duration_seconds_bucket{method=\"GET\",route=\"/v1/timeline\",le=\"0.005\"}")
     );
-    assert!(text.contains("mnemo_http_request_duration_seconds_bucket{method=\"GET\",route=\"/v1/timeline\""));
+    assert!(text.contains("# TYPE mnemo_http_request_duration_seconds histogram"));
     assert!(text.contains("mnemo_embedding_duration_seconds_count"));
+    assert!(text.contains("mnemo_compile_jobs_total{outcome=\"completed\"}"));
     assert!(text.contains("mnemo_db_pool_connections{state=\"max\"} 10"));
     assert!(!text.contains("secret-subject"), "labels are route templates, never raw paths");
+    assert!(!text.contains("no-such-route"), "unmatched paths are not labels either");
     // Not on the API port.
     assert_eq!(app.get("/metrics").await.0, 404);
+}
+
+#[tokio::test]
+async fn security_headers_on_every_answer_without_breaking_openapi_or_mcp() {
+    let app = spawn().await;
+    let expect = [
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("x-frame-options", "DENY"),
+        ("content-security-policy", "default-src 'none'; frame-ancestors 'none'"),
+    ];
+    for path in ["/v1/subjects", "/openapi.json", "/v1/no-such-route", "/readyz"] {
+        let r = app.client.get(app.url(path)).send().await.unwrap();
+        for (name, value) in expect {
+            assert_eq!(r.headers().get(name).and_then(|v| v.to_str().ok()), Some(value), "{path}: {name}");
+        }
+    }
+    let r = app.client.get(app.url("/openapi.json")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let (_, doc) = split(r).await;
+    assert!(doc["paths"]["/v1/context"].is_object());
+    let (s, headers, body) =
+        common::mcp::post_with(&app, None, &common::mcp::request(1, "tools/list", json!({})), &[]).await;
+    assert_eq!(s, 200, "{body}");
+    assert!(body["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{body}");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert!(headers.contains_key("x-request-id"));
 }
