@@ -34,10 +34,21 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then drains in-flight requests.
+///
+/// From the moment `shutdown` resolves `/readyz` answers 503; the listener keeps accepting for
+/// `shutdown_drain_secs` (load balancers see the 503 and stop routing here), then closes, and
+/// requests in flight finish.
 pub async fn serve<F>(listener: TcpListener, state: AppState, shutdown: F) -> std::io::Result<()>
 where
     F: Future<Output = ()> + Send + 'static,
 {
+    let shutting_down = state.shutting_down.clone();
+    let drain = std::time::Duration::from_secs(state.config.shutdown_drain_secs);
+    let shutdown = async move {
+        shutdown.await;
+        shutting_down.store(true, std::sync::atomic::Ordering::Release);
+        tokio::time::sleep(drain).await;
+    };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let worker =
         state.config.run_worker.then(|| tokio::spawn(services::jobs::run_worker(state.clone(), stop_rx.clone())));

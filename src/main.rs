@@ -177,6 +177,7 @@ async fn serve_with(
         api_key_sha256: args.api_key.as_deref().filter(|k| !k.is_empty()).map(|k| Sha256::digest(k.as_bytes()).into()),
         max_body_bytes: args.max_body_bytes,
         request_timeout_secs: args.request_timeout_secs,
+        shutdown_drain_secs: args.shutdown_drain_secs,
         compile_batch_size: args.compile_batch_size,
         job_stale_secs: args.compile_job_stale_secs,
         job_retention_hours: args.compile_job_retention_hours,

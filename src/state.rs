@@ -1,6 +1,7 @@
 //! Shared application state handed to every handler.
 
 use std::collections::HashSet;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -40,6 +41,8 @@ pub struct RuntimeConfig {
     pub webhooks: crate::services::webhooks::WebhookConfig,
     /// The MCP endpoint's tool set, forget switch and allowed origins.
     pub mcp: crate::mcp::McpConfig,
+    /// Seconds between the start of shutdown (readiness fails) and the listener closing.
+    pub shutdown_drain_secs: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -57,6 +60,7 @@ impl Default for RuntimeConfig {
             cors_origins: Vec::new(),
             webhooks: Default::default(),
             mcp: Default::default(),
+            shutdown_drain_secs: 0,
         }
     }
 }
@@ -80,6 +84,8 @@ pub struct AppState {
     pub keys_present: Arc<KeysPresent>,
     /// The webhook outbox handle (enqueue inside a change's transaction).
     pub webhooks: Arc<Webhooks>,
+    /// Set when graceful shutdown starts: readiness answers 503 from then on.
+    pub shutting_down: Arc<AtomicBool>,
 }
 
 impl AppState {
@@ -96,6 +102,7 @@ impl AppState {
             tenant_settings: Arc::new(SettingsCache::default()),
             signing_keys: Arc::new(SigningKeys::empty()),
             keys_present: Arc::new(KeysPresent::default()),
+            shutting_down: Arc::new(AtomicBool::new(false)),
         }
     }
 

@@ -238,6 +238,53 @@ async fn metrics_are_served_on_their_own_listener_by_route_template() {
 }
 
 #[tokio::test]
+async fn readyz_turns_503_when_shutdown_starts_and_in_flight_requests_finish() {
+    let config = RuntimeConfig { shutdown_drain_secs: 5, ..RuntimeConfig::default() };
+    let mut app = spawn_with(config).await;
+    assert_eq!(app.get("/readyz").await.0, 200);
+    // A write held behind a table lock is the slow request in flight.
+    let mut lock = app.pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE episodes IN ACCESS EXCLUSIVE MODE").execute(&mut *lock).await.unwrap();
+    let slow = tokio::spawn({
+        let request = app.client.post(app.url("/v1/episodes")).json(&episode("user:drain", "still here"));
+        async move { request.send().await.map(|r| r.status().as_u16()) }
+    });
+    let waiting =
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while sqlx::query_scalar::<_, i64>(waiting).fetch_one(&app.pool).await.unwrap() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the write never reached the lock");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    app.begin_shutdown();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let ready = loop {
+        let (s, body) = app.get("/readyz").await;
+        if s == 503 {
+            break body;
+        }
+        assert!(std::time::Instant::now() < deadline, "readyz stayed {s}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(ready["status"], "not_ready");
+    assert_eq!(ready["checks"][0]["name"], "shutdown");
+    assert_eq!(app.get("/ready").await.0, 503);
+    // Alive while draining: liveness must not restart a server that is shutting down cleanly.
+    assert_eq!(app.get("/healthz").await.0, 200);
+
+    // After the drain period the listener closes; the request in flight still gets its answer.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while app.client.get(app.url("/healthz")).send().await.is_ok() {
+        assert!(std::time::Instant::now() < deadline, "the listener never closed");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(!slow.is_finished());
+    lock.rollback().await.unwrap();
+    assert_eq!(slow.await.unwrap().unwrap(), 201);
+}
+
+#[tokio::test]
 async fn security_headers_on_every_answer_without_breaking_openapi_or_mcp() {
     let app = spawn().await;
     let expect = [
