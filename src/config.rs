@@ -398,6 +398,10 @@ pub struct ServeArgs {
     /// Per-request timeout, in seconds.
     #[arg(long, env = "MNEMO_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
+    /// On shutdown, seconds `/readyz` answers 503 while requests are still accepted (so load
+    /// balancers stop routing here) before the listener closes and in-flight requests drain.
+    #[arg(long, env = "MNEMO_SHUTDOWN_DRAIN_SECS", default_value_t = 0)]
+    pub shutdown_drain_secs: u64,
     #[command(flatten)]
     pub embed: EmbedArgs,
     /// Receipt signing keys as JSON `{key_id: base64}` (each >= 32 bytes); tenants pick one with
@@ -460,6 +464,7 @@ mod tests {
             log_format: LogFormat::Text,
             max_body_bytes: 1024,
             request_timeout_secs: 30,
+            shutdown_drain_secs: 0,
             embed: EmbedArgs {
                 embedder: EmbedderKind::Hash,
                 model_dir: None,

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 tokio::task_local! {
-    /// The current request's id, set by the request-id middleware for the handler's scope.
+    /// The current request's id, set by `http::middleware::request_scope`.
     pub static REQUEST_ID: String;
 }
 
@@ -123,6 +123,12 @@ pub fn envelope(code: &str, message: &str, details: Option<&Value>) -> Envelope 
     }
 }
 
+/// The opaque 500 every server-side failure answers (the cause is logged, never sent).
+pub fn internal_error_response() -> Response {
+    let body = envelope("internal_error", "An unexpected error occurred", None);
+    (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         match self {
@@ -139,8 +145,7 @@ impl IntoResponse for ApiError {
             ApiError::Internal(cause) => {
                 // The cause may hold SQL or paths, never content: log it once, send nothing of it.
                 tracing::error!(request_id = current_request_id().unwrap_or_default(), error = %format!("{cause:#}"), "internal error");
-                let body = envelope("internal_error", "An unexpected error occurred", None);
-                (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
+                internal_error_response()
             }
         }
     }

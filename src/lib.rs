@@ -34,10 +34,21 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// Serves the app on `listener` until `shutdown` resolves, then drains in-flight requests.
+///
+/// From the moment `shutdown` resolves `/readyz` answers 503; the listener keeps accepting for
+/// `shutdown_drain_secs` (load balancers see the 503 and stop routing here), then closes, and
+/// requests in flight finish.
 pub async fn serve<F>(listener: TcpListener, state: AppState, shutdown: F) -> std::io::Result<()>
 where
     F: Future<Output = ()> + Send + 'static,
 {
+    let shutting_down = state.shutting_down.clone();
+    let drain = std::time::Duration::from_secs(state.config.shutdown_drain_secs);
+    let shutdown = async move {
+        shutdown.await;
+        shutting_down.store(true, std::sync::atomic::Ordering::Release);
+        tokio::time::sleep(drain).await;
+    };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let worker =
         state.config.run_worker.then(|| tokio::spawn(services::jobs::run_worker(state.clone(), stop_rx.clone())));
@@ -57,16 +68,36 @@ where
 }
 
 /// Serves `/metrics` (Prometheus text) on its own listener until `shutdown` resolves.
-pub async fn serve_metrics<F>(listener: TcpListener, state: AppState, shutdown: F) -> std::io::Result<()>
+///
+/// Installs the process-wide recorder when called, so requests served afterwards are counted.
+pub fn serve_metrics<F>(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: F,
+) -> impl Future<Output = std::io::Result<()>> + Send + 'static
 where
     F: Future<Output = ()> + Send + 'static,
 {
+    let handle = crate::metrics::handle();
     let router = Router::new().route(
         "/metrics",
-        axum::routing::get(|axum::extract::State(st): axum::extract::State<AppState>| async move {
-            let pool = (st.pool.size(), st.pool.num_idle(), st.pool.options().get_max_connections());
-            ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], st.metrics.render(pool))
+        axum::routing::get(move || async move {
+            let pool = &state.pool;
+            crate::metrics::record_pool(pool.size(), pool.num_idle(), pool.options().get_max_connections());
+            ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render())
         }),
     );
-    axum::serve(listener, router.with_state(state)).with_graceful_shutdown(shutdown).await
+    async move {
+        // Histogram samples pile up until folded into buckets: fold them even when nobody scrapes.
+        let upkeep = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(crate::metrics::UPKEEP_INTERVAL);
+            loop {
+                tick.tick().await;
+                handle.run_upkeep();
+            }
+        });
+        let result = axum::serve(listener, router).with_graceful_shutdown(shutdown).await;
+        upkeep.abort();
+        result
+    }
 }

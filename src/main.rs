@@ -17,6 +17,7 @@ use mnemo::receipts::signing::SigningKeys;
 use mnemo::{db, AppState, RuntimeConfig};
 
 fn init_logging(format: LogFormat, to_stderr: bool) {
+    std::panic::set_hook(Box::new(log_panic));
     let filter = EnvFilter::try_from_env("MNEMO_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
     if to_stderr {
         // The stdio bridge owns stdout for JSON-RPC.
@@ -28,6 +29,19 @@ fn init_logging(format: LogFormat, to_stderr: bool) {
         LogFormat::Json => builder.json().flatten_event(true).init(),
         LogFormat::Text => builder.init(),
     }
+}
+
+/// Reports a panic once, as a log event: inside a request it carries the request's span and id
+/// (the request then answers the opaque 500 from `CatchPanicLayer`).
+fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
+    let location = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+    let payload = info.payload();
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(non-string payload)");
+    tracing::error!(request_id = mnemo::error::current_request_id(), panic = message, location, "panic");
 }
 
 /// Resolves the database: the given URL, or the embedded cluster. The cluster is returned only
@@ -163,6 +177,7 @@ async fn serve_with(
         api_key_sha256: args.api_key.as_deref().filter(|k| !k.is_empty()).map(|k| Sha256::digest(k.as_bytes()).into()),
         max_body_bytes: args.max_body_bytes,
         request_timeout_secs: args.request_timeout_secs,
+        shutdown_drain_secs: args.shutdown_drain_secs,
         compile_batch_size: args.compile_batch_size,
         job_stale_secs: args.compile_job_stale_secs,
         job_retention_hours: args.compile_job_retention_hours,

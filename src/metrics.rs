@@ -1,133 +1,80 @@
 //! Prometheus metrics, served on their own address (`MNEMO_METRICS_ADDR`), never on the API port.
 //!
-//! Hand-rolled text exposition: request counts and latency histograms by route and status,
-//! compile jobs by outcome, embedding time, and connection-pool use. Labels are route
-//! templates (`/v1/receipts/{id}`), never raw paths, so subject ids never become label values.
+//! Recorded through the `metrics` facade and rendered by `metrics-exporter-prometheus`: request
+//! counts and latency histograms by route and status, compile jobs by outcome, embedding time,
+//! and connection-pool use. Labels are route templates (`/v1/receipts/{id}`), never raw paths,
+//! so subject ids never become label values. Without a metrics listener no recorder is installed
+//! and recording is a no-op.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::time::Duration;
 
-/// Latency bucket upper bounds, in seconds.
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram, Unit};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+const HTTP_REQUESTS: &str = "mnemo_http_requests_total";
+const HTTP_DURATION: &str = "mnemo_http_request_duration_seconds";
+const EMBEDDING_DURATION: &str = "mnemo_embedding_duration_seconds";
+const COMPILE_JOBS: &str = "mnemo_compile_jobs_total";
+const POOL_CONNECTIONS: &str = "mnemo_db_pool_connections";
+
+/// Latency bucket upper bounds, in seconds (every histogram here is a duration).
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
-#[derive(Default, Clone)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    sum: f64,
-    total: u64,
+/// How often histogram samples are folded into buckets when nobody scrapes.
+pub const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// The process-wide recorder's handle, installing the recorder on first use.
+pub fn handle() -> &'static PrometheusHandle {
+    HANDLE.get_or_init(|| {
+        #[allow(clippy::expect_used)] // Fails only for an empty bucket list.
+        let builder = PrometheusBuilder::new().set_buckets(&BUCKETS).expect("buckets are not empty");
+        let recorder = builder.build_recorder();
+        let handle = recorder.handle();
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("another metrics recorder is installed; /metrics will stay empty");
+        }
+        describe();
+        handle
+    })
 }
 
-impl Histogram {
-    fn observe(&mut self, secs: f64) {
-        for (i, b) in BUCKETS.iter().enumerate() {
-            if secs <= *b {
-                self.counts[i] += 1;
-            }
-        }
-        self.sum += secs;
-        self.total += 1;
-    }
-
-    fn render(&self, out: &mut String, name: &str, labels: &str) {
-        let sep = if labels.is_empty() { "" } else { "," };
-        for (i, b) in BUCKETS.iter().enumerate() {
-            let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"{b}\"}} {}", self.counts[i]);
-        }
-        let _ = writeln!(out, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}", self.total);
-        let brace = if labels.is_empty() { String::new() } else { format!("{{{labels}}}") };
-        let _ = writeln!(out, "{name}_sum{brace} {}", self.sum);
-        let _ = writeln!(out, "{name}_count{brace} {}", self.total);
+fn describe() {
+    describe_counter!(HTTP_REQUESTS, "HTTP requests by method, route and status.");
+    describe_histogram!(HTTP_DURATION, Unit::Seconds, "Request latency by method and route.");
+    describe_histogram!(EMBEDDING_DURATION, Unit::Seconds, "Time per embedding call (a batch of texts).");
+    describe_counter!(COMPILE_JOBS, "Async compile jobs finished by this process.");
+    describe_gauge!(POOL_CONNECTIONS, "Database pool connections.");
+    // Both outcomes exist from the start, so a rate over them never lacks a series.
+    for outcome in ["completed", "failed"] {
+        counter!(COMPILE_JOBS, "outcome" => outcome).increment(0);
     }
 }
 
-// Embedding happens deep in compile and search; one process-wide histogram avoids threading
-// the metrics handle through every call.
-static EMBEDDING: Mutex<Histogram> = Mutex::new(Histogram { counts: [0; BUCKETS.len()], sum: 0.0, total: 0 });
+/// Records one finished request; `route` is the route template, `method` a known method or `other`.
+pub fn record_request(method: &'static str, route: &str, status: u16, elapsed: Duration) {
+    let route = route.to_string();
+    counter!(HTTP_REQUESTS, "method" => method, "route" => route.clone(), "status" => status.to_string()).increment(1);
+    histogram!(HTTP_DURATION, "method" => method, "route" => route).record(elapsed);
+}
 
 /// Records one embedding call (a batch of texts).
 pub fn record_embedding(elapsed: Duration) {
-    if let Ok(mut h) = EMBEDDING.lock() {
-        h.observe(elapsed.as_secs_f64());
-    }
+    histogram!(EMBEDDING_DURATION).record(elapsed);
 }
 
-/// Process-wide metrics.
-#[derive(Default)]
-pub struct Metrics {
-    requests: Mutex<BTreeMap<(String, String, u16), u64>>,
-    latency: Mutex<BTreeMap<(String, String), Histogram>>,
-    jobs_completed: AtomicU64,
-    jobs_failed: AtomicU64,
+/// Counts a finished compile job.
+pub fn record_job(completed: bool) {
+    counter!(COMPILE_JOBS, "outcome" => if completed { "completed" } else { "failed" }).increment(1);
 }
 
-impl Metrics {
-    /// Records one finished request.
-    pub fn record_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
-        if let Ok(mut m) = self.requests.lock() {
-            *m.entry((method.to_string(), route.to_string(), status)).or_default() += 1;
-        }
-        if let Ok(mut m) = self.latency.lock() {
-            m.entry((method.to_string(), route.to_string())).or_default().observe(elapsed.as_secs_f64());
-        }
-    }
-
-    /// Counts a finished compile job.
-    pub fn record_job(&self, completed: bool) {
-        let c = if completed { &self.jobs_completed } else { &self.jobs_failed };
-        c.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The exposition text; `pool` is (connections open, idle, max).
-    pub fn render(&self, pool: (u32, usize, u32)) -> String {
-        let mut out = String::new();
-        out.push_str("# HELP mnemo_http_requests_total HTTP requests by method, route and status.\n");
-        out.push_str("# TYPE mnemo_http_requests_total counter\n");
-        if let Ok(m) = self.requests.lock() {
-            for ((method, route, status), n) in m.iter() {
-                let _ = writeln!(
-                    out,
-                    "mnemo_http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}"
-                );
-            }
-        }
-        out.push_str("# HELP mnemo_http_request_duration_seconds Request latency by method and route.\n");
-        out.push_str("# TYPE mnemo_http_request_duration_seconds histogram\n");
-        if let Ok(m) = self.latency.lock() {
-            for ((method, route), h) in m.iter() {
-                h.render(
-                    &mut out,
-                    "mnemo_http_request_duration_seconds",
-                    &format!("method=\"{method}\",route=\"{route}\""),
-                );
-            }
-        }
-        out.push_str("# HELP mnemo_embedding_duration_seconds Time per embedding call (a batch of texts).\n");
-        out.push_str("# TYPE mnemo_embedding_duration_seconds histogram\n");
-        if let Ok(h) = EMBEDDING.lock() {
-            h.render(&mut out, "mnemo_embedding_duration_seconds", "");
-        }
-        out.push_str("# HELP mnemo_compile_jobs_total Async compile jobs finished by this process.\n");
-        out.push_str("# TYPE mnemo_compile_jobs_total counter\n");
-        let _ = writeln!(
-            out,
-            "mnemo_compile_jobs_total{{outcome=\"completed\"}} {}",
-            self.jobs_completed.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            out,
-            "mnemo_compile_jobs_total{{outcome=\"failed\"}} {}",
-            self.jobs_failed.load(Ordering::Relaxed)
-        );
-        out.push_str("# HELP mnemo_db_pool_connections Database pool connections.\n");
-        out.push_str("# TYPE mnemo_db_pool_connections gauge\n");
-        let _ = writeln!(out, "mnemo_db_pool_connections{{state=\"open\"}} {}", pool.0);
-        let _ = writeln!(out, "mnemo_db_pool_connections{{state=\"idle\"}} {}", pool.1);
-        let _ = writeln!(out, "mnemo_db_pool_connections{{state=\"max\"}} {}", pool.2);
-        out
-    }
+/// Sets the pool gauges (read at scrape time): connections open, idle, and the maximum.
+pub fn record_pool(open: u32, idle: usize, max: u32) {
+    gauge!(POOL_CONNECTIONS, "state" => "open").set(open);
+    gauge!(POOL_CONNECTIONS, "state" => "idle").set(idle as f64);
+    gauge!(POOL_CONNECTIONS, "state" => "max").set(max);
 }
 
 #[cfg(test)]
@@ -136,16 +83,22 @@ mod tests {
 
     #[test]
     fn renders_counters_and_cumulative_buckets() {
-        let m = Metrics::default();
-        m.record_request("GET", "/v1/receipts/{id}", 200, Duration::from_millis(3));
-        m.record_request("GET", "/v1/receipts/{id}", 200, Duration::from_millis(30));
-        m.record_job(true);
-        let text = m.render((3, 1, 20));
-        assert!(text.contains("mnemo_http_requests_total{method=\"GET\",route=\"/v1/receipts/{id}\",status=\"200\"} 2"));
-        assert!(text.contains("le=\"0.005\"} 1"));
-        assert!(text.contains("le=\"0.05\"} 2"));
-        assert!(text.contains("le=\"+Inf\"} 2"));
-        assert!(text.contains("mnemo_compile_jobs_total{outcome=\"completed\"} 1"));
+        let h = handle();
+        record_request("GET", "/v1/unit/{id}", 200, Duration::from_millis(3));
+        record_request("GET", "/v1/unit/{id}", 200, Duration::from_millis(30));
+        record_pool(3, 1, 20);
+        let text = h.render();
+        assert!(text.contains("mnemo_http_requests_total{method=\"GET\",route=\"/v1/unit/{id}\",status=\"200\"} 2"));
+        let bucket = |le: &str| {
+            format!(
+                "mnemo_http_request_duration_seconds_bucket{{method=\"GET\",route=\"/v1/unit/{{id}}\",le=\"{le}\"}}"
+            )
+        };
+        assert!(text.contains(&format!("{} 1", bucket("0.005"))), "{text}");
+        assert!(text.contains(&format!("{} 2", bucket("0.05"))), "{text}");
+        assert!(text.contains(&format!("{} 2", bucket("+Inf"))), "{text}");
+        assert!(text.contains("mnemo_compile_jobs_total{outcome=\"failed\"}"));
         assert!(text.contains("mnemo_db_pool_connections{state=\"max\"} 20"));
+        assert!(text.contains("# TYPE mnemo_http_request_duration_seconds histogram"));
     }
 }

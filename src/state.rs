@@ -1,6 +1,7 @@
 //! Shared application state handed to every handler.
 
 use std::collections::HashSet;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -8,7 +9,6 @@ use sqlx::PgPool;
 use tokio::sync::Notify;
 
 use crate::embed::Embedder;
-use crate::metrics::Metrics;
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::TaskVectorCache;
 use crate::services::tenant_settings::SettingsCache;
@@ -41,6 +41,8 @@ pub struct RuntimeConfig {
     pub webhooks: crate::services::webhooks::WebhookConfig,
     /// The MCP endpoint's tool set, forget switch and allowed origins.
     pub mcp: crate::mcp::McpConfig,
+    /// Seconds between the start of shutdown (readiness fails) and the listener closing.
+    pub shutdown_drain_secs: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -58,6 +60,7 @@ impl Default for RuntimeConfig {
             cors_origins: Vec::new(),
             webhooks: Default::default(),
             mcp: Default::default(),
+            shutdown_drain_secs: 0,
         }
     }
 }
@@ -77,12 +80,12 @@ pub struct AppState {
     pub tenant_settings: Arc<SettingsCache>,
     /// Operator receipt-signing keys (never logged).
     pub signing_keys: Arc<SigningKeys>,
-    /// Counters and histograms for `/metrics`.
-    pub metrics: Arc<Metrics>,
     /// Whether stored API keys exist (then keyless requests are refused).
     pub keys_present: Arc<KeysPresent>,
     /// The webhook outbox handle (enqueue inside a change's transaction).
     pub webhooks: Arc<Webhooks>,
+    /// Set when graceful shutdown starts: readiness answers 503 from then on.
+    pub shutting_down: Arc<AtomicBool>,
 }
 
 impl AppState {
@@ -98,8 +101,8 @@ impl AppState {
             task_vectors: Arc::new(TaskVectorCache::default()),
             tenant_settings: Arc::new(SettingsCache::default()),
             signing_keys: Arc::new(SigningKeys::empty()),
-            metrics: Arc::new(Metrics::default()),
             keys_present: Arc::new(KeysPresent::default()),
+            shutting_down: Arc::new(AtomicBool::new(false)),
         }
     }
 

@@ -189,21 +189,124 @@ async fn healthcheck_command_probes_a_live_server() {
     assert!(!down.status.success());
 }
 
+/// The value of one exact series (`name{labels}`) in a Prometheus scrape, 0 when absent.
+fn sample(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.strip_prefix(' ')))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
 #[tokio::test]
 async fn metrics_are_served_on_their_own_listener_by_route_template() {
     let app = spawn().await;
-    app.post("/v1/episodes", &episode("user:secret-subject", "hi")).await;
-    app.get("/v1/timeline?subject_id=user:secret-subject").await;
-    app.post("/v1/memories/compile", &json!({"subject_id": "user:secret-subject"})).await;
-    let text = app.client.get(format!("{}/metrics", app.metrics_base)).send().await.unwrap().text().await.unwrap();
+    let scrape = || async {
+        app.client.get(format!("{}/metrics", app.metrics_base)).send().await.unwrap().text().await.unwrap()
+    };
+    let subject = "user:secret-subject-7f3a";
+    let before = scrape().await;
+    assert_eq!(app.post("/v1/episodes", &episode(subject, "hi")).await.0, 201);
+    let (sessions_status, b) = app.get(&format!("/v1/subjects/{subject}/sessions")).await;
+    assert!(sessions_status < 500, "{b}");
+    app.get(&format!("/v1/timeline?subject_id={subject}")).await;
+    app.post("/v1/memories/compile", &json!({"subject_id": subject})).await;
+    assert_eq!(app.get("/v1/no-such-route").await.0, 404);
+    let text = scrape().await;
+    // Every server of this test binary records into the one process-wide recorder, so other
+    // tests' requests may be counted too: counts only grow by at least ours.
+    for series in [
+        "mnemo_http_requests_total{method=\"POST\",route=\"/v1/episodes\",status=\"201\"}".to_string(),
+        format!(
+            "mnemo_http_requests_total{{method=\"GET\",route=\"/v1/subjects/{{subject_id}}/sessions\",status=\"{sessions_status}\"}}"
+        ),
+        "mnemo_http_requests_total{method=\"GET\",route=\"unmatched\",status=\"404\"}".to_string(),
+        "mnemo_http_request_duration_seconds_count{method=\"GET\",route=\"/v1/timeline\"}".to_string(),
+    ] {
+        assert!(sample(&text, &series) >= sample(&before, &series) + 1.0, "{series} not counted:\n{text}");
+    }
     assert!(
-        text.contains("mnemo_http_requests_total{method=\"POST\",route=\"/v1/episodes\",status=\"201\"} 1"),
-        "{text}"
+        text.contains("mnemo_http_request_duration_seconds_bucket{method=\"GET\",route=\"/v1/timeline\",le=\"0.005\"}")
     );
-    assert!(text.contains("mnemo_http_request_duration_seconds_bucket{method=\"GET\",route=\"/v1/timeline\""));
+    assert!(text.contains("# TYPE mnemo_http_request_duration_seconds histogram"));
     assert!(text.contains("mnemo_embedding_duration_seconds_count"));
+    assert!(text.contains("mnemo_compile_jobs_total{outcome=\"completed\"}"));
     assert!(text.contains("mnemo_db_pool_connections{state=\"max\"} 10"));
     assert!(!text.contains("secret-subject"), "labels are route templates, never raw paths");
+    assert!(!text.contains("no-such-route"), "unmatched paths are not labels either");
     // Not on the API port.
     assert_eq!(app.get("/metrics").await.0, 404);
+}
+
+#[tokio::test]
+async fn readyz_turns_503_when_shutdown_starts_and_in_flight_requests_finish() {
+    let config = RuntimeConfig { shutdown_drain_secs: 5, ..RuntimeConfig::default() };
+    let mut app = spawn_with(config).await;
+    assert_eq!(app.get("/readyz").await.0, 200);
+    // A write held behind a table lock is the slow request in flight.
+    let mut lock = app.pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE episodes IN ACCESS EXCLUSIVE MODE").execute(&mut *lock).await.unwrap();
+    let slow = tokio::spawn({
+        let request = app.client.post(app.url("/v1/episodes")).json(&episode("user:drain", "still here"));
+        async move { request.send().await.map(|r| r.status().as_u16()) }
+    });
+    let waiting =
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while sqlx::query_scalar::<_, i64>(waiting).fetch_one(&app.pool).await.unwrap() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the write never reached the lock");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+
+    app.begin_shutdown();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let ready = loop {
+        let (s, body) = app.get("/readyz").await;
+        if s == 503 {
+            break body;
+        }
+        assert!(std::time::Instant::now() < deadline, "readyz stayed {s}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    };
+    assert_eq!(ready["status"], "not_ready");
+    assert_eq!(ready["checks"][0]["name"], "shutdown");
+    assert_eq!(app.get("/ready").await.0, 503);
+    // Alive while draining: liveness must not restart a server that is shutting down cleanly.
+    assert_eq!(app.get("/healthz").await.0, 200);
+
+    // After the drain period the listener closes; the request in flight still gets its answer.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while app.client.get(app.url("/healthz")).send().await.is_ok() {
+        assert!(std::time::Instant::now() < deadline, "the listener never closed");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(!slow.is_finished());
+    lock.rollback().await.unwrap();
+    assert_eq!(slow.await.unwrap().unwrap(), 201);
+}
+
+#[tokio::test]
+async fn security_headers_on_every_answer_without_breaking_openapi_or_mcp() {
+    let app = spawn().await;
+    let expect = [
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("x-frame-options", "DENY"),
+        ("content-security-policy", "default-src 'none'; frame-ancestors 'none'"),
+    ];
+    for path in ["/v1/subjects", "/openapi.json", "/v1/no-such-route", "/readyz"] {
+        let r = app.client.get(app.url(path)).send().await.unwrap();
+        for (name, value) in expect {
+            assert_eq!(r.headers().get(name).and_then(|v| v.to_str().ok()), Some(value), "{path}: {name}");
+        }
+    }
+    let r = app.client.get(app.url("/openapi.json")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let (_, doc) = split(r).await;
+    assert!(doc["paths"]["/v1/context"].is_object());
+    let (s, headers, body) =
+        common::mcp::post_with(&app, None, &common::mcp::request(1, "tools/list", json!({})), &[]).await;
+    assert_eq!(s, 200, "{body}");
+    assert!(body["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{body}");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert!(headers.contains_key("x-request-id"));
 }

@@ -1,5 +1,6 @@
 //! Probes and version: `/healthz`, `/readyz`, `/v1/version`.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
@@ -74,11 +75,21 @@ pub async fn health() -> Json<Liveness> {
     healthz().await
 }
 
-/// Readiness: the database answers within two seconds, else 503.
-#[utoipa::path(get, path = "/readyz", tag = "meta", summary = "Readiness (database)", security(()),
+/// Readiness: the database answers within two seconds and the server is not shutting down, else 503.
+#[utoipa::path(get, path = "/readyz", tag = "meta", summary = "Readiness (database, shutdown)", security(()),
     responses((status = 200, description = "Ready", body = Readiness),
-              (status = 503, description = "Not ready", body = Readiness)))]
+              (status = 503, description = "Not ready: the database did not answer, or the server is shutting down", body = Readiness)))]
 pub async fn readyz(State(st): State<AppState>) -> Response {
+    if st.shutting_down.load(Ordering::Acquire) {
+        let check = ReadinessCheck {
+            name: "shutdown",
+            status: "fail",
+            latency_ms: 0.0,
+            detail: Some("server is shutting down"),
+        };
+        let body = Readiness { status: ReadyState::NotReady, checks: vec![check] };
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+    }
     let started = Instant::now();
     let probe =
         tokio::time::timeout(Duration::from_secs(2), sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&st.pool))
@@ -103,7 +114,7 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
 /// `/ready`, an alias of [`readyz`] kept for Statewave clients.
 #[utoipa::path(get, path = "/ready", tag = "meta", summary = "Readiness (alias)", security(()),
     responses((status = 200, description = "Ready", body = Readiness),
-              (status = 503, description = "Not ready", body = Readiness)))]
+              (status = 503, description = "Not ready: the database did not answer, or the server is shutting down", body = Readiness)))]
 pub async fn ready(st: State<AppState>) -> Response {
     readyz(st).await
 }

@@ -9,6 +9,7 @@ pub mod episodes;
 pub mod extract;
 pub mod input;
 pub mod labels;
+pub mod layers;
 pub mod memories;
 pub mod meta;
 pub mod middleware;
@@ -127,11 +128,9 @@ pub fn router(state: AppState) -> Router {
         .fold(Router::new(), |r, (_, path, handler)| r.route(path, handler))
         // MCP is served beside the documented routes (it is not part of the OpenAPI document).
         .merge(crate::mcp::routes(&state))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::record_metrics))
         .fallback(middleware::not_found);
     let routes = routes.layer(
         ServiceBuilder::new()
-            .layer(axum::middleware::from_fn(middleware::request_context))
             .layer(axum::middleware::from_fn(crate::mcp::challenge))
             .layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
             .layer(TimeoutLayer::with_status_code(
@@ -140,6 +139,7 @@ pub fn router(state: AppState) -> Router {
             ))
             .layer(DefaultBodyLimit::max(cfg.max_body_bytes)),
     );
+    let routes = layers::observed(routes);
     // Outermost, so preflight requests are answered before authentication.
     let routes = match cors_layer(&cfg.cors_origins) {
         Some(cors) => routes.layer(cors),

@@ -127,18 +127,18 @@ async fn drain(state: &AppState, job: JobRow) {
             Err(CompileError::Failed(e)) => {
                 tracing::error!(job_id = %job.id, error = %format!("{e:#}"), "compile job failed");
                 finish_failed(pool, &job, COMPILATION_FAILED).await;
-                state.metrics.record_job(false);
+                crate::metrics::record_job(false);
                 return;
             }
             Err(CompileError::Db(e)) => {
                 tracing::error!(job_id = %job.id, error = %e, "compile job failed");
                 finish_failed(pool, &job, INTERNAL_FAILURE).await;
-                state.metrics.record_job(false);
+                crate::metrics::record_job(false);
                 return;
             }
         }
     }
-    state.metrics.record_job(true);
+    crate::metrics::record_job(true);
     let done = async {
         let mut tx = db::scope::begin(pool, &job.tenant_id).await?;
         db::jobs::complete(&mut tx, &job.tenant_id, &job.id, created).await?;

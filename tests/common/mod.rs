@@ -126,6 +126,13 @@ async fn spawn_on(
 }
 
 impl TestApp {
+    /// Starts graceful shutdown (what SIGTERM does); the server drains, this handle stays usable.
+    pub fn begin_shutdown(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+
     /// Full URL for a path.
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
