@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod model;
 pub mod openapi;
+pub mod patterns;
 pub mod pg;
 pub mod policy;
 pub mod receipts;

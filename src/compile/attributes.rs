@@ -426,28 +426,26 @@ struct Shapes {
     number: Regex,
 }
 
-static SHAPES: LazyLock<Option<Shapes>> = LazyLock::new(|| {
-    Some(Shapes {
-        email: Regex::new(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$").ok()?,
-        url: Regex::new(r"(?i)^(?:https?|wss?|ftp|s3|gs|git|ssh)://\S+$|^(?i:www\.)\S+$").ok()?,
-        ip: Regex::new(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?(?:/\d{1,2})?$|^\[?[0-9a-fA-F:]*::[0-9a-fA-F:]*\]?$")
-            .ok()?,
-        path: Regex::new(r"^(?:~|\.{1,2})?/[\w.~@+-]+(?:/[\w.~@+-]*)*$|^[A-Za-z]:\\\S*$").ok()?,
-        version: Regex::new(r"(?i)^v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?$|^(?i:v)\d+$").ok()?,
-        phone: Regex::new(r"^\+?\(?\d[\d ()./-]{6,}\d$").ok()?,
-        time: Regex::new(r"(?i)^(?:at\s+)?\d{1,2}(?::\d{2}\s*(?:am|pm)?|\s*(?:am|pm))(?:\s+[a-z]{2,4})?$").ok()?,
-        money: Regex::new(r"^(?:[$€£¥]\s?\d[\d,.]*\w*(?:/\w+)?|\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros|pounds)\b.*)$")
-            .ok()?,
-        number: Regex::new(r"^\d[\d,.]*$").ok()?,
-    })
+static SHAPES: LazyLock<Shapes> = LazyLock::new(|| Shapes {
+    email: crate::patterns::regex(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$"),
+    url: crate::patterns::regex(r"(?i)^(?:https?|wss?|ftp|s3|gs|git|ssh)://\S+$|^(?i:www\.)\S+$"),
+    ip: crate::patterns::regex(
+        r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?(?:/\d{1,2})?$|^\[?[0-9a-fA-F:]*::[0-9a-fA-F:]*\]?$",
+    ),
+    path: crate::patterns::regex(r"^(?:~|\.{1,2})?/[\w.~@+-]+(?:/[\w.~@+-]*)*$|^[A-Za-z]:\\\S*$"),
+    version: crate::patterns::regex(r"(?i)^v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?$|^(?i:v)\d+$"),
+    phone: crate::patterns::regex(r"^\+?\(?\d[\d ()./-]{6,}\d$"),
+    time: crate::patterns::regex(r"(?i)^(?:at\s+)?\d{1,2}(?::\d{2}\s*(?:am|pm)?|\s*(?:am|pm))(?:\s+[a-z]{2,4})?$"),
+    money: crate::patterns::regex(
+        r"^(?:[$€£¥]\s?\d[\d,.]*\w*(?:/\w+)?|\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros|pounds)\b.*)$",
+    ),
+    number: crate::patterns::regex(r"^\d[\d,.]*$"),
 });
 
 /// Classifies a value by its form.
 pub fn shape(value: &str) -> Shape {
     let v = value.trim().trim_end_matches(['.', ',', ';', '!', '?']);
-    let Some(s) = SHAPES.as_ref() else {
-        return Shape::Text;
-    };
+    let s = &*SHAPES;
     let checks: [(&Regex, Shape); 9] = [
         (&s.email, Shape::Email),
         (&s.url, Shape::Url),

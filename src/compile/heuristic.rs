@@ -126,7 +126,7 @@ struct Rules {
 }
 
 // Built once; `None` (a bad pattern) makes extraction return nothing: fail closed.
-static RULES: LazyLock<Option<Rules>> = LazyLock::new(|| build().ok());
+static RULES: LazyLock<Rules> = LazyLock::new(|| crate::patterns::built("sentence rules", build()));
 
 fn build() -> Result<Rules, regex::Error> {
     let re = Regex::new;
@@ -241,9 +241,7 @@ pub fn extract_facts(statement: &str) -> Vec<ExtractedFact> {
 
 /// Like [`extract_facts`], with a tenant's own verb frames tried before the built-in ones.
 pub fn extract_facts_with(statement: &str, frames: &[Frame]) -> Vec<ExtractedFact> {
-    let Some(r) = RULES.as_ref() else {
-        return Vec::new();
-    };
+    let r = &*RULES;
     // Spoken fillers ("I drive a, uh, Subaru") carry nothing and break the patterns.
     let cleaned = r.fillers.replace_all(&strip_pasted(statement), " ").into_owned();
     let mut facts: Vec<ExtractedFact> = Vec::new();
@@ -766,7 +764,7 @@ pub(super) fn claim_cut(value: &str) -> &str {
     if shape(first).is_exact() {
         return first;
     }
-    match RULES.as_ref().and_then(|r| r.claim_stop.find(value)) {
+    match RULES.claim_stop.find(value) {
         Some(m) if m.start() > 0 => value[..m.start()].trim_end_matches([',', '.', ';', ':', '!']),
         _ => value,
     }
@@ -774,10 +772,7 @@ pub(super) fn claim_cut(value: &str) -> &str {
 
 /// [`cut`] with the built-in stop rules: where a value captured by a frame ends.
 pub(super) fn cut_value(rest: &str) -> &str {
-    match RULES.as_ref() {
-        Some(r) => cut(r, rest, None),
-        None => "",
-    }
+    cut(&RULES, rest, None)
 }
 
 /// [`plausible`], for values captured outside this module.
@@ -823,7 +818,7 @@ mod tests {
         if let Err(e) = build() {
             panic!("rule regexes must compile: {e}");
         }
-        assert!(RULES.is_some());
+        LazyLock::force(&RULES);
     }
 
     // ---- required scenarios -------------------------------------------------

@@ -89,7 +89,7 @@ struct Paste {
     squote: Regex,
 }
 
-static PASTE: LazyLock<Option<Paste>> = LazyLock::new(|| build_paste().ok());
+static PASTE: LazyLock<Paste> = LazyLock::new(|| crate::patterns::built("pasted-text rules", build_paste()));
 
 fn build_paste() -> Result<Paste, regex::Error> {
     let re = Regex::new;
@@ -111,9 +111,7 @@ fn build_paste() -> Result<Paste, regex::Error> {
 /// Removes pasted material (code, JSON, logs, quotes), leaving markers where it was.
 pub fn strip_pasted(text: &str) -> String {
     // Without the patterns nothing can be told apart, so everything counts as pasted.
-    let Some(r) = PASTE.as_ref() else {
-        return String::new();
-    };
+    let r = &*PASTE;
     let s = text.replace('\0', "");
     let s = r.fence.replace_all(&s, "\n");
     let s = r.inline_code.replace_all(&s, SENT);

@@ -33,7 +33,7 @@ struct Rules {
     version_tail: Regex,
 }
 
-static RULES: LazyLock<Option<Rules>> = LazyLock::new(|| build().ok());
+static RULES: LazyLock<Rules> = LazyLock::new(|| crate::patterns::built("update rules", build()));
 
 fn build() -> Result<Rules, regex::Error> {
     let np = r"(?P<np>[\p{L}\p{N}'’\-]+(?:\s+[\p{L}\p{N}'’\-]+){0,3}?)";
@@ -91,20 +91,18 @@ fn build() -> Result<Rules, regex::Error> {
 
 /// True when a clause that fails the present-tense screen may still carry an event.
 pub(super) fn event_allowed(clause: &str) -> bool {
-    RULES.as_ref().is_some_and(|r| !r.event_skip.iter().any(|re| re.is_match(clause)))
+    !RULES.event_skip.iter().any(|re| re.is_match(clause))
 }
 
 /// True when the clause marks a change ("now", "new", "switched", "since"…).
 pub(super) fn marks_update(clause: &str) -> bool {
-    RULES.as_ref().is_some_and(|r| r.update_mark.is_match(clause))
+    RULES.update_mark.is_match(clause)
 }
 
 /// Facts from frames, named-thing changes and terse forms, with their byte position.
 /// `present_ok` is false when the clause failed the present-tense screen: only events then.
 pub(super) fn update_facts(clause: &str, present_ok: bool, extra: &[Frame]) -> Vec<(usize, ExtractedFact)> {
-    let Some(r) = RULES.as_ref() else {
-        return Vec::new();
-    };
+    let r = &*RULES;
     let straight = clause.replace('’', "'");
     let update = marks_update(&straight);
     let mut out = Vec::new();
@@ -217,9 +215,7 @@ fn appositive_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
 /// The items of a list-like sentence ("Contact details: email a@b.co, phone 0412 555 018"),
 /// each to be read as a clause of its own; empty for other sentences.
 pub(super) fn list_items(sentence: &str) -> Vec<&str> {
-    let Some(r) = RULES.as_ref() else {
-        return Vec::new();
-    };
+    let r = &*RULES;
     let body = r.list_head.find(sentence).map_or(sentence, |m| &sentence[m.end()..]);
     let headed = body.len() < sentence.len();
     let items: Vec<&str> = body.split([',', ';']).map(str::trim).filter(|i| !i.is_empty()).collect();
@@ -285,7 +281,7 @@ pub(super) fn item_fact(item: &str) -> Option<ExtractedFact> {
 
 /// The thing a statement says is gone ("sold the old car", "the previous host"), if any.
 pub(super) fn disposed_thing(statement: &str) -> Option<String> {
-    let r = RULES.as_ref()?;
+    let r = &*RULES;
     let c = r.disposal.captures(statement)?;
     let words: Vec<&str> = c.name("n").or_else(|| c.name("d"))?.as_str().split_whitespace().collect();
     let keep: Vec<&str> = words
@@ -457,7 +453,7 @@ fn known(np: &str) -> bool {
 /// "Postgres 16" as the value of a thing named "the database" is still a version of Postgres;
 /// "node to 20" is node's version. Versions of one tool supersede each other, tools accumulate.
 pub(super) fn version_key(object: &str, value: &str) -> Option<String> {
-    let r = RULES.as_ref()?;
+    let r = &*RULES;
     if let Some(c) = r.version_tail.captures(value.trim()) {
         let name = c.name("name")?.as_str();
         return tool_version_key(name);

@@ -68,7 +68,7 @@ const OUTCOME_SUFFIX_LIMIT: usize = 100;
 const SPEAKERS: [&str; 3] = ["user:", "assistant:", "system:"];
 
 /// A plausible year (2010–2099) already in the body makes the date prefix redundant.
-static YEAR: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\b20[1-9]\d\b").ok());
+static YEAR: LazyLock<Regex> = LazyLock::new(|| crate::patterns::regex(r"\b20[1-9]\d\b"));
 
 /// Markdown header of a section (without newline).
 pub fn section_header(section: Section) -> &'static str {
@@ -111,7 +111,7 @@ pub fn header_line_cost(header: &str) -> usize {
 /// For kind "episode_summary" the body is cleaned first: strip a leading "user:", "assistant:" or "system:" from each line, drop empty lines, then if ≤2 parts remain join with " → ", else first + " → " + last. Newlines never survive into a line.
 pub fn memory_line(kind: &str, body: &str, valid_from: Option<DateTime<Utc>>) -> String {
     let body = if kind == "episode_summary" { summary_body(body) } else { single_line(body) };
-    let has_year = YEAR.as_ref().is_some_and(|re| re.is_match(&body));
+    let has_year = YEAR.is_match(&body);
     let mut line = String::from("- ");
     if let (Some(at), false) = (valid_from, has_year) {
         line.push_str(&format!("[{}] ", at.format("%Y-%m-%d")));

@@ -3,8 +3,9 @@
 //! The BPE table is embedded in `tiktoken-rs` and parsed once on first use. Counting uses
 //! `encode_ordinary`: stored text is data, so strings such as `<|endoftext|>` count as plain text.
 //!
-//! Fallback: if the table cannot be loaded (or the tokenizer panics on pathological input), counts
-//! become the estimate `ceil(bytes / 2)`. English averages about four bytes per token, so the
+//! Fallback: if the tokenizer panics on pathological input, that count becomes the estimate
+//! `ceil(bytes / 2)` (the table itself is built-in data: one that fails to load is a bug and
+//! fails loudly, see [`crate::patterns`]). English averages about four bytes per token, so the
 //! estimate overshoots typical text, and because `truncate` and the packer measure with this same
 //! function, `count(bundle) <= max_tokens` still holds for every bundle they produce.
 
@@ -13,10 +14,11 @@ use std::sync::LazyLock;
 
 use tiktoken_rs::CoreBPE;
 
-/// Parsed once; `None` means the embedded table failed to load and the estimate is used.
-static BPE: LazyLock<Option<CoreBPE>> = LazyLock::new(|| tiktoken_rs::cl100k_base().ok());
+/// Parsed once.
+static BPE: LazyLock<CoreBPE> =
+    LazyLock::new(|| crate::patterns::built("cl100k_base table", tiktoken_rs::cl100k_base()));
 
-/// Token count of `text` under cl100k_base (or the documented byte estimate when the BPE is unavailable).
+/// Token count of `text` under cl100k_base (or the documented byte estimate when the tokenizer panics).
 ///
 /// Counts of short texts are memoised: the packer prices every candidate line (and the same
 /// headers) on every context call, and a subject's lines recur from call to call, while BPE
@@ -33,7 +35,7 @@ pub fn count(text: &str) -> usize {
         return n;
     }
     let n = count_uncached(text);
-    memo().insert(text, n);
+    memo().insert(text.to_owned(), n);
     n
 }
 
@@ -46,33 +48,13 @@ fn count_uncached(text: &str) -> usize {
 
 /// Texts up to this many bytes are memoised (a rendered line shows at most ~150 chars of text).
 const MEMO_MAX_LEN: usize = 1024;
-/// Entries kept before the memo starts over (bounds memory at a few MiB).
+/// Entries kept (bounds memory at a few MiB; the least useful go first, S3-FIFO).
 const MEMO_MAX_ENTRIES: usize = 20_000;
 
-/// A bounded map from text to token count, shared by all threads.
-struct Memo(std::sync::Mutex<std::collections::HashMap<String, usize>>);
-
-impl Memo {
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, usize>> {
-        // A panic cannot leave the map inconsistent (one insert or clear at a time).
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn get(&self, text: &str) -> Option<usize> {
-        self.lock().get(text).copied()
-    }
-
-    fn insert(&self, text: &str, n: usize) {
-        let mut map = self.lock();
-        if map.len() >= MEMO_MAX_ENTRIES {
-            map.clear();
-        }
-        map.insert(text.to_owned(), n);
-    }
-}
-
-fn memo() -> &'static Memo {
-    static MEMO: LazyLock<Memo> = LazyLock::new(|| Memo(std::sync::Mutex::new(std::collections::HashMap::new())));
+/// Token counts of short texts, shared by all threads.
+fn memo() -> &'static quick_cache::sync::Cache<String, usize> {
+    static MEMO: LazyLock<quick_cache::sync::Cache<String, usize>> =
+        LazyLock::new(|| quick_cache::sync::Cache::new(MEMO_MAX_ENTRIES));
     &MEMO
 }
 
@@ -97,15 +79,15 @@ pub fn truncate(text: &str, max_tokens: usize) -> String {
     text[..end].to_owned()
 }
 
-/// Encodes with the BPE, or `None` when it is unavailable or panicked (regex stack limits on huge input).
+/// Encodes with the BPE, or `None` when it panicked (regex stack limits on huge input).
 fn encode(text: &str) -> Option<Vec<tiktoken_rs::Rank>> {
-    let bpe = BPE.as_ref()?;
+    let bpe = &*BPE;
     catch_unwind(AssertUnwindSafe(|| bpe.encode_ordinary(text))).ok()
 }
 
 /// Byte length of the decoded tokens; 0 if decoding fails, which makes `truncate` start from empty.
 fn decoded_len(tokens: &[tiktoken_rs::Rank]) -> usize {
-    BPE.as_ref().and_then(|bpe| bpe.decode_bytes(tokens).ok()).map_or(0, |bytes| bytes.len())
+    BPE.decode_bytes(tokens).map_or(0, |bytes| bytes.len())
 }
 
 /// The fallback estimate, `ceil(bytes / 2)`.
@@ -161,7 +143,7 @@ mod tests {
 
     #[test]
     fn bpe_is_loaded() {
-        assert!(BPE.is_some());
+        LazyLock::force(&BPE);
     }
 
     #[test]

@@ -36,12 +36,13 @@ pub fn tsquery_for(task: &str) -> Option<String> {
 
 const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
 
-static ISO: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b").ok());
-static DAY_MONTH: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3,9})\.?,?\s+(\d{4})\b").ok());
-static MONTH_DAY: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)\b([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b").ok());
-static RELATIVE: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)\b(today|yesterday)\b").ok());
+static ISO: LazyLock<Regex> = LazyLock::new(|| crate::patterns::regex(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"));
+static DAY_MONTH: LazyLock<Regex> = LazyLock::new(|| {
+    crate::patterns::regex(r"(?i)\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?([a-z]{3,9})\.?,?\s+(\d{4})\b")
+});
+static MONTH_DAY: LazyLock<Regex> =
+    LazyLock::new(|| crate::patterns::regex(r"(?i)\b([a-z]{3,9})\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\b"));
+static RELATIVE: LazyLock<Regex> = LazyLock::new(|| crate::patterns::regex(r"(?i)\b(today|yesterday)\b"));
 
 fn month_number(name: &str) -> Option<u32> {
     let lower = name.to_lowercase();
@@ -69,16 +70,13 @@ fn month_number(name: &str) -> Option<u32> {
 /// resolved against `as_of` for the relative ones; sorted, without duplicates.
 pub fn task_dates(task: &str, as_of: DateTime<Utc>) -> Vec<NaiveDate> {
     let mut out = BTreeSet::new();
-    if let Some(re) = ISO.as_ref() {
-        for c in re.captures_iter(task) {
-            let (y, m, d) = (c[1].parse().ok(), c[2].parse().ok(), c[3].parse().ok());
-            if let (Some(y), Some(m), Some(d)) = (y, m, d) {
-                out.extend(NaiveDate::from_ymd_opt(y, m, d));
-            }
+    for c in ISO.captures_iter(task) {
+        let (y, m, d) = (c[1].parse().ok(), c[2].parse().ok(), c[3].parse().ok());
+        if let (Some(y), Some(m), Some(d)) = (y, m, d) {
+            out.extend(NaiveDate::from_ymd_opt(y, m, d));
         }
     }
-    for (re, day_i, month_i) in [(DAY_MONTH.as_ref(), 1, 2), (MONTH_DAY.as_ref(), 2, 1)] {
-        let Some(re) = re else { continue };
+    for (re, day_i, month_i) in [(&*DAY_MONTH, 1, 2), (&*MONTH_DAY, 2, 1)] {
         for c in re.captures_iter(task) {
             let d = c[day_i].parse().ok();
             let m = month_number(&c[month_i]);
@@ -88,20 +86,18 @@ pub fn task_dates(task: &str, as_of: DateTime<Utc>) -> Vec<NaiveDate> {
             }
         }
     }
-    if let Some(re) = RELATIVE.as_ref() {
-        let today = as_of.date_naive();
-        for c in re.captures_iter(task) {
-            let day =
-                if c[1].eq_ignore_ascii_case("today") { Some(today) } else { today.checked_sub_days(Days::new(1)) };
-            out.extend(day);
-        }
+    let today = as_of.date_naive();
+    for c in RELATIVE.captures_iter(task) {
+        let day = if c[1].eq_ignore_ascii_case("today") { Some(today) } else { today.checked_sub_days(Days::new(1)) };
+        out.extend(day);
     }
     out.into_iter().filter(|d| d.year() > 1900).collect()
 }
 
-static MONTH_YEAR: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)\b([a-z]{3,9})\.?,?\s+(\d{4})\b").ok());
-static IN_MONTH: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"\b(?:[Ii]n|[Dd]uring|[Oo]f|[Ss]ince|[Bb]efore|[Aa]fter)\s+([A-Z][a-z]{2,8})\b").ok());
+static MONTH_YEAR: LazyLock<Regex> = LazyLock::new(|| crate::patterns::regex(r"(?i)\b([a-z]{3,9})\.?,?\s+(\d{4})\b"));
+static IN_MONTH: LazyLock<Regex> = LazyLock::new(|| {
+    crate::patterns::regex(r"\b(?:[Ii]n|[Dd]uring|[Oo]f|[Ss]ince|[Bb]efore|[Aa]fter)\s+([A-Z][a-z]{2,8})\b")
+});
 
 /// A month a task names: "May 2023" (with its year) or "in June" (any year).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -124,8 +120,8 @@ impl NamedMonth {
 /// ("8 May 2023") also names its month. Sorted, without duplicates.
 pub fn task_months(task: &str) -> Vec<NamedMonth> {
     let mut out = BTreeSet::new();
-    if let Some(re) = MONTH_YEAR.as_ref() {
-        for c in re.captures_iter(task) {
+    {
+        for c in MONTH_YEAR.captures_iter(task) {
             if let (Some(month), Ok(year)) = (month_number(&c[1]), c[2].parse::<i32>()) {
                 if year > 1900 {
                     out.insert(NamedMonth { year: Some(year), month });
@@ -133,8 +129,8 @@ pub fn task_months(task: &str) -> Vec<NamedMonth> {
             }
         }
     }
-    if let Some(re) = IN_MONTH.as_ref() {
-        for c in re.captures_iter(task) {
+    {
+        for c in IN_MONTH.captures_iter(task) {
             // Bare "May" is too often the verb; it counts only with a year.
             if c[1].eq_ignore_ascii_case("may") {
                 continue;

@@ -1,33 +1,35 @@
 //! Task embeddings already computed: context calls repeat their tasks, and embedding is the
 //! most expensive step of a semantic context call.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use quick_cache::sync::Cache;
 
 use crate::embed::Embedder;
 use crate::services::compile::{embed_texts, vector_literal};
 
-/// Task vectors by (model, task): repeated tasks are embedded once.
-#[derive(Default)]
-pub struct TaskVectorCache(std::sync::Mutex<HashMap<(String, String), String>>);
+/// Task vectors by (model, task): repeated tasks are embedded once. Bounded, evicting the
+/// least useful entries (S3-FIFO), so a burst of one-off tasks does not flush the hot ones.
+pub struct TaskVectorCache(Cache<(String, String), Arc<str>>);
 
 const CACHE_CAP: usize = 4096;
+
+impl Default for TaskVectorCache {
+    fn default() -> Self {
+        TaskVectorCache(Cache::new(CACHE_CAP))
+    }
+}
 
 impl TaskVectorCache {
     /// The task's vector in pgvector text form, embedding it on a miss.
     pub async fn get(&self, embedder: &Arc<dyn Embedder>, task: &str) -> anyhow::Result<String> {
         let key = (embedder.model_id().to_string(), task.to_string());
-        if let Some(v) = self.0.lock().ok().and_then(|m| m.get(&key).cloned()) {
-            return Ok(v);
+        if let Some(v) = self.0.get(&key) {
+            return Ok(v.to_string());
         }
         let mut vs = embed_texts(embedder, vec![task.to_string()]).await?;
         let v = vector_literal(&vs.pop().ok_or_else(|| anyhow::anyhow!("no vector for the task"))?);
-        if let Ok(mut m) = self.0.lock() {
-            if m.len() >= CACHE_CAP {
-                m.clear();
-            }
-            m.insert(key, v.clone());
-        }
+        self.0.insert(key, Arc::from(v.as_str()));
         Ok(v)
     }
 }

@@ -12,8 +12,9 @@
 //! least as new as the tag: a change committed in between carries a higher version, which the
 //! next call reads, so it reloads. An entry can be reloaded once too often, never used stale.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use quick_cache::sync::Cache;
 
 use serde_json::Value;
 use sqlx::PgConnection;
@@ -35,28 +36,30 @@ pub struct TenantSettings {
     pub policy: Option<Arc<ActivePolicy>>,
 }
 
-/// Settings by tenant.
-#[derive(Default)]
-pub struct SettingsCache(Mutex<HashMap<String, Arc<TenantSettings>>>);
+/// Settings by tenant (bounded; the least useful entries go first, S3-FIFO).
+pub struct SettingsCache(Cache<String, Arc<TenantSettings>>);
+
+impl Default for SettingsCache {
+    fn default() -> Self {
+        SettingsCache(Cache::new(CACHE_CAP))
+    }
+}
 
 impl SettingsCache {
     /// The cached settings of `tenant` if they were loaded at exactly `version`.
     pub fn get(&self, tenant: &str, version: i64) -> Option<Arc<TenantSettings>> {
-        let map = self.0.lock().ok()?;
-        map.get(tenant).filter(|s| s.version == version).cloned()
+        self.0.get(tenant).filter(|s| s.version == version)
     }
 
     /// Caches `settings` for `tenant` unless an entry of a later version is there already (a
     /// slower call that read an older version must not replace it; versions only grow).
     pub fn put(&self, tenant: &str, settings: Arc<TenantSettings>) {
-        let Ok(mut map) = self.0.lock() else { return };
-        if map.get(tenant).is_some_and(|s| s.version >= settings.version) {
+        // Not atomic with the insert: a racing older version may still land, and then costs the
+        // next call one reload (a stale entry is never served: `get` checks the exact version).
+        if self.0.get(tenant).is_some_and(|s| s.version >= settings.version) {
             return;
         }
-        if map.len() >= CACHE_CAP && !map.contains_key(tenant) {
-            map.clear();
-        }
-        map.insert(tenant.to_string(), settings);
+        self.0.insert(tenant.to_string(), settings);
     }
 
     /// The tenant's settings at `version` (just read in `conn`'s transaction): the cached entry
@@ -124,7 +127,19 @@ mod tests {
         for i in 0..CACHE_CAP + 10 {
             c.put(&format!("t{i}"), at(1, json!({})));
         }
-        let len = c.0.lock().unwrap().len();
+        let len = c.0.len();
         assert!(len <= CACHE_CAP, "{len}");
+    }
+
+    #[test]
+    fn a_tenant_in_use_survives_a_burst_of_others() {
+        let c = SettingsCache::default();
+        c.put("hot", at(1, json!({})));
+        for i in 0..3 * CACHE_CAP {
+            c.put(&format!("once{i}"), at(1, json!({})));
+            if i % 64 == 0 {
+                assert!(c.get("hot", 1).is_some(), "evicted after {i} others");
+            }
+        }
     }
 }
