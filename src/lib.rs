@@ -14,6 +14,7 @@ pub mod model;
 pub mod openapi;
 pub mod pg;
 pub mod policy;
+pub mod progress;
 pub mod receipts;
 pub mod services;
 pub mod sessions;

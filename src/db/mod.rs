@@ -1,5 +1,6 @@
 //! Every SQL query of mnemo. Each function takes an executor and the tenant first.
 
+pub mod backup;
 pub mod compile;
 pub mod context;
 pub mod episodes;

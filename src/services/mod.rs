@@ -17,6 +17,7 @@ pub mod receipts;
 pub mod reembed;
 pub mod replay;
 pub mod sessions;
+pub mod statewave_backup;
 pub mod task_vectors;
 pub mod templates;
 pub mod tenant_config;
