@@ -20,6 +20,7 @@ pub mod services;
 pub mod sessions;
 pub mod state;
 pub mod templates;
+pub mod transfer;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -13,7 +13,9 @@ use mnemo::config::{
     ReembedArgs, ServeArgs, SubjectsAction, SubjectsArgs,
 };
 use mnemo::pg::{Cluster, StartOutcome};
+use mnemo::progress::Reporter;
 use mnemo::receipts::signing::SigningKeys;
+use mnemo::transfer::{ExportArgs, ImportArgs};
 use mnemo::{db, AppState, RuntimeConfig};
 
 fn init_logging(format: LogFormat, to_stderr: bool) {
@@ -207,8 +209,35 @@ async fn migrate(args: DbArgs) -> anyhow::Result<()> {
 
 async fn reembed(args: ReembedArgs) -> anyhow::Result<()> {
     let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
-    with_database(&args.db, |pool| async move { mnemo::services::reembed::run(&pool, &embedder, args.batch).await })
-        .await
+    with_database(&args.db, |pool| async move {
+        mnemo::services::reembed::run(&pool, &embedder, args.batch, &Reporter::stderr()).await
+    })
+    .await
+}
+
+async fn export(args: ExportArgs) -> anyhow::Result<()> {
+    let db = args.db.clone();
+    with_database(&db, |pool| async move {
+        let mut out = std::io::BufWriter::new(std::io::stdout());
+        let (episodes, memories) = mnemo::transfer::export(&pool, &args, &mut out, &Reporter::stderr()).await?;
+        eprintln!(
+            "exported subject {} of tenant {}: {episodes} episodes, {memories} memories",
+            args.subject, args.tenant
+        );
+        anyhow::Ok(())
+    })
+    .await
+}
+
+async fn import(args: ImportArgs) -> anyhow::Result<()> {
+    let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
+    let db = args.db.clone();
+    with_database(&db, |pool| async move {
+        let imported = mnemo::transfer::import(&pool, &embedder, &args, &Reporter::stderr()).await?;
+        println!("{}", serde_json::to_string_pretty(&imported)?);
+        anyhow::Ok(())
+    })
+    .await
 }
 
 /// Sends `GET /healthz` over a plain TCP connection and checks for a 200 status line.
@@ -348,6 +377,8 @@ async fn main() -> std::process::ExitCode {
         Command::Migrate(a) => migrate(a).await,
         Command::Pg(a) => pg(a).await,
         Command::Reembed(a) => reembed(a).await,
+        Command::Export(a) => export(a).await,
+        Command::Import(a) => import(*a).await,
         Command::Healthcheck(a) => healthcheck(a).await,
         Command::Audit(a) => audit(a).await,
         Command::Subjects(a) => subjects(a).await,

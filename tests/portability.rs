@@ -285,3 +285,56 @@ async fn export_and_import_are_tenant_scoped() {
     let (s, _) = get(&admin, "/admin/export/user:a").await;
     assert_eq!(s, 404, "the admin key's own tenant has no such subject");
 }
+
+fn cli(app: &TestApp, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .args(args)
+        .env("MNEMO_DATABASE_URL", app.database_url())
+        .env("MNEMO_EMBEDDER", "hash")
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn cli_exports_and_imports_with_progress_lines() {
+    let app = spawn().await;
+    app.ingest_and_compile("user:cli", &["My name is Ana Lima.", "I work at Globex.", "I work at Initech now."]).await;
+    let out = cli(&app, &["export", "--subject", "user:cli"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Not a terminal: plain progress lines.
+    assert!(stderr.contains("exporting: ") && stderr.contains(" rows ("), "{stderr}");
+    let (s, served) = app.get("/admin/export/user:cli").await;
+    assert_eq!(s, 200);
+    let mut written: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(written["checksum"], served["checksum"]);
+    written["exported_at"] = served["exported_at"].clone();
+    assert_eq!(written, served);
+
+    let dir = std::env::temp_dir().join(format!("mnemo-port-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("user-cli.json");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let file = file.to_str().unwrap();
+    let out = cli(&app, &["import", file, "--tenant", "t2", "--preserve-ids"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&printed["tenant_id"], &printed["episodes_imported"]), (&json!("t2"), &json!(3)));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("embedding: "));
+    let (a, b) = (timeline(&app, "default", "user:cli").await, timeline(&app, "t2", "user:cli").await);
+    assert_eq!(a, b);
+    // Again: the ids are taken now, and nothing is written.
+    let before = rows(&app).await;
+    let out = cli(&app, &["import", file, "--tenant", "t2", "--preserve-ids"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ID conflict"), "{}", String::from_utf8_lossy(&out.stderr));
+    // A truncated file names where it stops.
+    let text = std::fs::read_to_string(file).unwrap();
+    let cut = dir.join("cut.json");
+    std::fs::write(&cut, &text[..text.len() / 3]).unwrap();
+    let out = cli(&app, &["import", cut.to_str().unwrap(), "--tenant", "t3"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("line 1 column"), "{stderr}");
+    assert_eq!(rows(&app).await, before);
+    std::fs::remove_dir_all(&dir).ok();
+}
