@@ -219,11 +219,9 @@ async fn export(args: ExportArgs) -> anyhow::Result<()> {
     let db = args.db.clone();
     with_database(&db, |pool| async move {
         let mut out = std::io::BufWriter::new(std::io::stdout());
-        let (episodes, memories) = mnemo::transfer::export(&pool, &args, &mut out, &Reporter::stderr()).await?;
-        eprintln!(
-            "exported subject {} of tenant {}: {episodes} episodes, {memories} memories",
-            args.subject, args.tenant
-        );
+        let rows = mnemo::transfer::export(&pool, &args, &mut out, &Reporter::stderr()).await?;
+        let what = args.subject.as_deref().map_or_else(|| "every subject".to_string(), |s| format!("subject {s}"));
+        eprintln!("exported {what} of tenant {}: {rows} rows", args.tenant);
         anyhow::Ok(())
     })
     .await
@@ -371,7 +369,8 @@ async fn main() -> std::process::ExitCode {
         Command::Serve(a) => a.log_format,
         _ => LogFormat::Text,
     };
-    init_logging(format, matches!(cli.command, Command::Mcp(_)));
+    // The stdio bridge owns stdout for JSON-RPC, and an export writes its file there.
+    init_logging(format, matches!(cli.command, Command::Mcp(_) | Command::Export(_)));
     let result = match cli.command {
         Command::Serve(a) => serve(*a).await,
         Command::Migrate(a) => migrate(a).await,

@@ -338,3 +338,197 @@ async fn cli_exports_and_imports_with_progress_lines() {
     assert_eq!(rows(&app).await, before);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+// ---- mnemo's own lossless dump (JSON Lines) ----
+
+fn signing_keys() -> mnemo::receipts::signing::SigningKeys {
+    mnemo::receipts::signing::SigningKeys::parse(r#"{"k1": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}"#).unwrap()
+}
+
+async fn signed_app() -> TestApp {
+    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
+    common::spawn_state(mnemo::RuntimeConfig::default(), embedder, signing_keys()).await
+}
+
+/// A tenant with two subjects: sessions, a snapshot, metadata, a resolution, labels, a
+/// supersession and two signed receipts. Returns the receipt ids.
+async fn rich_tenant(app: &TestApp, tenant: &str) -> Vec<String> {
+    common::set_config(app, tenant, json!({"receipt_signing_key_id": "k1"})).await;
+    let subject = "user:rich";
+    let texts = ["My name is Ana Lima.", "I work at Globex.", "I work at Initech now.", "I prefer green tea."];
+    for text in texts {
+        let mut e = common::episode(subject, text);
+        e["session_id"] = json!("s1");
+        let (s, b) = app.post_as(tenant, "/v1/episodes", &e).await;
+        assert_eq!(s, 201, "{b}");
+        let (s, b) = app.post_as(tenant, "/v1/memories/compile", &json!({"subject_id": subject})).await;
+        assert_eq!(s, 200, "{b}");
+    }
+    let (s, b) = app.post_as(tenant, "/v1/episodes", &common::episode("user:other", "I live in Oslo.")).await;
+    assert_eq!(s, 201, "{b}");
+    app.post_as(tenant, "/v1/memories/compile", &json!({"subject_id": "user:other"})).await;
+    let t = timeline(app, tenant, subject).await;
+    assert!(t["memories"].as_array().unwrap().iter().any(|m| m["status"] == "superseded"));
+    let name =
+        t["memories"].as_array().unwrap().iter().find(|m| m["content"] == "My name is Ana Lima").unwrap().clone();
+    let r = app
+        .client
+        .patch(app.url(&format!("/v1/memories/{}/labels", name["id"].as_str().unwrap())))
+        .header("X-Tenant-ID", tenant)
+        .json(&json!({"sensitivity_labels": ["pii"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let path = format!("/v1/subjects/{subject}/sessions/s1");
+    let (s, log) = app.get_as(tenant, &path).await;
+    assert_eq!(s, 200, "{log}");
+    let (s, b) = app.patch_as(tenant, &path, &json!({"metadata": {"title": "Onboarding"}})).await;
+    assert_eq!(s, 200, "{b}");
+    let snap = json!({"summary": "Ana introduced herself and her job.", "pinned": [log["episodes"][0]["id"]],
+                      "covers_through": log["episodes"][2]["cursor"], "prev": null});
+    let (s, b) = app.put_as(tenant, &format!("{path}/snapshot"), &snap).await;
+    assert_eq!(s, 201, "{b}");
+    let res = json!({"subject_id": subject, "session_id": "s1", "status": "resolved", "resolution_summary": "Set up."});
+    let (s, b) = app.post_as(tenant, "/v1/resolutions", &res).await;
+    assert_eq!(s, 200, "{b}");
+    let mut receipts = Vec::new();
+    for task in ["Where does the user work?", "What does the user drink?"] {
+        let body = json!({"subject_id": subject, "task": task, "emit_receipt": true, "session_id": "s1"});
+        let (s, b) = app.post_as(tenant, "/v1/context", &body).await;
+        assert_eq!(s, 200, "{b}");
+        receipts.push(b["receipt_id"].as_str().unwrap().to_string());
+    }
+    receipts
+}
+
+fn row_lines(dump: &[u8]) -> Vec<String> {
+    let text = String::from_utf8(dump.to_vec()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[1..lines.len() - 1].iter().map(|l| l.to_string()).collect()
+}
+
+fn write_temp(name: &str, bytes: &[u8]) -> String {
+    let dir = std::env::temp_dir().join(format!("mnemo-dump-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+async fn tenant_rows(app: &TestApp, tenant: &str) -> i64 {
+    let mut n = 0;
+    for table in ["episodes", "memories", "receipts", "session_snapshots", "subject_counters", "resolutions"] {
+        let sql = format!("SELECT count(*) FROM {table} WHERE tenant_id = $1");
+        n += sqlx::query_scalar::<_, i64>(&sql).bind(tenant).fetch_one(&app.pool).await.unwrap();
+    }
+    n
+}
+
+#[tokio::test]
+async fn mnemo_dump_moves_a_tenant_losslessly() {
+    let a = signed_app().await;
+    let receipts = rich_tenant(&a, "rich").await;
+    let out = cli(&a, &["export", "--tenant", "rich", "--format", "mnemo"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dump = out.stdout;
+    let first: Value = serde_json::from_str(String::from_utf8_lossy(&dump).lines().next().unwrap()).unwrap();
+    assert_eq!(
+        (&first["format"], &first["format_version"], &first["subject_id"]),
+        (&json!("mnemo-dump"), &json!(1), &Value::Null)
+    );
+    assert_eq!(first["tables"]["receipts"], 2);
+    let file = write_temp("rich.jsonl", &dump);
+
+    let b = signed_app().await;
+    let out = cli(&b, &["import", &file]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["tenant_id"], "rich");
+    for subject in ["user:rich", "user:other"] {
+        assert_eq!(timeline(&a, "rich", subject).await, timeline(&b, "rich", subject).await);
+    }
+    // Exported again, the copy gives the same rows, line for line.
+    let again = cli(&b, &["export", "--tenant", "rich", "--format", "mnemo"]);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(row_lines(&again.stdout), row_lines(&dump));
+    // The same request at the same instant gives the same bytes.
+    let as_of = chrono::Utc::now().to_rfc3339();
+    for task in ["Where does the user work?", "What is the user's name?"] {
+        let body =
+            json!({"subject_id": "user:rich", "task": task, "session_id": "s1", "as_of": as_of, "emit_receipt": false});
+        let send =
+            |app: &TestApp| app.client.post(app.url("/v1/context")).header("X-Tenant-ID", "rich").json(&body).send();
+        let (ra, rb) = (send(&a).await.unwrap(), send(&b).await.unwrap());
+        assert_eq!((ra.status().as_u16(), rb.status().as_u16()), (200, 200));
+        assert_eq!(ra.bytes().await.unwrap(), rb.bytes().await.unwrap(), "{task}");
+    }
+    // Receipts verify, the chain verifies, and replay reproduces the bytes.
+    for id in &receipts {
+        let (_, v) = b.get_as("rich", &format!("/v1/receipts/{id}/verify")).await;
+        assert_eq!((&v["valid"], &v["reason"]), (&json!(true), &json!("ok")), "{v}");
+        let (s, r) = b.post_as("rich", &format!("/v1/receipts/{id}/replay"), &json!({})).await;
+        assert_eq!((s, &r["reproduced"]), (200, &json!(true)), "{r}");
+    }
+    let (_, chain) = b.get_as("rich", "/v1/receipts/chain/verify").await;
+    assert_eq!(chain["ok"], true, "{chain}");
+    // Refusals write nothing: an occupied tenant, a changed byte, a cut file, another version.
+    let out = cli(&b, &["import", &file]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("already holds data"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(dump.clone()).unwrap();
+    let changed = text.replacen("Globex", "Globez", 1);
+    let out = cli(&b, &["import", &write_temp("changed.jsonl", changed.as_bytes()), "--tenant", "fresh"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("checksum mismatch"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    let cut = lines[..lines.len() - 3].join("\n") + "\n";
+    let out = cli(&b, &["import", &write_temp("cut.jsonl", cut.as_bytes()), "--tenant", "fresh"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("without its trailer line"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let half = &text[..text.len() / 2];
+    let out = cli(&b, &["import", &write_temp("half.jsonl", half.as_bytes()), "--tenant", "fresh"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not JSON"), "{}", String::from_utf8_lossy(&out.stderr));
+    let v2 = text.replacen("\"format_version\":1", "\"format_version\":2", 1);
+    let out = cli(&b, &["import", &write_temp("v2.jsonl", v2.as_bytes()), "--tenant", "fresh"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("line 1: field format_version"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(tenant_rows(&b, "fresh").await, 0);
+
+    // One subject moves on its own, into another tenant; its receipts still verify one by one.
+    let out = cli(&a, &["export", "--tenant", "rich", "--subject", "user:rich", "--format", "mnemo"]);
+    assert!(out.status.success());
+    let out = cli(&b, &["import", &write_temp("subject.jsonl", &out.stdout), "--tenant", "copy"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(timeline(&a, "rich", "user:rich").await, timeline(&b, "copy", "user:rich").await);
+    let (_, v) = b.get_as("copy", &format!("/v1/receipts/{}/verify", receipts[0])).await;
+    assert_eq!(v["reason"], "ok", "{v}");
+}
+
+#[tokio::test]
+async fn every_tenant_table_is_dumped_or_left_out_on_purpose() {
+    let app = spawn().await;
+    let mut conn = app.pool.acquire().await.unwrap();
+    let mut schema = mnemo::db::dump::tenant_tables(&mut conn).await.unwrap();
+    schema.sort();
+    let mut known: Vec<String> = mnemo::db::dump::TABLES.iter().map(|t| t.name.to_string()).collect();
+    known.extend(mnemo::db::dump::NOT_EXPORTED.iter().map(|(t, _)| t.to_string()));
+    known.sort();
+    assert_eq!(schema, known, "a new table with tenant rows must join db::dump::TABLES or NOT_EXPORTED");
+    let subject_tables = mnemo::db::erase::tables_with_subjects(&mut conn).await.unwrap();
+    for t in mnemo::db::dump::TABLES {
+        assert_eq!(t.per_subject, subject_tables.contains(&t.name.to_string()), "{}", t.name);
+    }
+}

@@ -3,6 +3,7 @@
 pub mod backup;
 pub mod compile;
 pub mod context;
+pub mod dump;
 pub mod episodes;
 pub mod erase;
 pub mod erasures;

@@ -4,6 +4,7 @@ pub mod access;
 pub mod compile;
 pub mod context;
 pub mod context_call;
+pub mod dump;
 pub mod episodes;
 pub mod erase;
 pub mod handoff;

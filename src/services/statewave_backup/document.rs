@@ -1,5 +1,5 @@
-//! Statewave's subject backup document (`format_version` "1.0"): the checksum, reading a
-//! document into checked records, and the record shapes mnemo writes. Pure: no database.
+//! Statewave's subject backup document (`format_version` "1.0"): the checksum and reading a
+//! document into checked records (the shapes mnemo writes are in `super::records`). Pure.
 //!
 //! The field set and order follow Statewave 0.7.1 exactly, so either side accepts the other's
 //! files. mnemo-only data (sessions, labels, bitemporal columns) has no place in it.
@@ -7,11 +7,11 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
+use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::http::input::{contains_nul, parse_datetime};
-use crate::model::time::{isoformat, truncate_micros};
+use crate::model::time::truncate_micros;
 use crate::receipts::canonical::{python_sorted, sha256_hex};
 
 /// The only format version Statewave 0.7.1 reads or writes.
@@ -44,6 +44,28 @@ pub fn checksum(episodes: Option<&Value>, memories: Option<&Value>) -> String {
     outer.insert("episodes".into(), episodes.unwrap_or(&empty).clone());
     outer.insert("memories".into(), memories.unwrap_or(&empty).clone());
     sha256_hex(python_sorted(&Value::Object(outer)).as_bytes())
+}
+
+/// [`checksum`] over records as they serialise, one record at a time (the canonical text of
+/// the whole document never exists at once: `{"episodes": [e1, e2], "memories": [m1]}` is
+/// hashed piece by piece).
+pub fn checksum_of<E: Serialize, M: Serialize>(episodes: &[E], memories: &[M]) -> serde_json::Result<String> {
+    fn part<T: Serialize>(hash: &mut Sha256, items: &[T]) -> serde_json::Result<()> {
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                hash.update(b", ");
+            }
+            hash.update(python_sorted(&serde_json::to_value(item)?).as_bytes());
+        }
+        Ok(())
+    }
+    let mut hash = Sha256::new();
+    hash.update(b"{\"episodes\": [");
+    part(&mut hash, episodes)?;
+    hash.update(b"], \"memories\": [");
+    part(&mut hash, memories)?;
+    hash.update(b"]}");
+    Ok(hex::encode(hash.finalize()))
 }
 
 /// Why a document was refused (every variant is the client's fault: 400).
@@ -323,139 +345,6 @@ fn read_memory(v: &Value, path: &str, preserve_ids: bool) -> Result<DocMemory, D
     })
 }
 
-/// Timestamps as Statewave writes them (`isoformat()` of a UTC value).
-fn ts(t: &DateTime<Utc>) -> String {
-    isoformat(t)
-}
-
-/// An episode record, fields in Statewave's order (mnemo's `session_id` has no field there).
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct EpisodeRecord {
-    pub id: String,
-    pub subject_id: String,
-    pub tenant_id: String,
-    pub source: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    #[schema(value_type = Object)]
-    pub payload: Value,
-    #[schema(value_type = Object)]
-    pub metadata: Value,
-    #[schema(value_type = Object)]
-    pub provenance: Value,
-    pub created_at: String,
-    pub last_compiled_at: Option<String>,
-}
-
-impl EpisodeRecord {
-    /// The record of a stored episode. Its `created_at` is mnemo's `occurred_at`: the time
-    /// Statewave orders and anchors by (equal to the ingest time unless the caller set it).
-    pub fn of(e: &crate::model::episode::Episode, tenant_id: &str, last_compiled_at: Option<&DateTime<Utc>>) -> Self {
-        EpisodeRecord {
-            id: e.id.to_string(),
-            subject_id: e.subject_id.clone(),
-            tenant_id: tenant_id.to_string(),
-            source: e.source.clone(),
-            kind: e.kind.clone(),
-            payload: e.payload.clone(),
-            metadata: e.metadata.clone(),
-            provenance: e.provenance.clone(),
-            created_at: ts(&e.occurred_at),
-            last_compiled_at: last_compiled_at.map(ts),
-        }
-    }
-}
-
-/// A memory record, fields in Statewave's order.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct MemoryRecord {
-    pub id: String,
-    pub subject_id: String,
-    pub tenant_id: String,
-    pub kind: String,
-    pub content: String,
-    pub summary: String,
-    pub confidence: f64,
-    pub valid_from: String,
-    pub valid_to: Option<String>,
-    pub source_episode_ids: Vec<String>,
-    #[schema(value_type = Object)]
-    pub metadata: Value,
-    pub status: String,
-    /// Always null: mnemo's vectors come from another model, with another length than 1536.
-    pub embedding: Option<Vec<f64>>,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-impl MemoryRecord {
-    /// The record of a stored memory.
-    pub fn of(m: &crate::model::memory::Memory, tenant_id: &str) -> Self {
-        MemoryRecord {
-            id: m.id.to_string(),
-            subject_id: m.subject_id.clone(),
-            tenant_id: tenant_id.to_string(),
-            kind: m.kind.clone(),
-            content: m.content.clone(),
-            summary: m.summary.clone(),
-            confidence: m.confidence,
-            valid_from: ts(&m.valid_from),
-            valid_to: m.valid_to.as_ref().map(ts),
-            source_episode_ids: m.source_episode_ids.iter().map(Uuid::to_string).collect(),
-            metadata: m.metadata.clone(),
-            status: status_to_statewave(&m.status).to_string(),
-            embedding: None,
-            created_at: ts(&m.created_at),
-            updated_at: ts(&m.updated_at),
-        }
-    }
-}
-
-/// Record counts.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct Counts {
-    pub episodes: usize,
-    pub memories: usize,
-}
-
-/// The whole document, members in Statewave's order, checksum last.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[schema(as = BackupDocument)]
-pub struct ExportDocument {
-    /// Always "1.0".
-    pub format_version: &'static str,
-    pub exported_at: String,
-    pub subject_id: String,
-    pub tenant_id: String,
-    pub counts: Counts,
-    pub episodes: Vec<EpisodeRecord>,
-    pub memories: Vec<MemoryRecord>,
-    pub checksum: String,
-}
-
-impl ExportDocument {
-    /// Assembles a document and computes its checksum over the records as they serialise.
-    pub fn new(
-        subject_id: &str,
-        tenant_id: &str,
-        exported_at: &DateTime<Utc>,
-        episodes: Vec<EpisodeRecord>,
-        memories: Vec<MemoryRecord>,
-    ) -> serde_json::Result<Self> {
-        let sum = checksum(Some(&serde_json::to_value(&episodes)?), Some(&serde_json::to_value(&memories)?));
-        Ok(ExportDocument {
-            format_version: FORMAT_VERSION,
-            exported_at: ts(exported_at),
-            subject_id: subject_id.to_string(),
-            tenant_id: tenant_id.to_string(),
-            counts: Counts { episodes: episodes.len(), memories: memories.len() },
-            episodes,
-            memories,
-            checksum: sum,
-        })
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -496,6 +385,17 @@ mod tests {
         ));
         assert!(text.contains("], \"memories\": ["));
         assert_eq!(checksum(Some(&e), Some(&m)), "d994f11dfc225e38c07a2f1594bb769047425d8d57ea4bb95571d2a2f330bf19");
+    }
+
+    #[test]
+    fn piecewise_checksum_equals_the_whole() {
+        let (e, m) = vector_arrays();
+        let (e, m) = (e.as_array().unwrap().clone(), m.as_array().unwrap().clone());
+        let two = [e[0].clone(), e[0].clone()];
+        for (eps, mems) in [(&e[..], &m[..]), (&two[..], &[][..]), (&[][..], &[][..])] {
+            let whole = checksum(Some(&Value::Array(eps.to_vec())), Some(&Value::Array(mems.to_vec())));
+            assert_eq!(checksum_of(eps, mems).unwrap(), whole);
+        }
     }
 
     #[test]

@@ -8,15 +8,17 @@
 
 pub mod document;
 mod import;
+pub mod records;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-pub use document::{DocError, ExportDocument};
+pub use document::DocError;
 pub use import::{import, ImportError, ImportRequest, Imported};
+pub use records::ExportDocument;
 
 use crate::db;
-use document::{EpisodeRecord, MemoryRecord};
+use records::{EpisodeRecord, MemoryRecord};
 
 /// The subject's backup document; None when it has neither episodes nor memories.
 pub async fn export(
@@ -36,8 +38,9 @@ pub async fn export(
     // mnemo keeps one cursor per subject, not a time per episode: an episode it has compiled
     // gets the time the cursor last moved.
     let compiled_at = |seq: i64| cursor.as_ref().filter(|(c, _)| seq <= *c).map(|(_, at)| at);
+    // Rows are turned into records one by one and dropped, so a subject is held once, not twice.
     let episodes: Vec<EpisodeRecord> =
-        episodes.iter().map(|e| EpisodeRecord::of(&e.episode, tenant, compiled_at(e.seq))).collect();
-    let memories: Vec<MemoryRecord> = memories.iter().map(|m| MemoryRecord::of(m, tenant)).collect();
+        episodes.into_iter().map(|e| EpisodeRecord::of(e.episode, tenant, compiled_at(e.seq))).collect();
+    let memories: Vec<MemoryRecord> = memories.into_iter().map(|m| MemoryRecord::of(m, tenant)).collect();
     Ok(Some(ExportDocument::new(subject_id, tenant, exported_at, episodes, memories)?))
 }
