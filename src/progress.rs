@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 /// Where a long operation reports how far it is.
 pub trait Progress: Send + Sync {
@@ -27,9 +27,11 @@ impl Progress for Silent {
     fn finish(&self) {}
 }
 
-/// Progress on stderr: an indicatif bar on a terminal, else a line at most every few seconds.
+/// Progress on stderr: an indicatif bar per phase on a terminal, else a line at most every few
+/// seconds.
 pub struct Reporter {
-    bar: Option<ProgressBar>,
+    terminal: bool,
+    bar: Mutex<Option<ProgressBar>>,
     lines: Mutex<Lines>,
 }
 
@@ -46,27 +48,45 @@ struct Lines {
 const LINE_EVERY: Duration = Duration::from_secs(2);
 
 impl Reporter {
-    /// A bar when stderr is a terminal, plain lines otherwise.
+    /// Bars when stderr is a terminal, plain lines otherwise.
     pub fn stderr() -> Reporter {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-            let style =
-                ProgressStyle::with_template("{msg:>10} [{bar:30}] {human_pos}/{human_len} rows  {per_sec}  ETA {eta}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar())
-                    .progress_chars("=> ");
-            bar.set_style(style);
-            bar
-        });
-        Reporter { bar, lines: Mutex::new(Lines::default()) }
+        Reporter {
+            terminal: std::io::stderr().is_terminal(),
+            bar: Mutex::new(None),
+            lines: Mutex::new(Lines::default()),
+        }
     }
 
     fn with_lines(&self, f: impl FnOnce(&mut Lines)) {
-        let mut guard = match self.lines.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        f(&mut guard);
+        f(&mut lock(&self.lines));
     }
+
+    fn with_bar(&self, f: impl FnOnce(&ProgressBar)) {
+        if let Some(bar) = lock(&self.bar).as_ref() {
+            f(bar);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// A new bar: each phase gets its own line, and a finished one stays on screen.
+fn new_bar(label: &str, total: u64) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("{msg:>10} [{bar:30}] {human_pos}/{human_len} rows  {rate}  ETA {eta}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{:.0} rows/s", s.per_sec());
+        })
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_message(label.to_string());
+    bar
 }
 
 impl Lines {
@@ -80,11 +100,8 @@ impl Lines {
 
 impl Progress for Reporter {
     fn start(&self, label: &str, total: u64) {
-        if let Some(bar) = &self.bar {
-            bar.reset();
-            bar.set_length(total);
-            bar.set_position(0);
-            bar.set_message(label.to_string());
+        if self.terminal {
+            *lock(&self.bar) = Some(new_bar(label, total));
             return;
         }
         self.with_lines(|l| {
@@ -93,9 +110,8 @@ impl Progress for Reporter {
     }
 
     fn advance(&self, n: u64) {
-        if let Some(bar) = &self.bar {
-            bar.inc(n);
-            return;
+        if self.terminal {
+            return self.with_bar(|bar| bar.inc(n));
         }
         self.with_lines(|l| {
             l.done += n;
@@ -107,9 +123,8 @@ impl Progress for Reporter {
     }
 
     fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish();
-            return;
+        if self.terminal {
+            return self.with_bar(ProgressBar::finish);
         }
         self.with_lines(|l| {
             if l.started.is_some() {
