@@ -24,6 +24,10 @@ pub enum Command {
     Pg(PgArgs),
     /// Re-embed every memory and episode whose vector came from another model (resumable).
     Reembed(ReembedArgs),
+    /// Write a subject to stdout: `mnemo export --tenant T --subject S [--format statewave] > file`.
+    Export(crate::transfer::ExportArgs),
+    /// Read a file into one subject, all or nothing: `mnemo import FILE [--tenant T] [--preserve-ids]`.
+    Import(Box<crate::transfer::ImportArgs>),
     /// Exit 0 when the server at MNEMO_ADDR answers /healthz (for container healthchecks).
     Healthcheck(HealthcheckArgs),
     /// Print the OpenAPI document (the committed openapi.json is this output).

@@ -15,11 +15,13 @@ pub mod openapi;
 pub mod patterns;
 pub mod pg;
 pub mod policy;
+pub mod progress;
 pub mod receipts;
 pub mod services;
 pub mod sessions;
 pub mod state;
 pub mod templates;
+pub mod transfer;
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -13,7 +13,9 @@ use mnemo::config::{
     ReembedArgs, ServeArgs, SubjectsAction, SubjectsArgs,
 };
 use mnemo::pg::{Cluster, StartOutcome};
+use mnemo::progress::Reporter;
 use mnemo::receipts::signing::SigningKeys;
+use mnemo::transfer::{ExportArgs, ImportArgs};
 use mnemo::{db, AppState, RuntimeConfig};
 
 fn init_logging(format: LogFormat, to_stderr: bool) {
@@ -222,8 +224,33 @@ async fn migrate(args: DbArgs) -> anyhow::Result<()> {
 
 async fn reembed(args: ReembedArgs) -> anyhow::Result<()> {
     let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
-    with_database(&args.db, |pool| async move { mnemo::services::reembed::run(&pool, &embedder, args.batch).await })
-        .await
+    with_database(&args.db, |pool| async move {
+        mnemo::services::reembed::run(&pool, &embedder, args.batch, &Reporter::stderr()).await
+    })
+    .await
+}
+
+async fn export(args: ExportArgs) -> anyhow::Result<()> {
+    let db = args.db.clone();
+    with_database(&db, |pool| async move {
+        let mut out = std::io::BufWriter::new(std::io::stdout());
+        let rows = mnemo::transfer::export(&pool, &args, &mut out, &Reporter::stderr()).await?;
+        let what = args.subject.as_deref().map_or_else(|| "every subject".to_string(), |s| format!("subject {s}"));
+        eprintln!("exported {what} of tenant {}: {rows} rows", args.tenant);
+        anyhow::Ok(())
+    })
+    .await
+}
+
+async fn import(args: ImportArgs) -> anyhow::Result<()> {
+    let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
+    let db = args.db.clone();
+    with_database(&db, |pool| async move {
+        let imported = mnemo::transfer::import(&pool, &embedder, &args, &Reporter::stderr()).await?;
+        println!("{}", serde_json::to_string_pretty(&imported)?);
+        anyhow::Ok(())
+    })
+    .await
 }
 
 /// Sends `GET /healthz` over a plain TCP connection and checks for a 200 status line.
@@ -357,12 +384,15 @@ async fn main() -> std::process::ExitCode {
         Command::Serve(a) => a.log_format,
         _ => LogFormat::Text,
     };
-    init_logging(format, matches!(cli.command, Command::Mcp(_)));
+    // The stdio bridge owns stdout for JSON-RPC, and an export writes its file there.
+    init_logging(format, matches!(cli.command, Command::Mcp(_) | Command::Export(_)));
     let result = match cli.command {
         Command::Serve(a) => serve(*a).await,
         Command::Migrate(a) => migrate(a).await,
         Command::Pg(a) => pg(a).await,
         Command::Reembed(a) => reembed(a).await,
+        Command::Export(a) => export(a).await,
+        Command::Import(a) => import(*a).await,
         Command::Healthcheck(a) => healthcheck(a).await,
         Command::Audit(a) => audit(a).await,
         Command::Subjects(a) => subjects(a).await,

@@ -9,7 +9,9 @@ use serde_json::Value;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::http::{admin, compile, context, episodes, labels, memories, meta, policy, receipts, sessions, subjects};
+use crate::http::{
+    admin, backup, compile, context, episodes, labels, memories, meta, policy, receipts, sessions, subjects,
+};
 use crate::http::{templates, timeline, webhooks, working_memory};
 
 #[derive(OpenApi)]
@@ -26,6 +28,7 @@ use crate::http::{templates, timeline, webhooks, working_memory};
         working_memory::list, working_memory::get, working_memory::patch, working_memory::put_snapshot,
         templates::list, templates::get, templates::apply,
         admin::list_tenants, admin::get_config, admin::patch_config,
+        backup::export, backup::import,
         policy::upload, policy::list, policy::get, policy::activate, policy::reload, policy::active,
         labels::list, labels::promote,
         webhooks::list, webhooks::stats, webhooks::get, webhooks::retry,

@@ -324,7 +324,7 @@ async fn reembed_moves_every_vector_to_the_new_model_and_resumes() {
     app.ingest_and_compile("u", &["I live in Lisbon.", "I use Vim.", "hello there"]).await;
     app.post("/v1/episodes", &episode("v", "not compiled yet")).await;
     let other = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 64 }).unwrap();
-    mnemo::services::reembed::run(&app.pool, &other, 2).await.unwrap();
+    mnemo::services::reembed::run(&app.pool, &other, 2, &mnemo::progress::Silent).await.unwrap();
     let stale: i64 = sqlx::query_scalar("SELECT count(*) FROM memories WHERE embedding_model IS DISTINCT FROM $1")
         .bind(other.model_id())
         .fetch_one(&app.pool)
@@ -341,7 +341,7 @@ async fn reembed_moves_every_vector_to_the_new_model_and_resumes() {
         .unwrap();
     assert_eq!(eps, 4, "uncompiled episodes get vectors too");
     // A second run finds nothing left to do.
-    mnemo::services::reembed::run(&app.pool, &other, 2).await.unwrap();
+    mnemo::services::reembed::run(&app.pool, &other, 2, &mnemo::progress::Silent).await.unwrap();
 }
 
 #[tokio::test]

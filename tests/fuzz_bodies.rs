@@ -1118,6 +1118,8 @@ const NEEDS_EXISTING: &[&str] = &[
     // Accepts only labels currently suggested on the memory, which a generated body cannot know.
     "POST /admin/memories/{memory_id}/promote-labels",
     "POST /admin/policy/activate",
+    // Accepts only a document whose checksum matches its records, which a generated body cannot have.
+    "POST /admin/import",
     "GET /admin/policy/bundles/{bundle_hash}",
     "POST /admin/policy/bundles",
     "PATCH /admin/tenants/{tenant_id}/config",

@@ -1,7 +1,9 @@
 //! Every SQL query of mnemo. Each function takes an executor and the tenant first.
 
+pub mod backup;
 pub mod compile;
 pub mod context;
+pub mod dump;
 pub mod episodes;
 pub mod erase;
 pub mod erasures;

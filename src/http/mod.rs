@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod backup;
 pub mod body;
 pub mod compile;
 pub mod context;
@@ -73,6 +74,8 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/admin/tenants", get(admin::list_tenants)),
         ("GET", "/admin/tenants/{tenant_id}/config", get(admin::get_config)),
         ("PATCH", "/admin/tenants/{tenant_id}/config", patch(admin::patch_config)),
+        ("GET", "/admin/export/{subject_id}", get(backup::export)),
+        ("POST", "/admin/import", post(backup::import)),
         ("POST", "/admin/policy/bundles", post(policy::upload)),
         ("GET", "/admin/policy/bundles", get(policy::list)),
         ("GET", "/admin/policy/bundles/{bundle_hash}", get(policy::get)),

@@ -2,7 +2,9 @@
 //!
 //! It reproduces Python's
 //! `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`
-//! so receipts signed by the Python implementation verify here and vice versa.
+//! so receipts signed by the Python implementation verify here and vice versa. The same renderer
+//! also gives Python's default `json.dumps(v, sort_keys=True)` text ([`python_sorted`]), which
+//! Statewave's backup checksum covers.
 
 use std::fmt::Write as _;
 
@@ -16,9 +18,28 @@ use sha2::{Digest, Sha256};
 /// so every float here is finite. Python would emit `NaN`/`Infinity`, which is not JSON; mnemo keeps scores finite.
 pub fn canonical_v1(value: &Value) -> String {
     let mut out = String::new();
-    write_value(&mut out, value);
+    write_value(&mut out, value, &COMPACT);
     out
 }
+
+/// Serialises `value` exactly as Python's `json.dumps(value, sort_keys=True)` with every other option at its
+/// default: `", "` and `": "` separators and `ensure_ascii=True` (every code point outside U+0020-U+007E is a
+/// lower-case `\uXXXX` escape, astral ones as a UTF-16 surrogate pair), so the text is pure ASCII.
+pub fn python_sorted(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value, &PYTHON_DEFAULT);
+    out
+}
+
+/// Separators and escaping of one `json.dumps` configuration.
+struct Style {
+    item_sep: &'static str,
+    key_sep: &'static str,
+    ensure_ascii: bool,
+}
+
+const COMPACT: Style = Style { item_sep: ",", key_sep: ":", ensure_ascii: false };
+const PYTHON_DEFAULT: Style = Style { item_sep: ", ", key_sep: ": ", ensure_ascii: true };
 
 /// Parses JSON text like `serde_json::from_str`, but reads every float correctly rounded (and `-0` as the int 0).
 ///
@@ -42,18 +63,18 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-fn write_value(out: &mut String, value: &Value) {
+fn write_value(out: &mut String, value: &Value, style: &Style) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
         Value::Bool(false) => out.push_str("false"),
         Value::Number(n) => write_number(out, n),
-        Value::String(s) => write_string(out, s),
+        Value::String(s) => write_string(out, s, style.ensure_ascii),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
-                out.push_str(if i == 0 { "" } else { "," });
-                write_value(out, item);
+                out.push_str(if i == 0 { "" } else { style.item_sep });
+                write_value(out, item, style);
             }
             out.push(']');
         }
@@ -65,10 +86,10 @@ fn write_value(out: &mut String, value: &Value) {
             entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
             out.push('{');
             for (i, (key, item)) in entries.into_iter().enumerate() {
-                out.push_str(if i == 0 { "" } else { "," });
-                write_string(out, key);
-                out.push(':');
-                write_value(out, item);
+                out.push_str(if i == 0 { "" } else { style.item_sep });
+                write_string(out, key, style.ensure_ascii);
+                out.push_str(style.key_sep);
+                write_value(out, item, style);
             }
             out.push('}');
         }
@@ -85,8 +106,12 @@ fn write_number(out: &mut String, n: &Number) {
     }
 }
 
-/// Python `json.dumps` string escaping with `ensure_ascii=False`: only `"`, `\` and C0 controls are escaped.
-fn write_string(out: &mut String, s: &str) {
+/// Python `json.dumps` string escaping: with `ensure_ascii=False` only `"`, `\` and C0 controls are escaped;
+/// with `ensure_ascii=True` also DEL and every non-ASCII code point.
+fn write_string(out: &mut String, s: &str, ensure_ascii: bool) {
+    if ensure_ascii && s.chars().any(|c| c == '\u{7f}' || !c.is_ascii()) {
+        return write_ascii_string(out, s);
+    }
     out.push('"');
     let mut rest = s;
     // Copy unescaped runs in one go; every escaped character is ASCII so byte indices are char boundaries.
@@ -108,6 +133,30 @@ fn write_string(out: &mut String, s: &str) {
         rest = &rest[pos + 1..];
     }
     out.push_str(rest);
+    out.push('"');
+}
+
+/// `ensure_ascii=True` escaping, one code point at a time (only for strings that need it).
+fn write_ascii_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            ' '..='~' => out.push(c),
+            _ => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+        }
+    }
     out.push('"');
 }
 

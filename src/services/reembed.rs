@@ -3,7 +3,6 @@
 //! Rows are visited in key order and skipped once they carry the current model id, so an
 //! interrupted run simply continues where it stopped when started again.
 
-use std::io::Write;
 use std::sync::Arc;
 
 use sqlx::PgPool;
@@ -13,23 +12,23 @@ use crate::compile::text::episode_text;
 use crate::db;
 use crate::db::reembed::Key;
 use crate::embed::Embedder;
+use crate::progress::Progress;
 use crate::services::compile::{embed_texts, vector_literal};
 
-fn progress(label: &str, done: i64, total: i64) {
-    let mut err = std::io::stderr();
-    let _ = write!(err, "\r{label}: {done}/{total}");
-    let _ = err.flush();
-}
-
 /// Re-embeds all memories and episodes not embedded with the embedder's model.
-pub async fn run(pool: &PgPool, embedder: &Arc<dyn Embedder>, batch: i64) -> anyhow::Result<()> {
+pub async fn run(
+    pool: &PgPool,
+    embedder: &Arc<dyn Embedder>,
+    batch: i64,
+    progress: &dyn Progress,
+) -> anyhow::Result<()> {
     let model = embedder.model_id().to_string();
     let mut conn = pool.acquire().await?;
     let (mem_total, ep_total) = db::reembed::count(&mut conn, &model).await?;
     let start: Key = (String::new(), String::new(), Uuid::nil());
 
     let mut after = start.clone();
-    let mut done = 0;
+    progress.start("memories", u64::try_from(mem_total).unwrap_or(0));
     loop {
         let rows = db::reembed::memories(&mut conn, &model, &after, batch).await?;
         let Some(last) = rows.last() else { break };
@@ -41,13 +40,12 @@ pub async fn run(pool: &PgPool, embedder: &Arc<dyn Embedder>, batch: i64) -> any
             db::reembed::set_memory_embedding(&mut tx, row, &vector_literal(v), &model).await?;
         }
         tx.commit().await?;
-        done += rows.len() as i64;
-        progress("memories", done, mem_total);
+        progress.advance(rows.len() as u64);
     }
-    eprintln!();
+    progress.finish();
 
     let mut after = start;
-    let mut done = 0;
+    progress.start("episodes", u64::try_from(ep_total).unwrap_or(0));
     loop {
         let rows = db::reembed::episodes(&mut conn, &model, &after, batch).await?;
         let Some(last) = rows.last() else { break };
@@ -68,10 +66,9 @@ pub async fn run(pool: &PgPool, embedder: &Arc<dyn Embedder>, batch: i64) -> any
             .await?;
         }
         tx.commit().await?;
-        done += rows.len() as i64;
-        progress("episodes", done, ep_total);
+        progress.advance(rows.len() as u64);
     }
-    eprintln!();
+    progress.finish();
     tracing::info!(model = %model, "re-embedding complete");
     Ok(())
 }

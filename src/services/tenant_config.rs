@@ -84,6 +84,11 @@ pub fn parse_patch(body: &Value, server_region: Option<&str>) -> Result<Patch, P
     let mut patch = Patch::default();
     let mut errors = Vec::new();
     for (k, v) in obj {
+        // Postgres cannot store NUL in jsonb text: refuse it here rather than fail the write.
+        if crate::http::input::contains_nul(v) {
+            errors.push(field(k, "must not contain NUL bytes (\\u0000)", "string_nul"));
+            continue;
+        }
         match k.as_str() {
             "expected_version" => match v.as_i64().filter(|n| *n >= 0 && !v.is_f64()) {
                 Some(n) => patch.expected_version = Some(n),
@@ -194,6 +199,7 @@ mod tests {
         assert_eq!(got, ["claim_keys", "colour", "receipt_retention_days", "receipts", "region"]);
         assert_eq!(invalid_fields(json!({"receipt_retention_days": 36501})), ["receipt_retention_days"]);
         assert_eq!(invalid_fields(json!({"unknown": null})), ["unknown"]);
+        assert_eq!(invalid_fields(json!({"receipt_signing_key_id": "k\u{0}"})), ["receipt_signing_key_id"]);
         assert!(matches!(parse_patch(&json!([1]), None), Err(PatchError::Invalid(_))));
     }
 

@@ -1,0 +1,222 @@
+//! Queries for subject backups (Statewave's format): whole-subject reads for export, and
+//! inserts that keep the ids, times and statuses a document carries.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::model::episode::Episode;
+use crate::model::memory::{Memory, MEMORY_COLUMNS};
+
+/// A stored episode with its seq.
+#[derive(Debug, sqlx::FromRow)]
+pub struct SeqEpisode {
+    #[sqlx(flatten)]
+    pub episode: Episode,
+    pub seq: i64,
+}
+
+/// Every episode of the subject in time order (Statewave orders by creation time; mnemo's
+/// episode time is `occurred_at`), seq breaking ties.
+pub async fn subject_episodes(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+) -> sqlx::Result<Vec<SeqEpisode>> {
+    sqlx::query_as(
+        "SELECT id, subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, created_at, seq \
+         FROM episodes WHERE tenant_id = $1 AND subject_id = $2 ORDER BY occurred_at, seq",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .fetch_all(conn)
+    .await
+}
+
+/// Every memory of the subject, whatever its status, in creation order.
+pub async fn subject_memories(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<Memory>> {
+    let sql = format!(
+        "SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
+         ORDER BY created_at, order_at, order_tiebreak, id"
+    );
+    sqlx::query_as(&sql).bind(tenant).bind(subject_id).fetch_all(conn).await
+}
+
+/// The subject's compile cursor and when it last moved (None: never compiled).
+pub async fn cursor_row(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+) -> sqlx::Result<Option<(i64, DateTime<Utc>)>> {
+    sqlx::query_as("SELECT compiled_seq, updated_at FROM compile_cursors WHERE tenant_id = $1 AND subject_id = $2")
+        .bind(tenant)
+        .bind(subject_id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// How many of these episode ids and memory ids the tenant already uses (in any subject).
+pub async fn taken_ids(
+    conn: &mut PgConnection,
+    tenant: &str,
+    episode_ids: &[Uuid],
+    memory_ids: &[Uuid],
+) -> sqlx::Result<(i64, i64)> {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM episodes WHERE tenant_id = $1 AND id = ANY($2)), \
+         (SELECT count(*) FROM memories WHERE tenant_id = $1 AND id = ANY($3))",
+    )
+    .bind(tenant)
+    .bind(episode_ids)
+    .bind(memory_ids)
+    .fetch_one(conn)
+    .await
+}
+
+/// Reserves `n` seqs for the subject and returns the last one (its counter row stays locked
+/// until commit, so every earlier seq is committed by then).
+pub async fn reserve_seqs(conn: &mut PgConnection, tenant: &str, subject_id: &str, n: i64) -> sqlx::Result<i64> {
+    sqlx::query_scalar(
+        "INSERT INTO subject_counters AS sc (tenant_id, subject_id, last_seq) VALUES ($1, $2, $3) \
+         ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = sc.last_seq + EXCLUDED.last_seq \
+         RETURNING last_seq",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(n)
+    .fetch_one(conn)
+    .await
+}
+
+/// Column arrays of imported episodes (one entry per episode).
+#[derive(Debug, Default)]
+pub struct EpisodeRows {
+    pub ids: Vec<Uuid>,
+    pub seqs: Vec<i64>,
+    pub sources: Vec<String>,
+    pub kinds: Vec<String>,
+    pub payloads: Vec<Json<Value>>,
+    pub metadata: Vec<Json<Value>>,
+    pub provenance: Vec<Json<Value>>,
+    /// Both `occurred_at` and `created_at`.
+    pub times: Vec<DateTime<Utc>>,
+}
+
+/// Inserts imported episodes with their given seqs and times (no session, no idempotency key).
+pub async fn insert_episodes(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    rows: &EpisodeRows,
+) -> sqlx::Result<()> {
+    if rows.ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO episodes (tenant_id, subject_id, id, seq, source, type, payload, metadata, provenance, \
+         occurred_at, created_at) \
+         SELECT $1, $2, u.id, u.seq, u.source, u.kind, u.payload, u.metadata, u.provenance, u.t, u.t \
+         FROM UNNEST($3::uuid[], $4::int8[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], $9::jsonb[], \
+         $10::timestamptz[]) AS u(id, seq, source, kind, payload, metadata, provenance, t)",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(&rows.ids)
+    .bind(&rows.seqs)
+    .bind(&rows.sources)
+    .bind(&rows.kinds)
+    .bind(&rows.payloads)
+    .bind(&rows.metadata)
+    .bind(&rows.provenance)
+    .bind(&rows.times)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Column arrays of imported memories (one entry per memory).
+#[derive(Debug, Default)]
+pub struct MemoryRows {
+    pub ids: Vec<Uuid>,
+    pub kinds: Vec<String>,
+    pub contents: Vec<String>,
+    pub summaries: Vec<String>,
+    pub confidences: Vec<f64>,
+    pub valid_from: Vec<DateTime<Utc>>,
+    pub valid_to: Vec<Option<DateTime<Utc>>>,
+    /// `valid_to` as first recorded (see migration 0002).
+    pub asserted_valid_to: Vec<Option<DateTime<Utc>>>,
+    pub superseded_at: Vec<Option<DateTime<Utc>>>,
+    /// Source episode ids joined by commas (ragged arrays cannot be UNNESTed).
+    pub sources: Vec<String>,
+    pub metadata: Vec<Json<Value>>,
+    pub statuses: Vec<String>,
+    pub claim_key: Vec<Option<String>>,
+    pub claim_bucket: Vec<Option<String>>,
+    pub claim_single: Vec<bool>,
+    pub order_tiebreak: Vec<String>,
+    pub embedding: Vec<Option<String>>,
+    /// Suggested labels joined by U+001F.
+    pub suggested: Vec<String>,
+    /// Both `recorded_at` and `created_at`.
+    pub created_at: Vec<DateTime<Utc>>,
+    pub updated_at: Vec<DateTime<Utc>>,
+}
+
+/// Inserts imported memories as given (status, times and validity kept).
+pub async fn insert_memories(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    rows: &MemoryRows,
+    embedding_model: &str,
+) -> sqlx::Result<()> {
+    if rows.ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO memories (tenant_id, subject_id, id, kind, content, summary, confidence, valid_from, valid_to, \
+         asserted_valid_to, recorded_at, superseded_at, source_episode_ids, metadata, status, claim_key, \
+         claim_bucket, claim_single, order_at, order_tiebreak, embedding, embedding_model, suggested_labels, \
+         created_at, updated_at) \
+         SELECT $1, $2, u.id, u.kind, u.content, u.summary, u.confidence, u.valid_from, u.valid_to, u.asserted, \
+         u.created, u.superseded, string_to_array(u.sources, ',')::uuid[], u.metadata, u.status, u.claim_key, \
+         u.claim_bucket, u.claim_single, u.valid_from, u.tiebreak, u.embedding::vector, \
+         CASE WHEN u.embedding IS NULL THEN NULL ELSE $3 END, string_to_array(u.suggested, chr(31)), \
+         u.created, u.updated \
+         FROM UNNEST($4::uuid[], $5::text[], $6::text[], $7::text[], $8::float8[], $9::timestamptz[], \
+         $10::timestamptz[], $11::timestamptz[], $12::timestamptz[], $13::text[], $14::jsonb[], $15::text[], \
+         $16::text[], $17::text[], $18::bool[], $19::text[], $20::text[], $21::text[], $22::timestamptz[], \
+         $23::timestamptz[]) \
+         AS u(id, kind, content, summary, confidence, valid_from, valid_to, asserted, superseded, sources, \
+         metadata, status, claim_key, claim_bucket, claim_single, tiebreak, embedding, suggested, created, updated)",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(embedding_model)
+    .bind(&rows.ids)
+    .bind(&rows.kinds)
+    .bind(&rows.contents)
+    .bind(&rows.summaries)
+    .bind(&rows.confidences)
+    .bind(&rows.valid_from)
+    .bind(&rows.valid_to)
+    .bind(&rows.asserted_valid_to)
+    .bind(&rows.superseded_at)
+    .bind(&rows.sources)
+    .bind(&rows.metadata)
+    .bind(&rows.statuses)
+    .bind(&rows.claim_key)
+    .bind(&rows.claim_bucket)
+    .bind(&rows.claim_single)
+    .bind(&rows.order_tiebreak)
+    .bind(&rows.embedding)
+    .bind(&rows.suggested)
+    .bind(&rows.created_at)
+    .bind(&rows.updated_at)
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! Queries for mnemo's lossless dump: every row of a tenant (or of one subject) as JSON text,
+//! streamed from one snapshot, and batch inserts of such rows back, column for column.
+//!
+//! Rows travel as Postgres' own `to_jsonb` text, so every type (timestamps to the microsecond,
+//! uuid arrays, vectors, float8) reads back exactly as it was; generated columns are left out
+//! and recomputed on insert.
+
+use futures_util::stream::BoxStream;
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
+
+/// One exported table: its name, whether it holds subject rows, and a total order of its rows.
+#[derive(Debug, Clone, Copy)]
+pub struct Table {
+    pub name: &'static str,
+    /// Has a `subject_id` column (exported for a subject export too).
+    pub per_subject: bool,
+    pub order_by: &'static str,
+}
+
+const fn t(name: &'static str, per_subject: bool, order_by: &'static str) -> Table {
+    Table { name, per_subject, order_by }
+}
+
+/// Every table a dump carries, in import order.
+pub const TABLES: &[Table] = &[
+    t("tenants", false, "tenant_id"),
+    t("tenant_configs", false, "tenant_id"),
+    t("policy_bundles", false, "bundle_hash"),
+    t("policy_active", false, "tenant_id"),
+    t("subject_counters", true, "subject_id"),
+    t("compile_cursors", true, "subject_id"),
+    t("episodes", true, "subject_id, seq"),
+    t("episode_embeddings", true, "subject_id, episode_id"),
+    t("memories", true, "subject_id, id"),
+    t("supersession_records", true, "subject_id, id"),
+    t("subject_terms", true, "subject_id, source, lexeme"),
+    t("resolutions", true, "subject_id, id"),
+    t("session_metadata", true, "subject_id, session_id"),
+    t("session_snapshots", true, "subject_id, session_id, position"),
+    t("subject_health_cache", true, "subject_id"),
+    t("receipts", true, "seq"),
+    t("receipt_chain_heads", false, "tenant_id"),
+    t("erasures", false, "erasure_id"),
+];
+
+/// Tables with tenant rows that a dump leaves out, and why (kept in sync by a test).
+pub const NOT_EXPORTED: &[(&str, &str)] = &[
+    ("api_keys", "credentials never leave the server"),
+    ("rate_buckets", "transient rate-limit state"),
+    ("compile_jobs", "transient job queue"),
+    ("webhook_events", "delivery outbox, not data"),
+    ("tenant_versions", "derived by triggers on insert"),
+];
+
+/// The table of that name, if a dump may carry it.
+pub fn table(name: &str) -> Option<&'static Table> {
+    TABLES.iter().find(|t| t.name == name)
+}
+
+/// Every table of the schema with a `tenant_id` column.
+pub async fn tenant_tables(conn: &mut PgConnection) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_catalog.pg_class c \
+         WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') \
+         AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid \
+                     AND a.attname = 'tenant_id' AND a.attnum > 0 AND NOT a.attisdropped) ORDER BY 1",
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// A read-only transaction on one snapshot, confined to `tenant`, with timestamps in UTC (so
+/// the same rows always render to the same text).
+pub async fn begin_snapshot(pool: &PgPool, tenant: &str) -> sqlx::Result<Transaction<'static, Postgres>> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").execute(&mut *tx).await?;
+    sqlx::query("SELECT set_config('mnemo.tenant', $1, true), set_config('TimeZone', 'UTC', true)")
+        .bind(tenant)
+        .execute(&mut *tx)
+        .await?;
+    Ok(tx)
+}
+
+fn filter(t: &Table) -> &'static str {
+    if t.per_subject {
+        "tenant_id = $1 AND ($2::text IS NULL OR subject_id = $2)"
+    } else {
+        "tenant_id = $1 AND $2::text IS NULL"
+    }
+}
+
+/// How many rows of `t` a dump of the tenant (or subject) holds.
+pub async fn count(conn: &mut PgConnection, t: &Table, tenant: &str, subject: Option<&str>) -> sqlx::Result<i64> {
+    let sql = format!("SELECT count(*) FROM {} WHERE {}", t.name, filter(t));
+    sqlx::query_scalar(&sql).bind(tenant).bind(subject).fetch_one(conn).await
+}
+
+/// The query [`rows`] runs for `t` (the caller keeps it alive while the rows stream).
+pub fn rows_sql(t: &Table) -> String {
+    format!(
+        "SELECT (to_jsonb(x) - 'content_tsv' - 'search_tsv')::text FROM {} x WHERE {} ORDER BY {}",
+        t.name,
+        filter(t),
+        t.order_by
+    )
+}
+
+/// The rows of a table (`sql` from [`rows_sql`]), in its order, each as `to_jsonb` text without
+/// generated columns; streamed, so a large table never sits in memory.
+pub fn rows<'c>(
+    conn: &'c mut PgConnection,
+    sql: &'c str,
+    tenant: &'c str,
+    subject: Option<&'c str>,
+) -> BoxStream<'c, sqlx::Result<String>> {
+    sqlx::query_scalar(sql).bind(tenant).bind(subject).fetch(conn)
+}
+
+/// The columns an insert into `table` names: every stored column but the generated ones.
+pub async fn insert_columns(conn: &mut PgConnection, table: &str) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT a.attname::text FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+         WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = $1 AND a.attnum > 0 \
+         AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum",
+    )
+    .bind(table)
+    .fetch_all(conn)
+    .await
+}
+
+/// Inserts rows (a JSON array of row objects) into `table`, column for column.
+pub async fn insert_rows(conn: &mut PgConnection, table: &Table, columns: &[String], rows: &str) -> sqlx::Result<u64> {
+    let cols = columns.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
+    let sql = format!(
+        "INSERT INTO {t} ({cols}) SELECT {cols} FROM jsonb_populate_recordset(NULL::{t}, $1::jsonb)",
+        t = table.name
+    );
+    Ok(sqlx::query(&sql).bind(rows).execute(conn).await?.rows_affected())
+}
+
+/// Whether the tenant (or the subject) already holds episodes, memories or receipts.
+pub async fn occupied(conn: &mut PgConnection, tenant: &str, subject: Option<&str>) -> sqlx::Result<bool> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM episodes WHERE tenant_id = $1 AND ($2::text IS NULL OR subject_id = $2)) \
+         OR EXISTS (SELECT 1 FROM memories WHERE tenant_id = $1 AND ($2::text IS NULL OR subject_id = $2)) \
+         OR EXISTS (SELECT 1 FROM receipts WHERE tenant_id = $1 AND ($2::text IS NULL OR subject_id = $2))",
+    )
+    .bind(tenant)
+    .bind(subject)
+    .fetch_one(conn)
+    .await
+}
+
+/// After a subject import: the tenant's chain head moves to its newest receipt when that is
+/// beyond the head (new receipts then continue the chain instead of reusing a seq).
+pub async fn raise_chain_head(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO receipt_chain_heads AS h (tenant_id, last_seq, last_hash) \
+         SELECT tenant_id, seq, receipt_hash FROM receipts WHERE tenant_id = $1 ORDER BY seq DESC LIMIT 1 \
+         ON CONFLICT (tenant_id) DO UPDATE SET last_seq = EXCLUDED.last_seq, last_hash = EXCLUDED.last_hash \
+         WHERE h.last_seq < EXCLUDED.last_seq",
+    )
+    .bind(tenant)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
