@@ -36,20 +36,10 @@ pub async fn single(pool: &PgPool) -> sqlx::Result<PoolConnection<Postgres>> {
     pool.acquire().await
 }
 
-/// Begins a context read like [`begin`] and returns the tenant's settings version
+/// Begins a transaction like [`begin`] and returns the tenant's settings version
 /// (`tenant_versions`, 0 when it has none), read after the tenant is set, by the same statement.
-///
-/// The read runs on generic plans (`plan_cache_mode`, for this transaction only): its
-/// statements are prepared once per pooled connection, and with Postgres's default each call
-/// planned them again for its parameters (1-2 ms per lane on a 50-episode subject). Measured
-/// in bench/README ("Generic plans for context reads"): faster on small subjects, no slower at
-/// LoCoMo scale or at 100k memories, the same bundles.
 pub async fn begin_versioned(pool: &PgPool, tenant: &str) -> sqlx::Result<(TenantTx, i64)> {
     let mut tx = pool.begin().await?;
-    let (version, _): (i64, String) =
-        sqlx::query_as("SELECT mnemo_enter_tenant($1), set_config('plan_cache_mode', 'force_generic_plan', true)")
-            .bind(tenant)
-            .fetch_one(&mut *tx)
-            .await?;
+    let version: i64 = sqlx::query_scalar("SELECT mnemo_enter_tenant($1)").bind(tenant).fetch_one(&mut *tx).await?;
     Ok((tx, version))
 }
