@@ -15,7 +15,7 @@ use crate::http::schema::params::{ReceiptListParams, ReplayParams};
 use crate::http::schema::responses::Receipt;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::time::isoformat;
-use crate::receipts::canonical::parse_exact;
+use crate::receipts::exact_json::parse_exact;
 use crate::receipts::signing::verify as verify_signature;
 use crate::services::receipts::{verify_chain, ChainReport};
 use crate::services::replay::{replay as run_replay, ReplayDeps, ReplayError};

@@ -2,4 +2,5 @@
 
 pub mod canonical;
 pub mod certificate;
+pub mod exact_json;
 pub mod signing;

@@ -179,7 +179,7 @@ pub fn verify(body: &Value, keys: &SigningKeys) -> Verification {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::canonical::parse_exact;
+    use super::super::exact_json::parse_exact;
     use super::*;
     use serde_json::json;
     use std::path::PathBuf;

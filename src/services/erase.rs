@@ -127,7 +127,7 @@ pub async fn certificate(
     let Some(text) = db::erasures::get(&mut conn, tenant, erasure_id).await? else {
         return Ok(None);
     };
-    let cert = crate::receipts::canonical::parse_exact(&text)?;
+    let cert = crate::receipts::exact_json::parse_exact(&text)?;
     let check = certificate::verify(&cert, keys);
     Ok(Some((cert, check)))
 }

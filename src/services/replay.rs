@@ -14,7 +14,7 @@ use crate::db;
 use crate::embed::Embedder;
 use crate::http::input::parse_datetime;
 use crate::policy::eval::PolicyMode;
-use crate::receipts::canonical::parse_exact;
+use crate::receipts::exact_json::parse_exact;
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::{assemble, ContextRequest, PolicyContext, TaskVectorCache};
 use crate::services::receipts::{build_body, emit, ReceiptMeta, RANKING_VERSION};
