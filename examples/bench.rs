@@ -93,6 +93,8 @@ struct Args {
     ablate: bool,
     set: Vec<(String, f64)>,
     misses: bool,
+    /// Also asks each question with an unbounded budget and reports where the missing evidence ranked.
+    depth: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -116,6 +118,7 @@ fn parse_args() -> anyhow::Result<Args> {
         ablate: false,
         set: Vec::new(),
         misses: false,
+        depth: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -138,6 +141,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--budgets" => a.budgets = val()?.split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>()?,
             "--ablate" => a.ablate = true,
             "--misses" => a.misses = true,
+            "--depth" => a.depth = true,
             "--set" => {
                 for kv in val()?.split(',').filter(|s| !s.is_empty()) {
                     let (k, v) = kv.split_once('=').with_context(|| format!("--set wants name=value, not {kv}"))?;
@@ -153,7 +157,7 @@ fn parse_args() -> anyhow::Result<Args> {
         a.embedder = "minilm".into();
     }
     if !["compile", "context", "recall", "locomo"].contains(&a.scenario.as_str()) {
-        bail!("usage: bench compile|context|recall|locomo [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db] [--db NAME] [--grow K] [--explain] [--url URL] [--api-key K] [--data FILE] [--convs a,b] [--budgets 1000,2000,4000] [--ablate] [--set name=value,...] [--misses]");
+        bail!("usage: bench compile|context|recall|locomo [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db] [--db NAME] [--grow K] [--explain] [--url URL] [--api-key K] [--data FILE] [--convs a,b] [--budgets 1000,2000,4000] [--ablate] [--set name=value,...] [--misses] [--depth]");
     }
     Ok(a)
 }
@@ -719,6 +723,8 @@ fn tuned(set: &[(String, f64)]) -> anyhow::Result<RetrievalOptions> {
             "spk" => t.speaker_boost = v,
             "date" => t.date_boost = v,
             "month" => t.month_boost = v,
+            "whole" => t.whole_turns = v as usize,
+            "tchars" => t.turn_chars = v as usize,
             other => bail!("--set: unknown name {other}"),
         }
     }
@@ -771,6 +777,7 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
     let cache = TaskVectorCache::default();
     for (label, opts) in variants {
         let mut tally = locomo::Tally::default();
+        let mut depth = locomo::Depth::default();
         for conv in convs {
             let subject = locomo_subject(conv);
             for q in &conv.questions {
@@ -795,10 +802,34 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
                         locomo::print_miss(conv, q, budget, &shown);
                     }
                     tally.add(&conv.id, budget, q, &shown, bundle.token_estimate);
+                    if a.depth
+                        && budget == a.budgets[a.budgets.len() / 2]
+                        && q.evidence.iter().any(|e| !shown.contains(e))
+                    {
+                        let deep = ContextRequest { max_tokens: 1_000_000, ..req.clone() };
+                        let all = assemble(b.pool(), &b.state.embedder, &cache, TENANT, &deep).await?;
+                        let ranks = locomo::evidence_ranks(&all, &dia_of, &shown, &q.evidence);
+                        if a.misses {
+                            let cut = bundle.selected.len();
+                            let score_at = |r: Option<usize>| {
+                                r.and_then(|r| all.selected.get(r - 1)).map_or(f64::NAN, |s| s.score)
+                            };
+                            println!(
+                                "    DEPTH included {cut} (last score {:.3}); missing at {:?}, scores {:?}",
+                                all.selected.get(cut.saturating_sub(1)).map_or(f64::NAN, |s| s.score),
+                                ranks,
+                                ranks.iter().map(|r| format!("{:.3}", score_at(*r))).collect::<Vec<_>>()
+                            );
+                        }
+                        depth.add(q, &ranks);
+                    }
                 }
             }
         }
         print_locomo(label, a, &tally);
+        if a.depth {
+            println!("{}", depth.report(a.budgets[a.budgets.len() / 2]));
+        }
     }
     Ok(())
 }

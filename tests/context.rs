@@ -285,3 +285,35 @@ async fn a_word_in_a_thousand_items_stops_counting_from_then_on() {
     assert_eq!(r.status(), 200);
     assert_eq!(app.count("subject_terms").await, 0);
 }
+
+/// Long turns beyond the best three show the sentences that share the task's words, marked
+/// with "…"; the best three and short turns show whole; the bundle still lists every turn.
+#[tokio::test]
+async fn long_turns_show_the_sentences_that_match_the_task() {
+    let app = spawn().await;
+    let filler = "Hey, good to hear from you again, it has been a while since we last talked about anything.";
+    let mut texts: Vec<String> = (0..6)
+        .map(|i| format!("{filler} Last weekend I repaired bicycle number {i} in the garage with my neighbour. Anyway, how are the kids and the dog doing lately?"))
+        .collect();
+    texts.push("My bicycle is blue.".to_string());
+    for t in &texts {
+        let (s, b) = app.post("/v1/episodes", &episode("rider", t)).await;
+        assert_eq!(s, 201, "{b}");
+    }
+    let (_, b) = app
+        .post(
+            "/v1/context",
+            &json!({"subject_id": "rider", "task": "Which bicycle did I repair in the garage?", "max_tokens": 4000}),
+        )
+        .await;
+    let text = b["assembled_context"].as_str().unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("- ") && l.contains("bicycle")).collect();
+    assert_eq!(lines.len(), 7, "{text}");
+    let whole = lines.iter().filter(|l| l.contains(filler)).count();
+    let excerpts: Vec<&&str> = lines.iter().filter(|l| l.contains("… Last weekend I repaired bicycle")).collect();
+    assert_eq!(whole, 3, "{text}");
+    assert_eq!(excerpts.len(), 3, "{text}");
+    assert!(excerpts.iter().all(|l| l.ends_with('…') && !l.contains("kids")), "{text}");
+    assert!(text.contains("- user: My bicycle is blue."), "{text}");
+    assert_eq!(b["episodes"].as_array().unwrap().len(), 7, "{b}");
+}

@@ -269,3 +269,67 @@ pub fn latency(ms: &[f64]) -> (f64, f64) {
     let at = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
     (at(0.5), at(0.95))
 }
+
+/// Where each missing evidence turn ranked in an unbounded bundle (its position among the
+/// included items, best first), None when no candidate carried it.
+pub fn evidence_ranks(
+    all: &mnemo::services::context::Bundle,
+    dia_of: &HashMap<String, String>,
+    shown: &HashSet<String>,
+    evidence: &[String],
+) -> Vec<Option<usize>> {
+    let mut first: HashMap<String, usize> = HashMap::new();
+    let sources: HashMap<uuid::Uuid, Vec<uuid::Uuid>> =
+        all.facts.iter().chain(&all.procedures).map(|m| (m.id, m.source_episode_ids.clone())).collect();
+    for (pos, s) in all.selected.iter().enumerate() {
+        let ids = sources.get(&s.id).cloned().unwrap_or_else(|| vec![s.id]);
+        for id in ids {
+            if let Some(d) = dia_of.get(&id.to_string()) {
+                first.entry(d.clone()).or_insert(pos + 1);
+            }
+        }
+    }
+    evidence.iter().filter(|e| !shown.contains(*e)).map(|e| first.get(e).copied()).collect()
+}
+
+/// Histogram of the worst rank among a missed question's missing evidence.
+#[derive(Default)]
+pub struct Depth {
+    /// (category, bucket) -> questions
+    cells: BTreeMap<(u64, usize), usize>,
+}
+
+const DEPTH_BUCKETS: [(usize, &str); 6] =
+    [(100, "<=100"), (200, "<=200"), (400, "<=400"), (800, "<=800"), (usize::MAX, ">800"), (0, "absent")];
+
+impl Depth {
+    /// Records one missed question.
+    pub fn add(&mut self, q: &Question, ranks: &[Option<usize>]) {
+        let bucket = if ranks.iter().any(Option::is_none) {
+            DEPTH_BUCKETS.len() - 1
+        } else {
+            let worst = ranks.iter().flatten().max().copied().unwrap_or(0);
+            DEPTH_BUCKETS.iter().position(|(b, _)| worst <= *b).unwrap_or(DEPTH_BUCKETS.len() - 2)
+        };
+        *self.cells.entry((q.category, bucket)).or_default() += 1;
+    }
+
+    /// One Markdown table: missed questions by category and by the worst rank of their evidence.
+    pub fn report(&self, budget: usize) -> String {
+        let mut s = format!(
+            "misses at {budget} by the worst rank of a missing evidence turn (unbounded bundle)\n\n| category |"
+        );
+        for (_, name) in DEPTH_BUCKETS {
+            s.push_str(&format!(" {name} |"));
+        }
+        s.push_str(&format!("\n|---|{}\n", "---|".repeat(DEPTH_BUCKETS.len())));
+        for (cat, name) in CATEGORIES {
+            s.push_str(&format!("| {name} |"));
+            for b in 0..DEPTH_BUCKETS.len() {
+                s.push_str(&format!(" {} |", self.cells.get(&(cat, b)).copied().unwrap_or(0)));
+            }
+            s.push('\n');
+        }
+        s
+    }
+}

@@ -27,6 +27,75 @@ pub fn content_words(task: &str) -> Vec<String> {
     words.into_iter().collect()
 }
 
+/// Month and weekday names: capitalised, but they say when, not who (dates have their own
+/// signal, and the embedder reads them well).
+const CALENDAR_WORDS: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// The task as the embedder reads it: without the names in it (capitalised words that do not
+/// open a sentence, possessives included), which the lexical lane and the speaker signal match
+/// exactly. A small sentence embedder lets a name dominate a short question ("What does Maria
+/// do to relax?" lies closest to every turn that greets Maria), so the cosine would measure
+/// who is talked about rather than what. The task is kept whole when it is mostly capitalised
+/// (a title) or when fewer than two content words would remain.
+pub fn embedding_text(task: &str) -> std::borrow::Cow<'_, str> {
+    let words: Vec<&str> = task.split_whitespace().collect();
+    let mut kept: Vec<String> = Vec::with_capacity(words.len());
+    let mut names = 0;
+    let mut sentence_start = true;
+    for w in &words {
+        let core = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '’');
+        let core = core.strip_suffix("'s").or_else(|| core.strip_suffix("’s")).unwrap_or(core);
+        let name = !sentence_start && is_name(core);
+        sentence_start = w.ends_with(['.', '!', '?', ':', ';']);
+        if name {
+            names += 1;
+            // the sentence's punctuation stays ("… with Gina?" keeps its question mark)
+            let tail = w.trim_end_matches(['.', '!', '?', ',', ';', ':']);
+            if let (Some(last), true) = (kept.last_mut(), tail.len() < w.len()) {
+                *last = format!("{last}{}", &w[tail.len()..]);
+            }
+        } else {
+            kept.push((*w).to_string());
+        }
+    }
+    let rest = kept.join(" ");
+    if names == 0 || 2 * names > words.len() || content_words(&rest).len() < 2 {
+        return std::borrow::Cow::Borrowed(task);
+    }
+    std::borrow::Cow::Owned(rest)
+}
+
+/// A capitalised word with lower-case letters after its first ("Maria", "O'Neil"), not a
+/// calendar word; acronyms ("API", "LGBTQ") and "I" are not names here.
+fn is_name(word: &str) -> bool {
+    let mut chars = word.chars();
+    let Some(first) = chars.next() else { return false };
+    let rest: Vec<char> = chars.collect();
+    first.is_uppercase()
+        && rest.iter().any(|c| c.is_lowercase())
+        && !CALENDAR_WORDS.contains(&word.to_lowercase().as_str())
+}
+
 /// A `to_tsquery` expression OR-ing the task's content words, or None when it has none.
 /// Only alphanumeric words reach the expression, so it cannot be malformed.
 pub fn tsquery_for(task: &str) -> Option<String> {
@@ -147,6 +216,27 @@ pub fn task_months(task: &str) -> Vec<NamedMonth> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn embedding_text_leaves_names_to_the_other_signals() {
+        assert_eq!(embedding_text("What activities does Melanie partake in?"), "What activities does partake in?");
+        assert_eq!(
+            embedding_text("Where did Caroline's grandma give her the necklace?"),
+            "Where did grandma give her the necklace?"
+        );
+        // sentence starts, acronyms, "I", months and weekdays stay
+        assert_eq!(
+            embedding_text("Did I deploy the API in May? Maria said the LGBTQ event moved to Friday"),
+            "Did I deploy the API in May? Maria said the LGBTQ event moved to Friday"
+        );
+        assert_eq!(embedding_text("When did Jon visit Rome with his sister Gina?"), "When did visit with his sister?");
+        assert_eq!(embedding_text("When did Jon visit Rome?"), "When did Jon visit Rome?");
+        // nothing left to embed, or a title: the task stays whole
+        assert_eq!(embedding_text("Tell me about Sweden"), "Tell me about Sweden");
+        assert_eq!(embedding_text("Deploy The Payment Service"), "Deploy The Payment Service");
+        assert_eq!(embedding_text("which editor do I use?"), "which editor do I use?");
+    }
+
     use super::*;
 
     #[test]

@@ -4,7 +4,7 @@
 //!   suppression needs, in one tenant-scoped transaction;
 //! - [`suppress`] (stages 2-4): what must not be shown (contradicted or unbacked turns, the
 //!   policy), and no double spending between a turn and its own summary;
-//! - [`rank`] (stage 5): one deterministic score per item (`mnemo-rank-5`, formula in README.md
+//! - [`rank`] (stage 5): one deterministic score per item (`mnemo-rank-6`, formula in README.md
 //!   and `context::score`; constants in [`Tuning::DEFAULT`]) and the total order;
 //! - [`output`] (stages 6-7): packing under the exact token budget and the bundle of what was
 //!   included.
@@ -112,7 +112,8 @@ pub async fn probe<'a>(
     let as_of = req.as_of.unwrap_or_else(crate::model::time::now_micros);
     let opts = req.options;
     let vector = if opts.semantic && embedder.is_semantic() {
-        Some((cache.get(embedder, &req.task).await?, embedder.model_id().to_string()))
+        let text = crate::services::query_terms::embedding_text(&req.task);
+        Some((cache.get(embedder, &text).await?, embedder.model_id().to_string()))
     } else {
         None
     };
@@ -150,6 +151,8 @@ pub fn bundle(
         as_of,
         compact: opts.compact,
         snapshot: snapshot.as_ref(),
+        whole_turns: opts.tuning.whole_turns,
+        turn_chars: opts.tuning.turn_chars,
     };
     output::bundle(ranked, &pack, policy)
 }

@@ -64,6 +64,10 @@ pub struct Tuning {
     pub date_boost: f64,
     /// Extra relevance for items dated in a month the task names (without a day).
     pub month_boost: f64,
+    /// How many of the best-ranked chat turns a compact bundle shows whole.
+    pub whole_turns: usize,
+    /// Room of the other turns' excerpts (the sentences sharing the task's words), in chars.
+    pub turn_chars: usize,
 }
 
 impl Tuning {
@@ -79,5 +83,7 @@ impl Tuning {
         speaker_boost: 0.6,
         date_boost: 0.5,
         month_boost: 0.25,
+        whole_turns: 3,
+        turn_chars: 130,
     };
 }

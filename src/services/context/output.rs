@@ -10,6 +10,7 @@ use super::rank::{Item, Ranked};
 use super::suppress::EPISODE_LINE_CHARS;
 use super::{Bundle, Selected, SessionInfo};
 use crate::compile::text::episode_text;
+use crate::context::excerpt::{excerpt, task_stems, Part};
 use crate::context::pack::pack;
 use crate::context::render::{episode_line, memory_line, turn_line, Line, Place, Section};
 use crate::context::tokens;
@@ -26,6 +27,10 @@ pub struct PackRequest<'a> {
     pub compact: bool,
     /// The current session's snapshot: its pinned turns and summary lead the session.
     pub snapshot: Option<&'a SnapshotRow>,
+    /// How many of the best-ranked chat turns show whole; the others show excerpts.
+    pub whole_turns: usize,
+    /// Room of a turn's excerpt, in chars.
+    pub turn_chars: usize,
 }
 
 /// Longest pinned turn shown, in chars (pinned turns are shown whole up to this).
@@ -57,13 +62,13 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
     if let (Some(s), Some(sid)) = (req.snapshot, req.session_id) {
         lines.push(summary_line(s, sid, req.max_tokens / SUMMARY_BUDGET_SHARE));
     }
-    lines.extend(
-        ranked
-            .items
-            .iter()
-            .filter(|(_, _, item)| !pinned(item))
-            .map(|(_, _, item)| line_for(item, req.compact, &ranked.full_text)),
-    );
+    let turns = TurnText { stems: task_stems(req.task), whole: req.whole_turns, chars: req.turn_chars };
+    let mut turn_rank = 0;
+    lines.extend(ranked.items.iter().filter(|(_, _, item)| !pinned(item)).map(|(_, _, item)| {
+        let line = line_for(item, req.compact, &ranked.full_text, &turns, turn_rank);
+        turn_rank += usize::from(matches!(item, Item::Episode(_)));
+        line
+    }));
     let packed = pack(req.task, ranked.caveat, req.session_id, &lines, req.max_tokens);
     let snapshot_id = req.snapshot.map(|s| s.id).filter(|id| packed.included.contains(id));
     let mut by_id: HashMap<Uuid, (f64, Item)> = ranked.items.into_iter().map(|(s, id, it)| (id, (s, it))).collect();
@@ -157,9 +162,42 @@ fn as_believed(c: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
     m
 }
 
+/// How compact bundles show chat turns: the best few whole, the rest as excerpts.
+struct TurnText {
+    stems: BTreeSet<String>,
+    whole: usize,
+    chars: usize,
+}
+
+impl TurnText {
+    /// The turn's line text: whole for the `whole` best-ranked turns, else its excerpt biased
+    /// to the task's words (whole when short).
+    fn line(&self, e: &crate::model::episode::Episode, rank: usize) -> Option<String> {
+        let msgs = e.payload.get("messages")?.as_array()?;
+        let prefixes: Vec<(String, &str)> = msgs
+            .iter()
+            .filter_map(|m| {
+                let text = m.get("content")?.as_str()?;
+                let role = m.get("role").and_then(Value::as_str).unwrap_or("unknown");
+                Some((format!("{role}: "), text))
+            })
+            .collect();
+        let parts: Vec<Part<'_>> = prefixes.iter().map(|(p, t)| Part { prefix: p, text: t }).collect();
+        let chars = if rank < self.whole { PINNED_CHARS } else { self.chars };
+        let text = newlines_flat(&excerpt(&parts, &self.stems, chars));
+        Some(turn_line(&text, e.metadata.get("outcome"), usize::MAX))
+    }
+}
+
+/// The text on one line.
+fn newlines_flat(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The bundle line of an item; with `compact`, a chat turn shows only its speakers and text
-/// (its session and date head the group it sits in), the whole text when `full_text` holds it.
-fn line_for(item: &Item, compact: bool, full_text: &HashMap<Uuid, String>) -> Line {
+/// (its session and date head the group it sits in): whole when it is among the best-ranked
+/// turns or short, else an excerpt of the sentences that share the task's words.
+fn line_for(item: &Item, compact: bool, full_text: &HashMap<Uuid, String>, turns: &TurnText, turn_rank: usize) -> Line {
     match item {
         Item::Memory(MemoryCandidate { memory: m, .. }) => Line {
             id: m.id,
@@ -177,7 +215,9 @@ fn line_for(item: &Item, compact: bool, full_text: &HashMap<Uuid, String>) -> Li
         Item::Episode(EpisodeCandidate { episode: e, .. }) => Line {
             id: e.id,
             section: Section::Interactions,
-            text: if let Some(full) = full_text.get(&e.id) {
+            text: if let Some(line) = compact.then(|| turns.line(e, turn_rank)).flatten() {
+                line
+            } else if let Some(full) = full_text.get(&e.id) {
                 turn_line(full, e.metadata.get("outcome"), usize::MAX)
             } else if compact && e.payload.get("messages").is_some_and(Value::is_array) {
                 turn_line(&episode_text(&e.payload), e.metadata.get("outcome"), EPISODE_LINE_CHARS)

@@ -1,0 +1,212 @@
+//! Query-biased excerpts of long turns: the sentences that share the most words with the task,
+//! in their order, with "…" where sentences were left out.
+//!
+//! A long turn often holds one sentence that matters to the task among greetings and asides; a
+//! bundle that shows every long turn whole fits a third fewer turns. Search engines show
+//! query-biased snippets for the same reason. Words are compared after Snowball stemming (the
+//! algorithm Postgres' `english` configuration uses, so the excerpt agrees with the lexical lane).
+
+use std::collections::BTreeSet;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+use crate::services::query_terms::content_words;
+
+const ELLIPSIS: &str = "…";
+
+/// The stems of the task's content words.
+pub fn task_stems(task: &str) -> BTreeSet<String> {
+    let stemmer = Stemmer::create(Algorithm::English);
+    content_words(task).iter().map(|w| stemmer.stem(w).into_owned()).collect()
+}
+
+/// One message of a turn: its speaker prefix ("Maria: ", or "" for plain text) and its text.
+pub struct Part<'a> {
+    pub prefix: &'a str,
+    pub text: &'a str,
+}
+
+/// The turn in at most about `chars` chars (plus prefixes and ellipses): whole when it fits;
+/// else the sentences with the most task stems, best first until the room is spent, shown in
+/// their order; else (no sentence shares a word with the task) its opening, cut at `chars`.
+pub fn excerpt(parts: &[Part<'_>], stems: &BTreeSet<String>, chars: usize) -> String {
+    let whole = join_whole(parts);
+    if whole.chars().count() <= chars {
+        return whole;
+    }
+    let sentences: Vec<(usize, &str)> =
+        parts.iter().enumerate().flat_map(|(p, part)| sentences(part.text).into_iter().map(move |s| (p, s))).collect();
+    let stemmer = Stemmer::create(Algorithm::English);
+    let hits: Vec<usize> = sentences.iter().map(|(_, s)| shared_stems(s, stems, &stemmer)).collect();
+    if hits.iter().all(|h| *h == 0) {
+        return opening(&whole, chars);
+    }
+    let mut order: Vec<usize> = (0..sentences.len()).collect();
+    order.sort_by(|a, b| hits[*b].cmp(&hits[*a]).then(a.cmp(b)));
+    let mut chosen = BTreeSet::new();
+    let mut used = 0;
+    for i in order {
+        let len = sentences[i].1.chars().count();
+        if hits[i] == 0 || (!chosen.is_empty() && used + len > chars) {
+            continue;
+        }
+        used += len + 1;
+        chosen.insert(i);
+    }
+    render(parts, &sentences, &chosen, chars)
+}
+
+/// The chosen sentences in order, each part's prefix before its first one, "…" for gaps.
+fn render(parts: &[Part<'_>], sentences: &[(usize, &str)], chosen: &BTreeSet<usize>, chars: usize) -> String {
+    let mut out = String::new();
+    let mut last: Option<usize> = None;
+    let mut part_open: Option<usize> = None;
+    for &i in chosen {
+        let (p, s) = sentences[i];
+        let gap = match last {
+            None => i > 0,
+            Some(l) => i > l + 1,
+        };
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        if part_open != Some(p) {
+            out.push_str(parts[p].prefix);
+            part_open = Some(p);
+        }
+        if gap {
+            out.push_str(ELLIPSIS);
+            out.push(' ');
+        }
+        // one sentence longer than the room is cut like an opening
+        if chosen.len() == 1 && s.chars().count() > chars {
+            out.push_str(&opening(s, chars));
+        } else {
+            out.push_str(s);
+        }
+        last = Some(i);
+    }
+    if last.is_some_and(|l| l + 1 < sentences.len()) && !out.ends_with(ELLIPSIS) {
+        out.push(' ');
+        out.push_str(ELLIPSIS);
+    }
+    out
+}
+
+/// Every part with its prefix, on one line.
+fn join_whole(parts: &[Part<'_>]) -> String {
+    parts.iter().map(|p| format!("{}{}", p.prefix, p.text.trim())).collect::<Vec<_>>().join(" ")
+}
+
+/// The first `chars` chars, cut back to a word boundary when one is near, ending in "…".
+fn opening(text: &str, chars: usize) -> String {
+    let cut: String = text.chars().take(chars).collect();
+    let cut = match cut.rfind(char::is_whitespace) {
+        Some(at) if at > cut.len() / 2 => &cut[..at],
+        _ => cut.as_str(),
+    };
+    format!("{} {ELLIPSIS}", cut.trim_end())
+}
+
+/// The text's sentences: split after ".", "!" or "?" followed by a space, at newlines, and
+/// around bracketed asides ("[shares a photo: …]"), which are sentences of their own.
+fn sentences(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes: Vec<(usize, char)> = text.char_indices().collect();
+    for (k, &(at, c)) in bytes.iter().enumerate() {
+        let next = bytes.get(k + 1).map(|(_, n)| *n);
+        let end_here = match c {
+            '.' | '!' | '?' => next.is_none_or(char::is_whitespace),
+            '\n' | ']' => true,
+            _ => false,
+        };
+        let open_here = c == '[' && at > start;
+        if open_here {
+            push_trimmed(&mut out, &text[start..at]);
+            start = at;
+        }
+        if end_here {
+            let end = at + c.len_utf8();
+            push_trimmed(&mut out, &text[start..end]);
+            start = end;
+        }
+    }
+    push_trimmed(&mut out, &text[start..]);
+    out
+}
+
+fn push_trimmed<'a>(out: &mut Vec<&'a str>, s: &'a str) {
+    let s = s.trim();
+    if !s.is_empty() {
+        out.push(s);
+    }
+}
+
+/// How many of `stems` the sentence's words have.
+fn shared_stems(sentence: &str, stems: &BTreeSet<String>, stemmer: &Stemmer) -> usize {
+    let words: BTreeSet<String> = sentence
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| stemmer.stem(&w.to_lowercase()).into_owned())
+        .collect();
+    words.intersection(stems).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one<'a>(prefix: &'a str, text: &'a str) -> Vec<Part<'a>> {
+        vec![Part { prefix, text }]
+    }
+
+    #[test]
+    fn short_turns_stay_whole() {
+        let stems = task_stems("what pottery did she make");
+        assert_eq!(excerpt(&one("Mel: ", "I made a bowl."), &stems, 150), "Mel: I made a bowl.");
+    }
+
+    #[test]
+    fn picks_the_sentences_sharing_the_task_words_in_order() {
+        let text = "Hey, good to see you! Things have been busy at work and at home. Last week I signed up for a \
+                    pottery class and made my first bowls. It was so relaxing. Anyway, how are the kids doing these days?";
+        let stems = task_stems("What did Melanie make in her pottery class?");
+        let got = excerpt(&one("Melanie: ", text), &stems, 90);
+        assert_eq!(got, "Melanie: … Last week I signed up for a pottery class and made my first bowls. …");
+    }
+
+    #[test]
+    fn stems_match_inflections_and_gaps_are_marked() {
+        let text = "We went camping in the mountains. The weather was awful all weekend long, rain and wind. \
+                    The kids loved hiking the trails though.";
+        let stems = task_stems("Where has the family camped and hiked?");
+        let got = excerpt(&one("", text), &stems, 80);
+        assert_eq!(got, "We went camping in the mountains. … The kids loved hiking the trails though.");
+    }
+
+    #[test]
+    fn no_shared_word_gives_the_opening() {
+        let text = "A long message about nothing in particular that goes on and on without any of the words at all.";
+        let got = excerpt(&one("x: ", text), &task_stems("database migration"), 40);
+        assert!(got.starts_with("x: A long message about"), "{got}");
+        assert!(got.ends_with('…'));
+        assert!(got.chars().count() <= 48, "{got}");
+    }
+
+    #[test]
+    fn photo_captions_are_sentences_and_prefixes_follow_their_parts() {
+        let parts = vec![
+            Part {
+                prefix: "user: ",
+                text: "Look at this! [shares a photo: a sunset over a lake] I painted it last year.",
+            },
+            Part { prefix: "assistant: ", text: "That is lovely. What kind of paint do you use for sunsets?" },
+        ];
+        let stems = task_stems("what did she paint");
+        let got = excerpt(&parts, &stems, 40);
+        assert_eq!(got, "user: … I painted it last year. …");
+        let got = excerpt(&parts, &stems, 80);
+        assert_eq!(got, "user: … I painted it last year. assistant: … What kind of paint do you use for sunsets?");
+    }
+}
