@@ -772,6 +772,8 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
             ("no speaker boost", RetrievalOptions { speakers: false, ..all }),
             ("no dates in task", RetrievalOptions { dates: false, ..all }),
             ("no compact lines", RetrievalOptions { compact: false, ..all }),
+            ("names kept in the task vector", RetrievalOptions { unnamed_task_vector: false, ..all }),
+            ("no excerpts (long turns whole)", RetrievalOptions { excerpts: false, ..all }),
         ]);
     }
     let cache = TaskVectorCache::default();

@@ -112,7 +112,11 @@ pub async fn probe<'a>(
     let as_of = req.as_of.unwrap_or_else(crate::model::time::now_micros);
     let opts = req.options;
     let vector = if opts.semantic && embedder.is_semantic() {
-        let text = crate::services::query_terms::embedding_text(&req.task);
+        let text = if opts.unnamed_task_vector {
+            crate::services::query_terms::embedding_text(&req.task)
+        } else {
+            std::borrow::Cow::Borrowed(req.task.as_str())
+        };
         Some((cache.get(embedder, &text).await?, embedder.model_id().to_string()))
     } else {
         None
@@ -151,7 +155,7 @@ pub fn bundle(
         as_of,
         compact: opts.compact,
         snapshot: snapshot.as_ref(),
-        whole_turns: opts.tuning.whole_turns,
+        whole_turns: if opts.excerpts { opts.tuning.whole_turns } else { usize::MAX },
         turn_chars: opts.tuning.turn_chars,
     };
     output::bundle(ranked, &pack, policy)

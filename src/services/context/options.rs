@@ -18,6 +18,10 @@ pub struct RetrievalOptions {
     pub speakers: bool,
     /// Chat turns render without the repeated `[source/type]` label.
     pub compact: bool,
+    /// The task is embedded without the names in it.
+    pub unnamed_task_vector: bool,
+    /// Compact bundles show long turns beyond the best few as excerpts.
+    pub excerpts: bool,
     /// Subject size (episodes) from which vector candidates come from the HNSW indexes.
     pub approx_vectors_from: i64,
     /// The constants of the ranking (the benchmark varies them; calls use [`Tuning::DEFAULT`]).
@@ -35,6 +39,8 @@ impl Default for RetrievalOptions {
             smoothing: true,
             speakers: true,
             compact: true,
+            unnamed_task_vector: true,
+            excerpts: true,
             approx_vectors_from: db::context::APPROX_VECTORS_FROM,
             tuning: Tuning::DEFAULT,
         }
