@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 use super::client::CallError;
 use super::prompt::{messages, view, CurrentFact, EpisodeView};
 use super::schema::{answer_schema, parse_answer, Item};
-use super::validate::{drafts_for, Dropped};
+use super::validate::{drafts_for, guarded_summary, Dropped};
 use super::LlmCompiler;
 use crate::compile::claims::Registry;
 use crate::compile::pipeline::{compile_episode, is_structured, sanitized_text, EpisodeInput, MemoryDraft};
@@ -107,8 +107,7 @@ impl LlmCompiler {
                         drafts_for(e, &ctx.views[i], &items, ctx.facts, registry, self.model(), &mut out.dropped);
                     if !drafts.iter().any(|d| d.kind == "episode_summary") {
                         // The episode keeps the summary every compiled episode has.
-                        let summary = compile_episode(e, registry).into_iter().find(|d| d.kind == "episode_summary");
-                        drafts.splice(0..0, summary);
+                        drafts.splice(0..0, guarded_summary(e, &ctx.views[i]));
                         for (n, d) in drafts.iter_mut().enumerate() {
                             d.order_tiebreak = format!("{:020}:{:04}", e.seq, n);
                         }

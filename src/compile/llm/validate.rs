@@ -18,7 +18,7 @@ use super::prompt::{CurrentFact, EpisodeView, INSTRUCTION, PASTED};
 use super::schema::Item;
 use crate::compile::attributes::attributes;
 use crate::compile::claims::{claim_from_parts, Claim, Registry};
-use crate::compile::heuristic::{is_instruction, mentions_credentials, LinkHint};
+use crate::compile::heuristic::{is_instruction, mentions_credentials, summarize, LinkHint};
 use crate::compile::pipeline::{time_anchor, EpisodeInput, MemoryDraft};
 use crate::compile::text::{strip_pasted, LOG_MARK, PASTE_MARK};
 
@@ -139,6 +139,26 @@ pub fn drafts_for(
         d.order_tiebreak = format!("{:020}:{:04}", ep.seq, i);
     }
     out
+}
+
+/// The summary of an episode the model gave none for: its guarded text (what the model saw,
+/// without the instruction markers), cut like a heuristic summary.
+pub fn guarded_summary(ep: &EpisodeInput, view: &EpisodeView) -> Option<MemoryDraft> {
+    let text = view.text.replace(INSTRUCTION, " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    let (content, summary) = summarize(&text);
+    (!content.is_empty()).then(|| MemoryDraft {
+        kind: "episode_summary",
+        content,
+        summary,
+        confidence: 0.8,
+        valid_from: time_anchor(ep),
+        valid_to: None,
+        metadata: Map::from_iter([("compiler".to_string(), json!("heuristic"))]),
+        claim: None,
+        source_episode_id: ep.id,
+        order_tiebreak: format!("{:020}:{:04}", ep.seq, 0),
+        link: None,
+    })
 }
 
 /// The registry's claim for a model's key: canonical and known, else None.
