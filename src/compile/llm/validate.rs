@@ -80,11 +80,11 @@ pub fn drafts_for(
         if let Some(c) = item.claim.as_ref().filter(|_| kind == "profile_fact") {
             let value = c.value.trim();
             // A value the text does not hold is a fabricated fact: the whole item goes.
-            if value.is_empty() || value.chars().count() > MAX_VALUE || !clean(value) || !contained(value, source) {
+            if value.is_empty() || value.chars().count() > MAX_VALUE || !clean_value(value) || !contained(value, source) {
                 dropped.items += 1;
                 continue;
             }
-            claim = canonical_claim(&c.key, value, registry);
+            claim = canonical_claim(&c.key, value, registry, facts);
             if claim.is_none() {
                 dropped.claims += 1;
             }
@@ -161,11 +161,14 @@ pub fn guarded_summary(ep: &EpisodeInput, view: &EpisodeView) -> Option<MemoryDr
     })
 }
 
-/// The registry's claim for a model's key: canonical and known, else None.
-fn canonical_claim(key: &str, value: &str, registry: &Registry) -> Option<Claim> {
+/// The registry's claim for a model's key: canonical and known, else None. A key the subject
+/// already holds is kept as it is (the attribute was canonicalised when it was first claimed).
+fn canonical_claim(key: &str, value: &str, registry: &Registry, facts: &[CurrentFact]) -> Option<Claim> {
     let key = key.trim().to_lowercase();
     let a = attributes();
+    let held = facts.iter().any(|f| f.key == key);
     let canonical = match key.strip_prefix("attr.") {
+        _ if held => key,
         Some(tail) => a.key_for(&tail.replace(['_', '.'], " "), value)?,
         // A bare attribute phrase the attribute registry knows ("job_title") is that attribute.
         None => match a.group_key(&key.replace(['_', '.'], " ")) {
@@ -183,6 +186,16 @@ pub fn clean(text: &str) -> bool {
     }
     let stripped = strip_pasted(text);
     !stripped.contains(PASTE_MARK) && !stripped.contains(LOG_MARK) && !text.contains("```")
+}
+
+/// `clean` for a bare value: a value is a fragment ("9:30", "2025-01-02"), which the pasted-text
+/// rules would read as a log line; it must occur in the guarded text anyway (`contained`).
+fn clean_value(value: &str) -> bool {
+    !is_instruction(value)
+        && !mentions_credentials(value)
+        && !value.contains(PASTED)
+        && !value.contains(INSTRUCTION)
+        && !value.contains('`')
 }
 
 /// At least half of the text's key terms (and at least one) occur in `source`.
@@ -320,6 +333,14 @@ mod tests {
             ],
         );
         assert!(drafts.is_empty(), "{drafts:?}");
+    }
+
+    #[test]
+    fn time_values_are_values_not_log_lines() {
+        let (drafts, dropped) =
+            run("standup is 9:30 every day", &[item("profile_fact", "Standup is at 9:30", Some(("attr.standup", "9:30")))]);
+        assert_eq!(dropped, Dropped::default());
+        assert_eq!(drafts[0].claim.as_ref().unwrap().value, "9:30");
     }
 
     #[test]
