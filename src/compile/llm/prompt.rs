@@ -100,7 +100,8 @@ pub fn guard(text: &str) -> String {
             }
         }
     }
-    out.dedup();
+    // Runs of one marker say no more than one.
+    out.dedup_by(|a, b| a == b && (a == PASTED || a == INSTRUCTION));
     out.join(" ")
 }
 
