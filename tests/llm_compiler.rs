@@ -242,22 +242,38 @@ async fn throughput() {
         .collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let stub = llm_stub::start().await;
-    let mut cfg = config(&stub, "careful-bench");
-    cfg.max_parallel = 4;
-    cfg.timeout = Duration::from_secs(30);
-    let apps = [("heuristic", common::spawn().await), ("llm-stub", spawn(cfg).await)];
+    let bench = |model: &str| {
+        let mut cfg = config(&stub, model);
+        cfg.timeout = Duration::from_secs(30);
+        cfg
+    };
+    let apps = [
+        ("heuristic", common::spawn().await),
+        ("llm, stub answering summaries only", spawn(bench("summaries")).await),
+        ("llm, stub answering like a careful model", spawn(bench("careful-bench")).await),
+    ];
     for (name, app) in &apps {
         let mut secs = Vec::new();
+        let mut stub_secs = Vec::new();
         for run in 0..5 {
             let subject = format!("bench-{run}");
             let eps: Vec<Value> = refs.iter().map(|t| common::episode(&subject, t)).collect();
             for chunk in eps.chunks(100) {
                 app.post("/v1/episodes/batch", &json!({"episodes": chunk})).await;
             }
-            let started = std::time::Instant::now();
+            let (started, stub_before) = (std::time::Instant::now(), stub.busy_secs());
             app.compile_all(&subject).await;
             secs.push(started.elapsed().as_secs_f64());
+            stub_secs.push(stub.busy_secs() - stub_before);
         }
+        let server: Vec<f64> = secs.iter().zip(&stub_secs).map(|(t, s)| t - s).collect();
+        let med = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        println!("throughput {name}: median stub time {:.3} s, median time without it {:.3} s = {:.0} episodes/s",
+            med(&stub_secs), med(&server), episodes as f64 / med(&server));
         secs.sort_by(f64::total_cmp);
         let median = secs[secs.len() / 2];
         println!(

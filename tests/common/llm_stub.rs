@@ -5,6 +5,8 @@
 //!   the heuristic extraction on it, ties updates to the current facts it was sent, and answers
 //!   with paraphrased items (`I work at X` → `The user works at X`), claims, and `updates` ids;
 //! - `gullible`: obeys whatever it reads: every sentence of the user's lines becomes a fact;
+//! - `summaries`: one summary per episode, its own text, nothing else (the cheapest answer,
+//!   for measuring the server's own overhead);
 //! - `fabricate`: careful, plus a fact and a claim the text never states;
 //! - `unknown-key`: careful, with every claim under a key no registry knows;
 //! - `garbage`: a reply that is not JSON; `down`: HTTP 503; `slow`: answers after 3 s;
@@ -35,6 +37,8 @@ pub struct Stub {
     pub url: String,
     seen: Arc<Mutex<Vec<Value>>>,
     calls: Arc<AtomicUsize>,
+    /// Microseconds the stub spent composing answers (its own CPU, not the server's).
+    busy_us: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Stub {
@@ -47,6 +51,11 @@ impl Stub {
     pub fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
+
+    /// Seconds spent composing answers so far.
+    pub fn busy_secs(&self) -> f64 {
+        self.busy_us.load(Ordering::SeqCst) as f64 / 1e6
+    }
 }
 
 /// Starts a stub on 127.0.0.1:0.
@@ -55,6 +64,7 @@ pub async fn start() -> Stub {
         url: String::new(),
         seen: Arc::new(Mutex::new(Vec::new())),
         calls: Arc::new(AtomicUsize::new(0)),
+        busy_us: Arc::new(std::sync::atomic::AtomicU64::new(0)),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -65,6 +75,7 @@ pub async fn start() -> Stub {
 
 async fn chat(State(stub): State<Stub>, Json(body): Json<Value>) -> Response {
     let n = stub.calls.fetch_add(1, Ordering::SeqCst);
+    let started = std::time::Instant::now();
     stub.seen.lock().unwrap().push(body.clone());
     let model = body["model"].as_str().unwrap_or_default().to_string();
     let data: Value = serde_json::from_str(body["messages"][1]["content"].as_str().unwrap_or("{}")).unwrap_or_default();
@@ -77,6 +88,12 @@ async fn chat(State(stub): State<Stub>, Json(body): Json<Value>) -> Response {
     let content = match model.as_str() {
         m if m.starts_with("careful") => careful(),
         "gullible" => json!({"items": gullible_items(&episodes)}).to_string(),
+        "summaries" => {
+            let items: Vec<Value> = episodes.iter().enumerate().map(|(i, t)| json!({"kind": "episode_summary",
+                "content": t.lines().map(|l| l.split_once(": ").map_or(l, |(_, c)| c)).collect::<Vec<_>>().join(" "),
+                "summary": null, "confidence": 0.8, "episode_index": i, "claim": null, "updates": null})).collect();
+            json!({"items": items}).to_string()
+        }
         "fabricate" => {
             let mut items = careful_items(&episodes, &facts);
             items.push(json!({"kind": "profile_fact", "content": "The user works at Initech", "summary": "Works at Initech",
@@ -112,6 +129,7 @@ async fn chat(State(stub): State<Stub>, Json(body): Json<Value>) -> Response {
         "no-schema" => format!("```json\n{}\n```", careful()),
         _ => return (StatusCode::NOT_FOUND, "no such model").into_response(),
     };
+    stub.busy_us.fetch_add(started.elapsed().as_micros() as u64, Ordering::SeqCst);
     let prompt_chars: usize = body["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap_or("").len()).sum();
     Json(json!({
         "id": format!("stub-{n}"),
