@@ -232,7 +232,7 @@ async fn structured_candidates_still_win() {
 }
 
 /// Compile throughput with the stub (the server's own overhead): heuristic vs llm on the same
-/// episodes, median of 5 runs. `cargo test --test llm_compiler -- --ignored --nocapture throughput`
+/// episodes, median of 7 runs. `cargo test --test llm_compiler -- --ignored --nocapture throughput`
 #[tokio::test]
 #[ignore]
 async fn throughput() {
@@ -255,7 +255,7 @@ async fn throughput() {
     for (name, app) in &apps {
         let mut secs = Vec::new();
         let mut stub_secs = Vec::new();
-        for run in 0..5 {
+        for run in 0..7 {
             let subject = format!("bench-{run}");
             let eps: Vec<Value> = refs.iter().map(|t| common::episode(&subject, t)).collect();
             for chunk in eps.chunks(100) {
@@ -274,6 +274,11 @@ async fn throughput() {
         };
         println!("throughput {name}: median stub time {:.3} s, median time without it {:.3} s = {:.0} episodes/s",
             med(&stub_secs), med(&server), episodes as f64 / med(&server));
+        let memories: i64 = sqlx::query_scalar("SELECT count(*) FROM memories WHERE subject_id = 'bench-0'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        println!("throughput {name}: {memories} memories per run = {:.0} memories/s", memories as f64 / med(&server));
         secs.sort_by(f64::total_cmp);
         let median = secs[secs.len() / 2];
         println!(
