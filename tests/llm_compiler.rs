@@ -92,10 +92,11 @@ async fn facts_and_claims_land_marked_llm_with_the_model_and_cost() {
     let last_req = stub.seen().last().cloned().unwrap();
     let offered = last_req["messages"][1]["content"].as_str().unwrap();
     assert!(offered.contains("dana reyes"), "current facts offered: {offered}");
-    let records: i64 = sqlx::query_scalar("SELECT count(*) FROM supersession_records WHERE claim_key = 'identity.name'")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let records: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM supersession_records WHERE claim_key = 'identity.name'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
     assert!(records >= 1);
 
     // An async job reports its cost; metrics count tokens.
@@ -185,7 +186,8 @@ async fn one_bad_episode_is_isolated_by_splitting() {
     app.ingest_and_compile("u", &texts).await;
     let memories = app.memories("u").await;
     for m in &memories {
-        let poisoned = m["content"].as_str().unwrap().contains("POISON") || m["content"].as_str().unwrap().contains("Dana");
+        let poisoned =
+            m["content"].as_str().unwrap().contains("POISON") || m["content"].as_str().unwrap().contains("Dana");
         let compiler = m["metadata"]["compiler"].as_str().unwrap();
         assert_eq!(compiler, if poisoned { "heuristic" } else { "llm" }, "{m}");
     }
@@ -272,8 +274,12 @@ async fn throughput() {
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
         };
-        println!("throughput {name}: median stub time {:.3} s, median time without it {:.3} s = {:.0} episodes/s",
-            med(&stub_secs), med(&server), episodes as f64 / med(&server));
+        println!(
+            "throughput {name}: median stub time {:.3} s, median time without it {:.3} s = {:.0} episodes/s",
+            med(&stub_secs),
+            med(&server),
+            episodes as f64 / med(&server)
+        );
         let memories: i64 = sqlx::query_scalar("SELECT count(*) FROM memories WHERE subject_id = 'bench-0'")
             .fetch_one(&app.pool)
             .await

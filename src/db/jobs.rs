@@ -96,7 +96,13 @@ pub async fn heartbeat(conn: &mut PgConnection, tenant: &str, id: &str, memories
 }
 
 /// Adds one batch's LLM token counts to a running job.
-pub async fn add_tokens(conn: &mut PgConnection, tenant: &str, id: &str, tokens_in: u64, tokens_out: u64) -> sqlx::Result<()> {
+pub async fn add_tokens(
+    conn: &mut PgConnection,
+    tenant: &str,
+    id: &str,
+    tokens_in: u64,
+    tokens_out: u64,
+) -> sqlx::Result<()> {
     sqlx::query(
         "UPDATE compile_jobs SET llm_tokens_in = llm_tokens_in + $3, llm_tokens_out = llm_tokens_out + $4 \
          WHERE tenant_id = $1 AND id = $2 AND status = 'running'",

@@ -166,7 +166,8 @@ pub async fn status(
         .ok_or_else(|| ApiError::not_found("Job not found or expired"))?;
     let mut out = CompileJob::new(job.id, job.status, job.subject_id);
     if job.llm_tokens_in + job.llm_tokens_out > 0 {
-        out.llm_tokens = Some(LlmTokens { input: job.llm_tokens_in.max(0) as u64, output: job.llm_tokens_out.max(0) as u64 });
+        out.llm_tokens =
+            Some(LlmTokens { input: job.llm_tokens_in.max(0) as u64, output: job.llm_tokens_out.max(0) as u64 });
     }
     match out.status.as_str() {
         "completed" => {

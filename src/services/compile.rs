@@ -15,9 +15,9 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::compile::claims::{parse_claim, Cardinality, Registry};
+use crate::compile::link::{link_by_similarity, link_drafts, Current, SIMILARITY_THRESHOLD};
 use crate::compile::llm::prompt::CurrentFact;
 use crate::compile::llm::Compiler;
-use crate::compile::link::{link_by_similarity, link_drafts, Current, SIMILARITY_THRESHOLD};
 use crate::compile::pipeline::{compile_episode, EpisodeInput, MemoryDraft};
 use crate::compile::scope::related;
 use crate::compile::supersede::{resolve, MemoryView, Rule};

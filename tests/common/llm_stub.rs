@@ -89,18 +89,28 @@ async fn chat(State(stub): State<Stub>, Json(body): Json<Value>) -> Response {
         m if m.starts_with("careful") => careful(),
         "gullible" => json!({"items": gullible_items(&episodes)}).to_string(),
         "summaries" => {
-            let items: Vec<Value> = episodes.iter().enumerate().map(|(i, t)| json!({"kind": "episode_summary",
+            let items: Vec<Value> = episodes
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    json!({"kind": "episode_summary",
                 "content": t.lines().map(|l| l.split_once(": ").map_or(l, |(_, c)| c)).collect::<Vec<_>>().join(" "),
-                "summary": null, "confidence": 0.8, "episode_index": i, "claim": null, "updates": null})).collect();
+                "summary": null, "confidence": 0.8, "episode_index": i, "claim": null, "updates": null})
+                })
+                .collect();
             json!({"items": items}).to_string()
         }
         "fabricate" => {
             let mut items = careful_items(&episodes, &facts);
-            items.push(json!({"kind": "profile_fact", "content": "The user works at Initech", "summary": "Works at Initech",
+            items.push(
+                json!({"kind": "profile_fact", "content": "The user works at Initech", "summary": "Works at Initech",
                               "confidence": 0.9, "episode_index": 0,
-                              "claim": {"key": "employment.current_employer", "value": "Initech"}, "updates": null}));
-            items.push(json!({"kind": "profile_fact", "content": "The user owns three sailboats", "summary": "Owns sailboats",
-                              "confidence": 0.9, "episode_index": 0, "claim": null, "updates": null}));
+                              "claim": {"key": "employment.current_employer", "value": "Initech"}, "updates": null}),
+            );
+            items.push(
+                json!({"kind": "profile_fact", "content": "The user owns three sailboats", "summary": "Owns sailboats",
+                              "confidence": 0.9, "episode_index": 0, "claim": null, "updates": null}),
+            );
             json!({"items": items}).to_string()
         }
         "unknown-key" => {
@@ -130,7 +140,8 @@ async fn chat(State(stub): State<Stub>, Json(body): Json<Value>) -> Response {
         _ => return (StatusCode::NOT_FOUND, "no such model").into_response(),
     };
     stub.busy_us.fetch_add(started.elapsed().as_micros() as u64, Ordering::SeqCst);
-    let prompt_chars: usize = body["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap_or("").len()).sum();
+    let prompt_chars: usize =
+        body["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap_or("").len()).sum();
     Json(json!({
         "id": format!("stub-{n}"),
         "object": "chat.completion",
@@ -156,7 +167,9 @@ fn payload_of(text: &str) -> Value {
 /// First person into third ("I work at" → "The user works at"); a paraphrase, not a copy.
 fn paraphrase(s: &str) -> String {
     let t = s.trim();
-    for (from, to) in [("My ", "The user's "), ("my ", "The user's "), ("I'm ", "The user is "), ("I am ", "The user is ")] {
+    for (from, to) in
+        [("My ", "The user's "), ("my ", "The user's "), ("I'm ", "The user is "), ("I am ", "The user is ")]
+    {
         if let Some(rest) = t.strip_prefix(from) {
             return format!("{to}{rest}");
         }
@@ -193,7 +206,8 @@ fn careful_items(episodes: &[String], facts: &[Value]) -> Vec<Value> {
         let mut drafts = compile_episode(&ep, &registry);
         link_drafts(&mut drafts, &mut current, &registry);
         for d in drafts {
-            let claim = d.claim.as_ref().map(|c| json!({"key": c.key, "value": c.raw_value.as_str().unwrap_or(&c.value)}));
+            let claim =
+                d.claim.as_ref().map(|c| json!({"key": c.key, "value": c.raw_value.as_str().unwrap_or(&c.value)}));
             // What the new fact replaces: the current fact of the same single key, or the value it names.
             let replaced = d.claim.as_ref().and_then(|c| {
                 let replaces = d.metadata.get("replaces").and_then(Value::as_str);

@@ -72,7 +72,8 @@ impl LlmCompiler {
         let views: Vec<EpisodeView> = episodes.iter().map(|e| view(e, cfg.episode_chars)).collect();
         let mut asked = Vec::new();
         for (i, e) in episodes.iter().enumerate() {
-            if !is_structured(&e.payload) && !views[i].text.is_empty() && !sanitized_text(&e.payload).trim().is_empty() {
+            if !is_structured(&e.payload) && !views[i].text.is_empty() && !sanitized_text(&e.payload).trim().is_empty()
+            {
                 asked.push(i);
             }
         }
@@ -87,7 +88,8 @@ impl LlmCompiler {
             tokens_in: AtomicU64::new(0),
             tokens_out: AtomicU64::new(0),
         };
-        let solved: Vec<Solved> = futures_util::future::join_all(batches.into_iter().map(|b| self.solve(&ctx, b))).await;
+        let solved: Vec<Solved> =
+            futures_util::future::join_all(batches.into_iter().map(|b| self.solve(&ctx, b))).await;
         let mut answers: Vec<Option<Provenance>> = vec![None; episodes.len()];
         for (i, p) in solved.into_iter().flatten() {
             answers[i] = Some(p);

@@ -80,7 +80,8 @@ pub fn drafts_for(
         if let Some(c) = item.claim.as_ref().filter(|_| kind == "profile_fact") {
             let value = c.value.trim();
             // A value the text does not hold is a fabricated fact: the whole item goes.
-            if value.is_empty() || value.chars().count() > MAX_VALUE || !clean_value(value) || !contained(value, source) {
+            if value.is_empty() || value.chars().count() > MAX_VALUE || !clean_value(value) || !contained(value, source)
+            {
                 dropped.items += 1;
                 continue;
             }
@@ -208,7 +209,8 @@ pub fn supported(text: &str, source: &BTreeSet<String>) -> bool {
 }
 
 /// Number words, which a fabricated detail often is.
-const NUMBERS: &str = "zero one two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand";
+const NUMBERS: &str =
+    "zero one two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand";
 
 fn specific_terms(text: &str) -> BTreeSet<String> {
     let stop: BTreeSet<&str> = STOP.split_whitespace().collect();
@@ -361,8 +363,10 @@ mod tests {
 
     #[test]
     fn time_values_are_values_not_log_lines() {
-        let (drafts, dropped) =
-            run("standup is 9:30 every day", &[item("profile_fact", "Standup is at 9:30", Some(("attr.standup", "9:30")))]);
+        let (drafts, dropped) = run(
+            "standup is 9:30 every day",
+            &[item("profile_fact", "Standup is at 9:30", Some(("attr.standup", "9:30")))],
+        );
         assert_eq!(dropped, Dropped::default());
         assert_eq!(drafts[0].claim.as_ref().unwrap().value, "9:30");
     }
