@@ -201,8 +201,8 @@ pub async fn compile_batch_with(
     let mut drafts = match compiler {
         Compiler::Heuristic => inputs.iter().flat_map(|input| compile_episode(input, &registry)).collect(),
         Compiler::Llm(llm) => {
-            let active = db::compile::active_rows(&mut tx, tenant, subject_id).await?;
-            let facts = offered_facts(active, &registry);
+            let rows = db::compile::current_facts(&mut tx, tenant, subject_id, OFFERED_FACTS).await?;
+            let facts = offered_facts(rows, &registry);
             let out = llm.compile(&inputs, &facts, &registry).await;
             llm_cost = Some(LlmCost {
                 tokens_in: out.tokens_in,
@@ -272,23 +272,14 @@ pub async fn compile_batch_with(
 }
 
 /// Most current facts offered to the model with a batch.
-const OFFERED_FACTS: usize = 40;
+const OFFERED_FACTS: i64 = 40;
 
 /// The subject's current claimed facts, newest first, under short ids the model can name.
-fn offered_facts(active: Vec<db::compile::ActiveRow>, registry: &Registry) -> Vec<CurrentFact> {
-    let mut rows: Vec<_> = active
-        .into_iter()
-        .filter(|r| r.kind == "profile_fact")
-        .filter_map(|r| {
-            let claim = r.claim.as_ref().and_then(|c| parse_claim(c, registry))?;
-            Some((r.order_at, r.order_tiebreak, r.id, r.content, claim))
-        })
-        .collect();
-    rows.sort_by(|a, b| (b.0, &b.1, b.2).cmp(&(a.0, &a.1, a.2)));
+fn offered_facts(rows: Vec<(Uuid, String, Value)>, registry: &Registry) -> Vec<CurrentFact> {
     rows.into_iter()
-        .take(OFFERED_FACTS)
+        .filter_map(|(id, content, env)| parse_claim(&env, registry).map(|claim| (id, content, claim)))
         .enumerate()
-        .map(|(i, (_, _, id, content, claim))| CurrentFact {
+        .map(|(i, (id, content, claim))| CurrentFact {
             id: format!("F{}", i + 1),
             memory_id: id,
             key: claim.key,
