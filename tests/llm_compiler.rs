@@ -174,6 +174,11 @@ async fn a_model_that_cannot_answer_falls_back_without_losing_an_episode() {
         let got = claims(&memories);
         assert!(got.contains(&("identity.name".into(), "dana reyes".into())), "{model}: {got:?}");
         assert_each_episode_once(&app, "u", 3).await;
+        // The key went only where it belongs: the Authorization header.
+        assert!(stub.auth().iter().all(|a| a == "Bearer sk-test-never-logged"));
+        assert!(!serde_json::to_string(&memories).unwrap().contains("sk-test"));
+        let (_, job) = app.post("/v1/memories/compile", &json!({"subject_id": "u", "async": true})).await;
+        assert!(!job.to_string().contains("sk-test"));
         // Retried, then split to single episodes: more calls than batches, and bounded.
         assert!(stub.calls() > 2 && stub.calls() < 40, "{model}: {} calls", stub.calls());
     }

@@ -36,6 +36,8 @@ use serde_json::{json, Value};
 pub struct Stub {
     pub url: String,
     seen: Arc<Mutex<Vec<Value>>>,
+    /// Authorization headers received.
+    auth: Arc<Mutex<Vec<String>>>,
     calls: Arc<AtomicUsize>,
     /// Microseconds the stub spent composing answers (its own CPU, not the server's).
     busy_us: Arc<std::sync::atomic::AtomicU64>,
@@ -45,6 +47,11 @@ impl Stub {
     /// Every request body received so far.
     pub fn seen(&self) -> Vec<Value> {
         self.seen.lock().unwrap().clone()
+    }
+
+    /// Authorization headers received so far.
+    pub fn auth(&self) -> Vec<String> {
+        self.auth.lock().unwrap().clone()
     }
 
     /// How many requests arrived.
@@ -63,6 +70,7 @@ pub async fn start() -> Stub {
     let stub = Stub {
         url: String::new(),
         seen: Arc::new(Mutex::new(Vec::new())),
+        auth: Arc::new(Mutex::new(Vec::new())),
         calls: Arc::new(AtomicUsize::new(0)),
         busy_us: Arc::new(std::sync::atomic::AtomicU64::new(0)),
     };
@@ -73,8 +81,11 @@ pub async fn start() -> Stub {
     Stub { url, ..stub }
 }
 
-async fn chat(State(stub): State<Stub>, Json(body): Json<Value>) -> Response {
+async fn chat(State(stub): State<Stub>, headers: axum::http::HeaderMap, Json(body): Json<Value>) -> Response {
     let n = stub.calls.fetch_add(1, Ordering::SeqCst);
+    if let Some(auth) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
+        stub.auth.lock().unwrap().push(auth.to_string());
+    }
     let started = std::time::Instant::now();
     stub.seen.lock().unwrap().push(body.clone());
     let model = body["model"].as_str().unwrap_or_default().to_string();

@@ -211,6 +211,20 @@ mod tests {
         assert_eq!(shown_endpoint("http://h/v1/chat/completions"), "http://h/v1/chat/completions");
     }
 
+    #[tokio::test]
+    async fn errors_never_carry_the_key_or_user_info() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener); // nothing listens there now: the connection is refused
+        let mut cfg = LlmConfig::new(format!("http://admin:pw-secret@127.0.0.1:{port}/v1?key=q-secret"), "m");
+        cfg.api_key = Some("sk-secret-123".into());
+        let c = Arc::new(ChatClient::new(&cfg).unwrap());
+        let err = c.complete(vec![json!({"role": "user", "content": "hi"})], json!({})).await.unwrap_err();
+        assert!(matches!(err, CallError::Transient(_)), "{err:?}");
+        let text = format!("{err} {err:?}");
+        assert!(!text.contains("secret"), "{text}");
+    }
+
     #[test]
     fn debug_never_shows_the_key() {
         let mut cfg = LlmConfig::new("http://h", "m");
