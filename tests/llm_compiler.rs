@@ -132,6 +132,24 @@ async fn unknown_claim_keys_are_dropped() {
 }
 
 #[tokio::test]
+async fn tenant_claim_keys_are_offered_and_only_declared_keys_kept() {
+    let (app, stub) = spawn_model("plan").await;
+    common::set_config(&app, "acme", json!({"claim_keys": {"billing.plan": "single"}})).await;
+    for tenant in ["acme", "other"] {
+        let eps = [common::episode("u", "We are on the Pro plan.")];
+        let (s, b) = app.post_as(tenant, "/v1/episodes/batch", &json!({"episodes": eps})).await;
+        assert_eq!(s, 201, "{b}");
+        let (s, b) = app.post_as(tenant, "/v1/memories/compile", &json!({"subject_id": "u"})).await;
+        assert_eq!(s, 200, "{b}");
+    }
+    let acme = claims(&app.memories_as("acme", "u").await);
+    assert_eq!(acme, vec![("billing.plan".to_string(), "pro".to_string())]);
+    assert!(claims(&app.memories_as("other", "u").await).is_empty());
+    let offered = |i: usize| stub.seen()[i]["messages"][1]["content"].as_str().unwrap().contains("billing.plan");
+    assert!(offered(0) && !offered(1));
+}
+
+#[tokio::test]
 async fn facts_not_in_the_text_are_refused() {
     let (app, _stub) = spawn_model("fabricate").await;
     app.ingest_and_compile("u", &["I work at Globex."]).await;

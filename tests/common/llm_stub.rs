@@ -9,6 +9,7 @@
 //!   for measuring the server's own overhead);
 //! - `fabricate`: careful, plus a fact and a claim the text never states;
 //! - `unknown-key`: careful, with every claim under a key no registry knows;
+//! - `plan`: every episode is a fact claiming `billing.plan = Pro`, a key only some tenants declare;
 //! - `garbage`: a reply that is not JSON; `down`: HTTP 503; `slow`: answers after 3 s;
 //! - `flaky`: HTTP 500 for the first two calls, then careful;
 //! - `poison`: garbage for any batch holding an episode that says POISON, else careful;
@@ -131,6 +132,19 @@ async fn chat(State(stub): State<Stub>, headers: axum::http::HeaderMap, Json(bod
                     i["claim"]["key"] = json!("astrology.sign");
                 }
             }
+            json!({"items": items}).to_string()
+        }
+        "plan" => {
+            // Claims `billing.plan` whatever the registry says: the server must decide.
+            let items: Vec<Value> = episodes
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    json!({"kind": "profile_fact",
+                "content": t.split_once(": ").map_or(t.as_str(), |(_, c)| c), "summary": null, "confidence": 0.8,
+                "episode_index": i, "claim": {"key": "billing.plan", "value": "Pro"}, "updates": null})
+                })
+                .collect();
             json!({"items": items}).to_string()
         }
         "garbage" => "Sure! Here are the memories: {items: [oops".to_string(),

@@ -54,6 +54,7 @@ pub enum Provenance {
 struct Ctx<'a> {
     views: Vec<EpisodeView>,
     facts: &'a [CurrentFact],
+    claim_keys: Vec<&'a str>,
     permits: Semaphore,
     /// Calls left before every remaining episode falls back (a dead endpoint costs little).
     budget: AtomicU64,
@@ -82,6 +83,7 @@ impl LlmCompiler {
         let ctx = Ctx {
             views,
             facts,
+            claim_keys: registry.scalar_keys(),
             permits: Semaphore::new(cfg.max_parallel),
             budget: AtomicU64::new(budget),
             calls: AtomicU64::new(0),
@@ -134,7 +136,7 @@ impl LlmCompiler {
         Box::pin(async move {
             let cfg = &self.config;
             let views: Vec<&EpisodeView> = batch.iter().map(|&i| &ctx.views[i]).collect();
-            let msgs = messages(&views, ctx.facts);
+            let msgs = messages(&views, ctx.facts, &ctx.claim_keys);
             let mut reason = "unavailable";
             for attempt in 0..=cfg.retries {
                 if attempt > 0 {
