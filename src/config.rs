@@ -408,6 +408,8 @@ pub struct ServeArgs {
     pub shutdown_drain_secs: u64,
     #[command(flatten)]
     pub embed: EmbedArgs,
+    #[command(flatten)]
+    pub compiler: crate::compile::llm::args::CompilerArgs,
     /// Receipt signing keys as JSON `{key_id: base64}` (each >= 32 bytes); tenants pick one with
     /// `receipt_signing_key_id`.
     #[arg(long, env = "MNEMO_RECEIPT_SIGNING_KEYS", hide_env_values = true)]
@@ -478,6 +480,7 @@ mod tests {
                 openai_api_key: None,
                 openai_dims: None,
             },
+            compiler: compiler_args(),
             receipt_signing_keys: None,
             compile_batch_size: 500,
             compile_job_retention_hours: 168,
@@ -492,6 +495,27 @@ mod tests {
                 mcp_allowed_origins: " https://a.example , ,http://b.example:* ".into(),
             },
         }
+    }
+
+    fn compiler_args() -> crate::compile::llm::args::CompilerArgs {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            c: crate::compile::llm::args::CompilerArgs,
+        }
+        Wrap::parse_from(["x"]).c
+    }
+
+    #[test]
+    fn compiler_defaults_to_heuristic_and_llm_needs_an_endpoint() {
+        let mut c = compiler_args();
+        assert!(matches!(c.to_compiler().unwrap(), crate::compile::llm::Compiler::Heuristic));
+        c.compiler = crate::compile::llm::args::CompilerKind::Llm;
+        assert!(c.to_compiler().is_err());
+        c.llm_url = "http://127.0.0.1:9".into();
+        c.llm_model = "m".into();
+        assert!(matches!(c.to_compiler().unwrap(), crate::compile::llm::Compiler::Llm(_)));
     }
 
     #[test]

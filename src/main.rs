@@ -118,6 +118,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let keys = signing_keys(args.receipt_signing_keys.as_deref())?;
     let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
     tracing::info!(model = embedder.model_id(), signing_keys = keys.ids().len(), "embedder ready");
+    if let mnemo::compile::llm::Compiler::Llm(llm) = args.compiler.to_compiler()? {
+        tracing::info!(model = llm.model(), "LLM compiler on");
+    }
     let (opts, cluster) = open_database(&args.db).await?;
     let result = serve_with(&args, opts, embedder, keys).await;
     if let Some(c) = cluster {
@@ -190,6 +193,7 @@ async fn serve_with(
         cors_origins: args.cors_origins.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect(),
         webhooks,
         mcp: args.mcp.to_config(),
+        compiler: args.compiler.to_compiler()?,
         ..RuntimeConfig::default()
     };
     let state = AppState::new(pool.clone(), config, embedder).with_signing_keys(keys);

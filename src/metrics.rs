@@ -17,6 +17,10 @@ const HTTP_DURATION: &str = "mnemo_http_request_duration_seconds";
 const EMBEDDING_DURATION: &str = "mnemo_embedding_duration_seconds";
 const COMPILE_JOBS: &str = "mnemo_compile_jobs_total";
 const POOL_CONNECTIONS: &str = "mnemo_db_pool_connections";
+const LLM_TOKENS: &str = "mnemo_llm_tokens_total";
+const LLM_CALLS: &str = "mnemo_llm_calls_total";
+const LLM_CALL_DURATION: &str = "mnemo_llm_call_duration_seconds";
+const LLM_EPISODES: &str = "mnemo_llm_episodes_total";
 
 /// Latency bucket upper bounds, in seconds (every histogram here is a duration).
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
@@ -47,6 +51,10 @@ fn describe() {
     describe_histogram!(EMBEDDING_DURATION, Unit::Seconds, "Time per embedding call (a batch of texts).");
     describe_counter!(COMPILE_JOBS, "Async compile jobs finished by this process.");
     describe_gauge!(POOL_CONNECTIONS, "Database pool connections.");
+    describe_counter!(LLM_TOKENS, "Tokens sent to (in) and received from (out) the LLM compiler's model.");
+    describe_counter!(LLM_CALLS, "LLM compiler requests by outcome (ok, unavailable, malformed, rejected).");
+    describe_histogram!(LLM_CALL_DURATION, Unit::Seconds, "Time per LLM compiler request.");
+    describe_counter!(LLM_EPISODES, "Episodes the LLM compiler compiled, by compiler (llm, or heuristic on fallback).");
     // Both outcomes exist from the start, so a rate over them never lacks a series.
     for outcome in ["completed", "failed"] {
         counter!(COMPILE_JOBS, "outcome" => outcome).increment(0);
@@ -68,6 +76,20 @@ pub fn record_embedding(elapsed: Duration) {
 /// Counts a finished compile job.
 pub fn record_job(completed: bool) {
     counter!(COMPILE_JOBS, "outcome" => if completed { "completed" } else { "failed" }).increment(1);
+}
+
+/// Records one LLM compiler request and how it ended.
+pub fn record_llm_call(outcome: &'static str, elapsed: Duration) {
+    counter!(LLM_CALLS, "outcome" => outcome).increment(1);
+    histogram!(LLM_CALL_DURATION).record(elapsed);
+}
+
+/// Records what one LLM compile cost and how its episodes were compiled.
+pub fn record_llm_compile(tokens_in: u64, tokens_out: u64, llm_episodes: u64, fallback_episodes: u64) {
+    counter!(LLM_TOKENS, "direction" => "in").increment(tokens_in);
+    counter!(LLM_TOKENS, "direction" => "out").increment(tokens_out);
+    counter!(LLM_EPISODES, "compiler" => "llm").increment(llm_episodes);
+    counter!(LLM_EPISODES, "compiler" => "heuristic").increment(fallback_episodes);
 }
 
 /// Sets the pool gauges (read at scrape time): connections open, idle, and the maximum.

@@ -43,6 +43,8 @@ pub struct RuntimeConfig {
     pub mcp: crate::mcp::McpConfig,
     /// Seconds between the start of shutdown (readiness fails) and the listener closing.
     pub shutdown_drain_secs: u64,
+    /// Which compiler turns episodes into memories (heuristic unless `MNEMO_COMPILER=llm`).
+    pub compiler: crate::compile::llm::Compiler,
 }
 
 impl Default for RuntimeConfig {
@@ -61,6 +63,7 @@ impl Default for RuntimeConfig {
             webhooks: Default::default(),
             mcp: Default::default(),
             shutdown_drain_secs: 0,
+            compiler: Default::default(),
         }
     }
 }

@@ -8,6 +8,8 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+#[path = "common/llm_stub.rs"]
+mod llm_stub;
 
 use std::path::PathBuf;
 
@@ -184,13 +186,16 @@ impl Run<'_> {
 }
 
 async fn run_file(path: &PathBuf) -> (usize, Vec<String>) {
+    run_file_on(&common::spawn().await, path).await
+}
+
+async fn run_file_on(app: &common::TestApp, path: &PathBuf) -> (usize, Vec<String>) {
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let app = common::spawn().await;
     let mut passed = 0;
     let mut failed = Vec::new();
     for (i, sc) in doc["scenarios"].as_array().unwrap().iter().enumerate() {
         let name = sc["name"].as_str().unwrap_or("?");
-        let mut run = Run { app: &app, subject: format!("eval:{i}:{name}"), last_context: None };
+        let mut run = Run { app, subject: format!("eval:{i}:{name}"), last_context: None };
         let mut outcome = Ok(());
         for step in sc["steps"].as_array().unwrap() {
             outcome = run.step(step).await;
@@ -229,4 +234,24 @@ async fn shared_scenarios_pass() {
     }
     let (passed, failed) = run_file(&path).await;
     assert!(failed.is_empty(), "{} passed, failed: {failed:?}", passed);
+}
+
+/// The same scenarios with `MNEMO_COMPILER=llm` against the stub model answering like a careful
+/// model (tests/common/llm_stub.rs: heuristic extraction of the text it is sent, paraphrased).
+#[tokio::test]
+async fn own_scenarios_pass_with_the_llm_compiler() {
+    use mnemo::compile::llm::{Compiler, LlmCompiler, LlmConfig};
+    let stub = llm_stub::start().await;
+    let llm = LlmCompiler::new(LlmConfig::new(stub.url.clone(), "careful-eval")).unwrap();
+    let config = mnemo::RuntimeConfig { compiler: Compiler::Llm(std::sync::Arc::new(llm)), ..Default::default() };
+    let app = common::spawn_with(config).await;
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/eval/scenarios.json");
+    let (passed, failed) = run_file_on(&app, &path).await;
+    assert!(failed.is_empty(), "{} passed, failed: {failed:?}", passed);
+    assert!(stub.calls() > 0);
+    let llm_rows: i64 = sqlx::query_scalar("SELECT count(*) FROM memories WHERE metadata->>'compiler' = 'llm'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert!(llm_rows > 0);
 }

@@ -17,6 +17,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "common/llm_stub.rs"]
+mod llm_stub;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -111,9 +113,13 @@ async fn run_case(app: &common::TestApp, i: usize, case: &Value) -> (bool, Strin
 }
 
 async fn run(embedder: Arc<dyn mnemo::embed::Embedder>, label: &str) -> Report {
+    run_with(mnemo::RuntimeConfig::default(), embedder, label).await
+}
+
+async fn run_with(config: mnemo::RuntimeConfig, embedder: Arc<dyn mnemo::embed::Embedder>, label: &str) -> Report {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/eval/updates.json");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let app = common::spawn_full(mnemo::RuntimeConfig::default(), embedder).await;
+    let app = common::spawn_full(config, embedder).await;
     let mut report = Report { by: BTreeMap::new(), failures: Vec::new() };
     for (i, case) in doc["cases"].as_array().unwrap().iter().enumerate() {
         let kind = case["kind"].as_str().unwrap().to_string();
@@ -176,4 +182,19 @@ async fn updates_with_minilm() {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::MiniLm { model_dir: dir }).unwrap();
     let report = run(embedder, "minilm").await;
     check(&report, 52, 0);
+}
+
+/// The same cases with `MNEMO_COMPILER=llm` and the stub answering like a careful model
+/// (tests/common/llm_stub.rs), hash embeddings: the server's checks and linking keep the
+/// figures of the heuristic compiler.
+#[tokio::test]
+async fn updates_with_the_llm_compiler() {
+    use mnemo::compile::llm::{Compiler, LlmCompiler, LlmConfig};
+    let stub = llm_stub::start().await;
+    let llm = LlmCompiler::new(LlmConfig::new(stub.url.clone(), "careful-eval")).unwrap();
+    let config = mnemo::RuntimeConfig { compiler: Compiler::Llm(Arc::new(llm)), ..Default::default() };
+    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
+    let report = run_with(config, embedder, "llm-stub+hash").await;
+    assert!(stub.calls() > 0);
+    check(&report, 50, 0);
 }

@@ -308,6 +308,17 @@ pub fn summarize(text: &str) -> (String, String) {
     (take(500), take(200))
 }
 
+/// True when a sentence instructs the assistant or the memory ("remember that…", "from now
+/// on…", "ignore…", role tags): such text is never a fact (also the LLM compiler's guard).
+pub fn is_instruction(sentence: &str) -> bool {
+    RULES.sentence_skip.first().is_none_or(|re| re.is_match(sentence))
+}
+
+/// True when text is about credentials (passwords, tokens, keys…), which never become memories.
+pub fn mentions_credentials(text: &str) -> bool {
+    RULES.clause_skip.last().is_none_or(|re| re.is_match(text))
+}
+
 fn sentence_blocked(r: &Rules, s: &str, question: bool) -> bool {
     question || s.contains(PASTE_MARK) || r.sentence_skip.iter().any(|re| re.is_match(s))
 }

@@ -290,7 +290,9 @@ pub(crate) fn set_claim(d: &mut MemoryDraft, key: &str, value: &str, registry: &
     if d.claim.as_ref().is_some_and(|c| c.key == key) {
         return false;
     }
-    let Some(claim) = claim_from_parts(key, value, registry, "heuristic") else {
+    // An LLM draft's claim stays attributed to the LLM compiler.
+    let source = if d.metadata.get("compiler").and_then(|c| c.as_str()) == Some("llm") { "llm" } else { "heuristic" };
+    let Some(claim) = claim_from_parts(key, value, registry, source) else {
         return false;
     };
     d.metadata.insert("claim".into(), claim.to_envelope());

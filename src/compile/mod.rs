@@ -7,6 +7,7 @@ pub mod claims;
 pub mod frames;
 pub mod heuristic;
 pub mod link;
+pub mod llm;
 pub mod pipeline;
 pub mod registry;
 pub mod scope;

@@ -154,6 +154,12 @@ impl Registry {
         self.lookup(key).map(|(k, spec)| (k.to_string(), spec.cardinality))
     }
 
+    /// The declared keys a plain (v1) claim can use: built-ins and the tenant's, in key order
+    /// (entity keys, which need v2 qualifiers, left out).
+    pub fn scalar_keys(&self) -> Vec<&str> {
+        self.keys.iter().filter(|(_, spec)| spec.entity.is_none()).map(|(k, _)| k.as_str()).collect()
+    }
+
     /// True when the key (or alias) names a built-in claim key.
     pub fn is_builtin(&self, key: &str) -> bool {
         self.lookup(key).is_some_and(|(_, spec)| spec.builtin)

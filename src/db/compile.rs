@@ -326,3 +326,24 @@ pub async fn memories_by_ids(
     );
     sqlx::query_as(&sql).bind(tenant).bind(subject_id).bind(ids).fetch_all(conn).await
 }
+
+/// The subject's newest `limit` current claimed facts (id, content, claim envelope), newest
+/// first: what the LLM compiler offers its model as facts an item may update.
+pub async fn current_facts(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    limit: i64,
+) -> sqlx::Result<Vec<(Uuid, String, Value)>> {
+    sqlx::query_as(
+        "SELECT id, content, metadata->'claim' FROM memories \
+         WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND kind = 'profile_fact' \
+         AND claim_key IS NOT NULL AND (valid_to IS NULL OR valid_to > now()) \
+         ORDER BY order_at DESC, order_tiebreak DESC, id DESC LIMIT $3",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}

@@ -15,9 +15,13 @@ pub struct JobRow {
     pub attempts: i32,
     pub created_at: DateTime<Utc>,
     pub heartbeat_at: Option<DateTime<Utc>>,
+    /// Tokens the LLM compiler sent to and received from its model for this job.
+    pub llm_tokens_in: i64,
+    pub llm_tokens_out: i64,
 }
 
-const COLS: &str = "tenant_id, subject_id, id, status, memories_created, error, attempts, created_at, heartbeat_at";
+const COLS: &str = "tenant_id, subject_id, id, status, memories_created, error, attempts, created_at, heartbeat_at, \
+                    llm_tokens_in, llm_tokens_out";
 
 /// Serialises job submission for one subject (a short lock, separate from the compile lock).
 pub async fn lock_submit(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<()> {
@@ -86,6 +90,27 @@ pub async fn heartbeat(conn: &mut PgConnection, tenant: &str, id: &str, memories
     .bind(tenant)
     .bind(id)
     .bind(memories_created)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Adds one batch's LLM token counts to a running job.
+pub async fn add_tokens(
+    conn: &mut PgConnection,
+    tenant: &str,
+    id: &str,
+    tokens_in: u64,
+    tokens_out: u64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE compile_jobs SET llm_tokens_in = llm_tokens_in + $3, llm_tokens_out = llm_tokens_out + $4 \
+         WHERE tenant_id = $1 AND id = $2 AND status = 'running'",
+    )
+    .bind(tenant)
+    .bind(id)
+    .bind(i64::try_from(tokens_in).unwrap_or(i64::MAX))
+    .bind(i64::try_from(tokens_out).unwrap_or(i64::MAX))
     .execute(conn)
     .await?;
     Ok(())

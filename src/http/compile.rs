@@ -14,7 +14,7 @@ use crate::http::input::object_at;
 use crate::http::schema::requests::CompileRequest;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::memory::Memory;
-use crate::services::compile::{compile_batch, CompileError};
+use crate::services::compile::{compile_batch_for, CompileError};
 use crate::services::jobs::{self, COMPILATION_FAILED};
 use crate::state::AppState;
 
@@ -38,6 +38,23 @@ pub struct CompileResult {
     pub memories: Vec<Memory>,
     pub has_more: bool,
     pub remaining_episodes: i64,
+    /// What the batch cost the LLM compiler (absent with the heuristic compiler).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub llm_tokens: Option<LlmTokens>,
+}
+
+/// Tokens sent to (`input`) and received from (`output`) the LLM compiler's model.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+pub struct LlmTokens {
+    pub input: u64,
+    pub output: u64,
+}
+
+impl LlmTokens {
+    pub(crate) fn of(cost: Option<crate::services::compile::LlmCost>) -> Option<LlmTokens> {
+        cost.map(|c| LlmTokens { input: c.tokens_in, output: c.tokens_out })
+    }
 }
 
 /// A compile job as submitted or polled.
@@ -63,6 +80,10 @@ pub struct CompileJob {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub error: Option<String>,
+    /// What the job has cost the LLM compiler so far (absent when it used no model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub llm_tokens: Option<LlmTokens>,
 }
 
 /// A compile job's status.
@@ -77,7 +98,16 @@ pub enum JobStatus {
 
 impl CompileJob {
     fn new(job_id: String, status: String, subject_id: String) -> Self {
-        CompileJob { job_id, status, subject_id, attached: None, memories_created: None, memories: None, error: None }
+        CompileJob {
+            job_id,
+            status,
+            subject_id,
+            attached: None,
+            memories_created: None,
+            memories: None,
+            error: None,
+            llm_tokens: None,
+        }
     }
 }
 
@@ -108,16 +138,14 @@ pub async fn compile(
         out.attached = attached.then_some(true);
         return Ok((StatusCode::ACCEPTED, Json(out)).into_response());
     }
-    let batch =
-        compile_batch(&st.pool, &st.embedder, &st.webhooks, &tenant, &subject_id, st.config.compile_batch_size, None)
-            .await
-            .map_err(compile_error)?;
+    let batch = compile_batch_for(&st, &tenant, &subject_id, None).await.map_err(compile_error)?;
     Ok(Json(CompileResult {
         subject_id,
         memories_created: batch.memories.len(),
         memories: batch.memories,
         has_more: batch.has_more,
         remaining_episodes: batch.remaining,
+        llm_tokens: LlmTokens::of(batch.llm),
     })
     .into_response())
 }
@@ -137,6 +165,10 @@ pub async fn status(
         .await?
         .ok_or_else(|| ApiError::not_found("Job not found or expired"))?;
     let mut out = CompileJob::new(job.id, job.status, job.subject_id);
+    if job.llm_tokens_in + job.llm_tokens_out > 0 {
+        out.llm_tokens =
+            Some(LlmTokens { input: job.llm_tokens_in.max(0) as u64, output: job.llm_tokens_out.max(0) as u64 });
+    }
     match out.status.as_str() {
         "completed" => {
             out.memories_created = Some(job.memories_created);

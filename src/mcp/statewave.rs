@@ -15,7 +15,7 @@ use crate::http::memories::SearchResults;
 use crate::mcp::args::{self, context_args, ok_json, parse, pick, ToolResult, DATA_NOTICE};
 use crate::mcp::statewave_schema;
 use crate::model::episode::{NewEpisode, MAX_IDEMPOTENCY_KEY};
-use crate::services::compile::compile_batch;
+use crate::services::compile::compile_batch_for;
 use crate::services::context_call::context_call;
 use crate::services::memories::{self, SearchQuery};
 use crate::services::timeline::EpisodeFilter;
@@ -243,19 +243,18 @@ async fn compile(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
             memories_created: None,
             memories: None,
             error: None,
+            llm_tokens: None,
         };
         return Ok(ok_json(&[], serde_json::to_value(body).map_err(anyhow::Error::from)?));
     }
-    let batch =
-        compile_batch(&st.pool, &st.embedder, &st.webhooks, tenant, &subject_id, st.config.compile_batch_size, None)
-            .await
-            .map_err(compile_error)?;
+    let batch = compile_batch_for(st, tenant, &subject_id, None).await.map_err(compile_error)?;
     let body = CompileResult {
         subject_id,
         memories_created: batch.memories.len(),
         memories: batch.memories,
         has_more: batch.has_more,
         remaining_episodes: batch.remaining,
+        llm_tokens: crate::http::compile::LlmTokens::of(batch.llm),
     };
     Ok(ok_json(&[], serde_json::to_value(body).map_err(anyhow::Error::from)?))
 }

@@ -9,7 +9,7 @@ use crate::http::compile::compile_error;
 use crate::http::extract::Caller;
 use crate::mcp::args::{self, context_args, ok, ok_json, parse, ToolResult, DATA_NOTICE};
 use crate::model::episode::{Inserted, NewEpisode};
-use crate::services::compile::compile_batch;
+use crate::services::compile::compile_batch_for;
 use crate::services::context::provenance;
 use crate::services::context_call::context_call;
 use crate::services::memories::{self, SearchQuery};
@@ -199,10 +199,7 @@ async fn compile_subject(st: &AppState, tenant: &str, subject_id: &str) -> Resul
     let mut created = Vec::new();
     let mut has_more = true;
     for _ in 0..MAX_COMPILE_BATCHES {
-        let batch =
-            compile_batch(&st.pool, &st.embedder, &st.webhooks, tenant, subject_id, st.config.compile_batch_size, None)
-                .await
-                .map_err(compile_error)?;
+        let batch = compile_batch_for(st, tenant, subject_id, None).await.map_err(compile_error)?;
         created.extend(batch.memories.into_iter().map(|m| json!({"id": m.id, "kind": m.kind, "content": m.content})));
         has_more = batch.has_more;
         if !has_more {

@@ -16,6 +16,8 @@ use uuid::Uuid;
 
 use crate::compile::claims::{parse_claim, Cardinality, Registry};
 use crate::compile::link::{link_by_similarity, link_drafts, Current, SIMILARITY_THRESHOLD};
+use crate::compile::llm::prompt::CurrentFact;
+use crate::compile::llm::Compiler;
 use crate::compile::pipeline::{compile_episode, EpisodeInput, MemoryDraft};
 use crate::compile::scope::related;
 use crate::compile::supersede::{resolve, MemoryView, Rule};
@@ -27,6 +29,7 @@ use crate::model::memory::Memory;
 use crate::policy::suggest::suggest_labels;
 use crate::services::episodes::new_id;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
+use crate::state::AppState;
 
 /// Why a compile failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +48,26 @@ pub struct BatchOutcome {
     pub memories: Vec<Memory>,
     pub has_more: bool,
     pub remaining: i64,
+    /// What the LLM compiler spent on the batch (None for the heuristic compiler).
+    pub llm: Option<LlmCost>,
+}
+
+/// Tokens and calls one batch cost the LLM compiler.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LlmCost {
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub calls: u64,
+    pub fallback_episodes: u64,
+}
+
+/// What a batch compile works with.
+#[derive(Clone, Copy)]
+pub struct CompileDeps<'a> {
+    pub pool: &'a PgPool,
+    pub embedder: &'a Arc<dyn Embedder>,
+    pub hooks: &'a Webhooks,
+    pub compiler: &'a Compiler,
 }
 
 /// Formats a vector in pgvector's text form.
@@ -115,8 +138,8 @@ pub fn registry_for(config: &Value) -> Registry {
     registry.with_tenant_frames(config)
 }
 
-/// Compiles one batch of the subject's pending episodes; a batch that consumed episodes
-/// announces `memories.compiled` in its transaction.
+/// Compiles one batch of the subject's pending episodes with the heuristic compiler; a batch
+/// that consumed episodes announces `memories.compiled` in its transaction.
 pub async fn compile_batch(
     pool: &PgPool,
     embedder: &Arc<dyn Embedder>,
@@ -126,30 +149,72 @@ pub async fn compile_batch(
     batch_size: i64,
     job_id: Option<&str>,
 ) -> Result<BatchOutcome, CompileError> {
+    let deps = CompileDeps { pool, embedder, hooks, compiler: &Compiler::Heuristic };
+    compile_batch_with(deps, tenant, subject_id, batch_size, job_id).await
+}
+
+/// Compiles one batch with the server's configured compiler and batch size.
+pub async fn compile_batch_for(
+    st: &AppState,
+    tenant: &str,
+    subject_id: &str,
+    job_id: Option<&str>,
+) -> Result<BatchOutcome, CompileError> {
+    let deps =
+        CompileDeps { pool: &st.pool, embedder: &st.embedder, hooks: &st.webhooks, compiler: &st.config.compiler };
+    compile_batch_with(deps, tenant, subject_id, st.config.compile_batch_size, job_id).await
+}
+
+/// Compiles one batch of the subject's pending episodes with `deps.compiler`.
+pub async fn compile_batch_with(
+    deps: CompileDeps<'_>,
+    tenant: &str,
+    subject_id: &str,
+    batch_size: i64,
+    job_id: Option<&str>,
+) -> Result<BatchOutcome, CompileError> {
+    let CompileDeps { pool, embedder, hooks, compiler } = deps;
     let mut tx = db::scope::begin(pool, tenant).await?;
     db::compile::lock_subject(&mut tx, tenant, subject_id).await?;
     let cursor = db::compile::cursor(&mut tx, tenant, subject_id).await?;
     let pending = db::compile::pending(&mut tx, tenant, subject_id, cursor, batch_size).await?;
     let Some(last_seq) = pending.last().map(|e| e.seq) else {
         tx.commit().await?;
-        return Ok(BatchOutcome { memories: Vec::new(), has_more: false, remaining: 0 });
+        return Ok(BatchOutcome { memories: Vec::new(), has_more: false, remaining: 0, llm: None });
     };
     let config = db::tenants::config(&mut tx, tenant).await?;
     let registry = registry_for(&config);
     // Label suggestions are on unless the tenant turned them off.
     let suggest = config.get("auto_labeling").and_then(Value::as_bool).unwrap_or(true);
 
-    let mut drafts = Vec::new();
-    let mut episode_texts = Vec::new();
-    for e in &pending {
-        let input = EpisodeInput {
+    let inputs: Vec<EpisodeInput> = pending
+        .iter()
+        .map(|e| EpisodeInput {
             id: e.id,
             seq: e.seq,
             source: e.source.clone(),
             payload: e.payload.clone(),
             occurred_at: e.occurred_at,
-        };
-        drafts.extend(compile_episode(&input, &registry));
+        })
+        .collect();
+    let mut llm_cost = None;
+    let mut drafts = match compiler {
+        Compiler::Heuristic => inputs.iter().flat_map(|input| compile_episode(input, &registry)).collect(),
+        Compiler::Llm(llm) => {
+            let rows = db::compile::current_facts(&mut tx, tenant, subject_id, OFFERED_FACTS).await?;
+            let facts = offered_facts(rows, &registry);
+            let out = llm.compile(&inputs, &facts, &registry).await;
+            llm_cost = Some(LlmCost {
+                tokens_in: out.tokens_in,
+                tokens_out: out.tokens_out,
+                calls: out.calls,
+                fallback_episodes: out.fallback_episodes,
+            });
+            out.drafts
+        }
+    };
+    let mut episode_texts = Vec::new();
+    for e in &pending {
         let text = episode_text(&e.payload);
         if !text.trim().is_empty() {
             episode_texts.push((e.id, text));
@@ -203,7 +268,25 @@ pub async fn compile_batch(
     let data = json!({"subject_id": subject_id, "memories_created": memories.len()});
     hooks.enqueue(&mut tx, tenant, WebhookEvent::MemoriesCompiled, data).await?;
     tx.commit().await?;
-    Ok(BatchOutcome { memories, has_more: remaining > 0, remaining })
+    Ok(BatchOutcome { memories, has_more: remaining > 0, remaining, llm: llm_cost })
+}
+
+/// Most current facts offered to the model with a batch.
+const OFFERED_FACTS: i64 = 40;
+
+/// The subject's current claimed facts, newest first, under short ids the model can name.
+fn offered_facts(rows: Vec<(Uuid, String, Value)>, registry: &Registry) -> Vec<CurrentFact> {
+    rows.into_iter()
+        .filter_map(|(id, content, env)| parse_claim(&env, registry).map(|claim| (id, content, claim)))
+        .enumerate()
+        .map(|(i, (id, content, claim))| CurrentFact {
+            id: format!("F{}", i + 1),
+            memory_id: id,
+            key: claim.key,
+            value: claim.value,
+            content,
+        })
+        .collect()
 }
 
 async fn apply_supersession(

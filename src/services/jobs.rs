@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::db;
 use crate::db::jobs::JobRow;
-use crate::services::compile::{compile_batch, CompileError};
+use crate::services::compile::{compile_batch_for, CompileError};
 use crate::state::AppState;
 
 /// Static message for compiler/provider failures (no internal detail reaches clients).
@@ -102,21 +102,18 @@ async fn drain(state: &AppState, job: JobRow) {
     }
     let mut created = job.memories_created;
     for _ in 0..MAX_ITERATIONS {
-        let outcome = compile_batch(
-            pool,
-            &state.embedder,
-            &state.webhooks,
-            &job.tenant_id,
-            &job.subject_id,
-            state.config.compile_batch_size,
-            Some(&job.id),
-        )
-        .await;
+        let outcome = compile_batch_for(state, &job.tenant_id, &job.subject_id, Some(&job.id)).await;
         match outcome {
             Ok(batch) => {
                 created += batch.memories.len() as i32;
                 if let Ok(mut tx) = db::scope::begin(pool, &job.tenant_id).await {
-                    if db::jobs::heartbeat(&mut tx, &job.tenant_id, &job.id, created).await.is_ok() {
+                    let mut ok = db::jobs::heartbeat(&mut tx, &job.tenant_id, &job.id, created).await.is_ok();
+                    if let Some(cost) = batch.llm.filter(|c| c.tokens_in + c.tokens_out > 0) {
+                        ok &= db::jobs::add_tokens(&mut tx, &job.tenant_id, &job.id, cost.tokens_in, cost.tokens_out)
+                            .await
+                            .is_ok();
+                    }
+                    if ok {
                         let _ = tx.commit().await;
                     }
                 }
