@@ -43,6 +43,8 @@ pub struct RuntimeConfig {
     pub mcp: crate::mcp::McpConfig,
     /// Seconds between the start of shutdown (readiness fails) and the listener closing.
     pub shutdown_drain_secs: u64,
+    /// How long an admin console session lasts, in minutes.
+    pub console_session_minutes: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -61,6 +63,7 @@ impl Default for RuntimeConfig {
             webhooks: Default::default(),
             mcp: Default::default(),
             shutdown_drain_secs: 0,
+            console_session_minutes: 480,
         }
     }
 }
@@ -86,6 +89,9 @@ pub struct AppState {
     pub webhooks: Arc<Webhooks>,
     /// Set when graceful shutdown starts: readiness answers 503 from then on.
     pub shutting_down: Arc<AtomicBool>,
+    /// Signs admin console sessions: derived from the first receipt-signing key (so replicas
+    /// share sessions), else random per process. Never a receipt key itself; never logged.
+    pub console_key: Arc<[u8; 32]>,
 }
 
 impl AppState {
@@ -103,11 +109,15 @@ impl AppState {
             signing_keys: Arc::new(SigningKeys::empty()),
             keys_present: Arc::new(KeysPresent::default()),
             shutting_down: Arc::new(AtomicBool::new(false)),
+            console_key: Arc::new(rand::random()),
         }
     }
 
     /// Uses these receipt-signing keys.
     pub fn with_signing_keys(mut self, keys: SigningKeys) -> Self {
+        if let Some(derived) = crate::console::derive_key(&keys) {
+            self.console_key = Arc::new(derived);
+        }
         self.signing_keys = Arc::new(keys);
         self
     }
