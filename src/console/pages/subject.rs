@@ -105,6 +105,12 @@ pub async fn show(
 const W: f64 = 1000.0;
 const ROW: f64 = 28.0;
 
+/// The last 8 hex digits of an id (the first ones are a ULID's time and repeat).
+fn short(id: &uuid::Uuid) -> String {
+    let s = id.simple().to_string();
+    s[s.len() - 8..].to_string()
+}
+
 fn claim_block(key: &str, versions: &[&ClaimVersion]) -> Markup {
     let now = Utc::now();
     let start = versions.iter().map(|v| v.recorded_at).min().unwrap_or(now);
@@ -113,9 +119,9 @@ fn claim_block(key: &str, versions: &[&ClaimVersion]) -> Markup {
     let x = |t: DateTime<Utc>| ((t - start).num_milliseconds() as f64 / span * (W - 200.0)).clamp(0.0, W - 200.0);
     let height = ROW * versions.len() as f64 + 24.0;
     let value_of = |v: &ClaimVersion| v.value.clone().unwrap_or_else(|| v.content.clone());
-    let find = |id: Option<uuid::Uuid>| id.and_then(|id| versions.iter().find(|v| v.id == id)).map(|v| value_of(v));
+    let find = |id: Option<uuid::Uuid>| id.and_then(|id| versions.iter().find(|v| v.id == id)).map(|v| v.content.clone());
     html! {
-        article.claim {
+        article.claim data-claim=(key) {
             h3 { code { (key) } }
             svg.timeline viewBox={ "0 0 " (W) " " (height) } role="img"
                 aria-label={ "Values of " (key) " over transaction time" } {
@@ -137,12 +143,12 @@ fn claim_block(key: &str, versions: &[&ClaimVersion]) -> Markup {
                     th scope="col" { "Valid (from → to)" } th scope="col" { "Superseded by" } th scope="col" { "From episode" }
                 } }
                 tbody { @for v in versions { tr.{ "status-" (v.status) } {
-                    td { (value_of(v)) }
+                    td { strong { (value_of(v)) } br; span.meta { (v.content) } }
                     td { (v.status) }
                     td { (layout::when(&v.recorded_at)) " → " (layout::when_opt(&v.superseded_at)) }
                     td { (layout::when(&v.valid_from)) " → " (layout::when_opt(&v.valid_to)) }
                     td { @if let Some(by) = find(v.superseded_by) { (by) @if let Some(r) = &v.rule { " (" (r) ")" } } @else { "—" } }
-                    td { @for e in &v.source_episode_ids { a href={ "#ep-" (e) } { code { (e.to_string()[..8]) } } " " } }
+                    td { @for e in &v.source_episode_ids { a href={ "#ep-" (e) } { code { (short(e)) } } " " } }
                 } } }
             }
         }
