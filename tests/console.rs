@@ -3,6 +3,7 @@
 //! Needs `chromium` and `chromedriver` (scripts/bootstrap installs them). Without chromedriver
 //! the test is skipped with a message, unless `MNEMO_REQUIRE_BROWSER` is set (scripts/test sets
 //! it), so CI really runs it. Screenshots of every page go to `target/console-screenshots/`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -121,7 +122,10 @@ async fn seed(app: &TestApp) -> (String, String) {
     )
     .await;
     let (s, b) = app
-        .post("/v1/context", &json!({"subject_id": "user:ada", "task": "Where does the user work?", "emit_receipt": true}))
+        .post(
+            "/v1/context",
+            &json!({"subject_id": "user:ada", "task": "Where does the user work?", "emit_receipt": true}),
+        )
         .await;
     assert_eq!(s, 200, "{b}");
     assert!(b["assembled_context"].as_str().unwrap().contains("Initech"));
@@ -136,8 +140,9 @@ async fn seed(app: &TestApp) -> (String, String) {
 #[tokio::test]
 async fn the_console_in_a_browser() {
     let Some(driver) = start_driver().await else { return };
-    let keys = mnemo::receipts::signing::SigningKeys::parse(r#"{"k1": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}"#)
-        .unwrap();
+    let keys =
+        mnemo::receipts::signing::SigningKeys::parse(r#"{"k1": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}"#)
+            .unwrap();
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let mut app = common::spawn_state(Default::default(), embedder, keys).await;
     let admin = mnemo::services::keys::create(&app.pool, "default", true, Some("ops")).await.unwrap().secret;
@@ -208,7 +213,10 @@ async fn the_console_in_a_browser() {
     click(&c, Locator::Css("form.inline button[type=submit]"), false).await;
     assert!(text(&c, "#replay-verdict").await.contains("Differs"));
     let diff = text(&c, "#replay-diff").await;
-    assert!(diff.contains("- ") && diff.contains("Initech") && diff.contains("+ ") && diff.contains("Globex"), "{diff}");
+    assert!(
+        diff.contains("- ") && diff.contains("Initech") && diff.contains("+ ") && diff.contains("Globex"),
+        "{diff}"
+    );
     shots.take(&c, "receipt").await;
 
     // API keys: a form posted without its CSRF token is refused; create (shown once) and revoke.

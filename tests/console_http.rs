@@ -1,5 +1,6 @@
 //! The admin console over plain HTTP (no browser): sign-in rules, cookie flags, CSRF refusal,
 //! the loopback-only rule without keys, and sessions ending with their key.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -78,7 +79,8 @@ async fn an_admin_key_signs_in_with_a_strict_cookie_and_a_tenant_key_cannot() {
     }
     assert!(!line.contains("Secure"), "plain http: {line}");
     assert!(!cookie.contains(&admin), "the cookie never holds the key");
-    let page = c.get(app.url("/admin/ui/tenants")).header("cookie", format!("mnemo_console={cookie}")).send().await.unwrap();
+    let page =
+        c.get(app.url("/admin/ui/tenants")).header("cookie", format!("mnemo_console={cookie}")).send().await.unwrap();
     assert_eq!(page.status(), 200);
     let csp = page.headers()["content-security-policy"].to_str().unwrap().to_string();
     assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"), "{csp}");
@@ -97,7 +99,8 @@ async fn forms_without_their_csrf_token_are_refused_and_write_nothing() {
     let (cookie, _) = set_cookie(&r, "mnemo_console").unwrap();
     let cookie = format!("mnemo_console={cookie}");
     let keys_before = app.count("api_keys").await;
-    let page = c.get(app.url("/admin/ui/t/acme/keys")).header("cookie", &cookie).send().await.unwrap().text().await.unwrap();
+    let page =
+        c.get(app.url("/admin/ui/t/acme/keys")).header("cookie", &cookie).send().await.unwrap().text().await.unwrap();
     let token = hidden(&page, "csrf");
 
     for form in [vec![("label", "x")], vec![("label", "x"), ("csrf", "0000")]] {
@@ -134,7 +137,13 @@ async fn a_session_ends_when_its_key_is_revoked_or_it_signs_out() {
     assert_eq!(ok.status(), 200);
     let token = hidden(&ok.text().await.unwrap(), "csrf");
     // Sign-out clears the cookie.
-    let r = c.post(app.url("/admin/ui/logout")).header("cookie", &cookie).form(&[("csrf", token.as_str())]).send().await.unwrap();
+    let r = c
+        .post(app.url("/admin/ui/logout"))
+        .header("cookie", &cookie)
+        .form(&[("csrf", token.as_str())])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 303);
     assert!(set_cookie(&r, "mnemo_console").unwrap().1.contains("Max-Age=0"));
     // A tampered cookie is no session.
@@ -179,7 +188,8 @@ async fn without_any_key_the_console_is_served_on_loopback_only() {
         .unwrap();
     assert_eq!(r.status(), 303);
     let (cookie, _) = set_cookie(&r, "mnemo_console").unwrap();
-    let r = c.get(app.url("/admin/ui/tenants")).header("cookie", format!("mnemo_console={cookie}")).send().await.unwrap();
+    let r =
+        c.get(app.url("/admin/ui/tenants")).header("cookie", format!("mnemo_console={cookie}")).send().await.unwrap();
     assert_eq!(r.status(), 200);
 
     let Some(ip) = non_loopback_ip() else {
@@ -189,7 +199,8 @@ async fn without_any_key_the_console_is_served_on_loopback_only() {
     let port = app.base.rsplit(':').next().unwrap();
     let remote = format!("http://{ip}:{port}");
     for path in ["/admin/ui/login", "/admin/ui/tenants", "/admin/ui/assets/console.css"] {
-        let r = c.get(format!("{remote}{path}")).header("cookie", format!("mnemo_console={cookie}")).send().await.unwrap();
+        let r =
+            c.get(format!("{remote}{path}")).header("cookie", format!("mnemo_console={cookie}")).send().await.unwrap();
         assert_eq!(r.status(), 403, "{path}");
         assert!(r.text().await.unwrap().contains("loopback only"));
     }
@@ -198,7 +209,8 @@ async fn without_any_key_the_console_is_served_on_loopback_only() {
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     let r = c.get(format!("{remote}/admin/ui/login")).send().await.unwrap();
     assert_eq!(r.status(), 200);
-    let r = c.get(app.url("/admin/ui/tenants")).header("cookie", format!("mnemo_console={cookie}")).send().await.unwrap();
+    let r =
+        c.get(app.url("/admin/ui/tenants")).header("cookie", format!("mnemo_console={cookie}")).send().await.unwrap();
     assert_eq!(r.status(), 303);
 }
 

@@ -129,7 +129,13 @@ impl IntoResponse for PageError {
                 (StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong; the server log has the cause.".into())
             }
         };
-        html(status, layout::bare("Error", maud::html! { h1 { "Error " (status.as_u16()) } p.error role="alert" { (msg) } p { a href="/admin/ui/tenants" { "Back to the console" } } }))
+        html(
+            status,
+            layout::bare(
+                "Error",
+                maud::html! { h1 { "Error " (status.as_u16()) } p.error role="alert" { (msg) } p { a href="/admin/ui/tenants" { "Back to the console" } } },
+            ),
+        )
     }
 }
 

@@ -131,12 +131,7 @@ pub async fn replay(
     Ok(out)
 }
 
-async fn rebuild(
-    deps: &ReplayDeps<'_>,
-    tenant: &str,
-    receipt_id: &str,
-    current: bool,
-) -> Result<Rebuilt, ReplayError> {
+async fn rebuild(deps: &ReplayDeps<'_>, tenant: &str, receipt_id: &str, current: bool) -> Result<Rebuilt, ReplayError> {
     let mut conn = db::scope::begin(deps.pool, tenant).await?;
     let row = db::receipts::get(&mut conn, tenant, receipt_id).await?.ok_or(ReplayError::NotFound)?;
     let config = db::tenants::config(&mut conn, tenant).await?;

@@ -8,8 +8,8 @@ use axum::{Extension, Form};
 use maud::{html, Markup};
 
 use crate::console::{html, layout, see_other, seg, Ctx, PageError, PageResult};
-use crate::services::tenant_config::{self, PatchError};
 use crate::services::policy;
+use crate::services::tenant_config::{self, PatchError};
 use crate::state::AppState;
 
 async fn config_page(st: &AppState, ctx: &Ctx, tenant: &str, status: StatusCode, note: Option<Markup>) -> PageResult {
@@ -67,7 +67,11 @@ fn problem(msg: &str) -> Markup {
 }
 
 /// The config and bundles.
-pub async fn show(State(st): State<AppState>, Extension(ctx): Extension<Ctx>, Path(tenant): Path<String>) -> PageResult {
+pub async fn show(
+    State(st): State<AppState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(tenant): Path<String>,
+) -> PageResult {
     config_page(&st, &ctx, super::tenant(&tenant)?, StatusCode::OK, None).await
 }
 

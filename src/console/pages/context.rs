@@ -34,12 +34,19 @@ pub async fn show(
     }
     let max_tokens: usize = match q.get("max_tokens").map(|s| s.trim()).filter(|s| !s.is_empty()) {
         None => 1000,
-        Some(s) => s.parse().ok().filter(|n| (1..=128_000).contains(n)).ok_or_else(|| PageError::bad("The budget is 1-128000 tokens."))?,
+        Some(s) => s
+            .parse()
+            .ok()
+            .filter(|n| (1..=128_000).contains(n))
+            .ok_or_else(|| PageError::bad("The budget is 1-128000 tokens."))?,
     };
     let as_of_text = q.get("as_of").map(|s| s.trim()).unwrap_or_default();
     let as_of = match as_of_text {
         "" => None,
-        s => Some(parse_datetime(s).ok_or_else(|| PageError::bad("as_of must be an ISO-8601 instant, e.g. 2026-03-02T10:00:00Z."))?),
+        s => Some(
+            parse_datetime(s)
+                .ok_or_else(|| PageError::bad("as_of must be an ISO-8601 instant, e.g. 2026-03-02T10:00:00Z."))?,
+        ),
     }
     .map(crate::model::time::truncate_micros);
     let mut tx = db::scope::begin(&st.pool, tenant).await?;
@@ -57,7 +64,12 @@ pub async fn show(
             session_id: q.get("session_id").map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
             as_of,
             options: Default::default(),
-            policy: PolicyContext { active: active.map(Arc::new), mode: PolicyMode::from_config(&config), caller_type: None, caller_id: None },
+            policy: PolicyContext {
+                active: active.map(Arc::new),
+                mode: PolicyMode::from_config(&config),
+                caller_type: None,
+                caller_id: None,
+            },
         };
         Some(assemble(&st.pool, &st.embedder, &st.task_vectors, tenant, &req).await?)
     };

@@ -10,7 +10,11 @@ use crate::db;
 use crate::state::AppState;
 
 /// The newest 200 jobs (finished ones are kept for `MNEMO_COMPILE_JOB_RETENTION_HOURS`).
-pub async fn list(State(st): State<AppState>, Extension(ctx): Extension<Ctx>, Path(tenant): Path<String>) -> PageResult {
+pub async fn list(
+    State(st): State<AppState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(tenant): Path<String>,
+) -> PageResult {
     let tenant = super::tenant(&tenant)?;
     let mut tx = db::scope::begin(&st.pool, tenant).await?;
     let jobs = db::console::jobs(&mut tx, tenant, 200).await?;

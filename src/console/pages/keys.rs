@@ -46,7 +46,11 @@ async fn keys_page(st: &AppState, ctx: &Ctx, tenant: &str, minted: Option<Markup
 }
 
 /// The tenant's keys.
-pub async fn list(State(st): State<AppState>, Extension(ctx): Extension<Ctx>, Path(tenant): Path<String>) -> PageResult {
+pub async fn list(
+    State(st): State<AppState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(tenant): Path<String>,
+) -> PageResult {
     keys_page(&st, &ctx, super::tenant(&tenant)?, None).await
 }
 
@@ -62,7 +66,7 @@ pub async fn create(
     if label.is_some_and(|l| l.chars().count() > 200) {
         return Err(PageError::bad("A label is at most 200 characters."));
     }
-    let admin = form.get("admin").is_some();
+    let admin = form.contains_key("admin");
     let minted = keys::create(&st.pool, tenant, admin, label).await?;
     let shown = html! {
         section.result role="status" {

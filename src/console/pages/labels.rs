@@ -10,7 +10,11 @@ use crate::services::labels::{self, PromoteFailure};
 use crate::state::AppState;
 
 /// The tenant's memories with suggestions, newest first.
-pub async fn list(State(st): State<AppState>, Extension(ctx): Extension<Ctx>, Path(tenant): Path<String>) -> PageResult {
+pub async fn list(
+    State(st): State<AppState>,
+    Extension(ctx): Extension<Ctx>,
+    Path(tenant): Path<String>,
+) -> PageResult {
     let tenant = super::tenant(&tenant)?;
     let page = labels::list(&st.pool, tenant, &Default::default(), 100, 0).await?;
     let base = format!("/admin/ui/t/{}/labels", seg(tenant));
@@ -53,4 +57,3 @@ pub async fn promote(
         Err(PromoteFailure::Db(e)) => Err(e.into()),
     }
 }
-

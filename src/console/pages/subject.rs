@@ -119,7 +119,8 @@ fn claim_block(key: &str, versions: &[&ClaimVersion]) -> Markup {
     let x = |t: DateTime<Utc>| ((t - start).num_milliseconds() as f64 / span * (W - 200.0)).clamp(0.0, W - 200.0);
     let height = ROW * versions.len() as f64 + 24.0;
     let value_of = |v: &ClaimVersion| v.value.clone().unwrap_or_else(|| v.content.clone());
-    let find = |id: Option<uuid::Uuid>| id.and_then(|id| versions.iter().find(|v| v.id == id)).map(|v| v.content.clone());
+    let find =
+        |id: Option<uuid::Uuid>| id.and_then(|id| versions.iter().find(|v| v.id == id)).map(|v| v.content.clone());
     html! {
         article.claim data-claim=(key) {
             h3 { code { (key) } }
