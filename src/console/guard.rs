@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::session::{self, Session, Who};
 use super::{layout, see_other, PageError};
+use crate::services::access::{self, Refusal};
 use crate::state::AppState;
 
 /// What a signed-in page knows about its request.
@@ -114,4 +115,59 @@ pub async fn require_session(State(st): State<AppState>, req: Request, next: Nex
     };
     req.extensions_mut().insert(Ctx { session: s, csrf });
     next.run(req).await
+}
+
+/// Residency and rate limits for pages of one tenant (`/admin/ui/t/{tenant}/…`), as the API
+/// applies them to the same tenant and key.
+pub async fn tenant_access(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let Some(rest) = req.uri().path().strip_prefix("/admin/ui/t/") else { return next.run(req).await };
+    if !st.config.access.active() {
+        return next.run(req).await;
+    }
+    let raw = rest.split('/').next().unwrap_or_default();
+    let tenant: String = percent_decode(raw);
+    let key_id = req.extensions().get::<Ctx>().and_then(|c| match &c.session.who {
+        Who::Key { key_id, .. } => Some(key_id.clone()),
+        _ => None,
+    });
+    match access::check(&st.pool, &st.config.access, &tenant, key_id.as_deref()).await {
+        Ok(()) => next.run(req).await,
+        Err(Refusal::Residency { message }) => PageError::Client(StatusCode::FORBIDDEN, message).into_response(),
+        Err(Refusal::RateLimited { rpm, .. }) => PageError::Client(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("Rate limit exceeded. Max {rpm} requests per minute."),
+        )
+        .into_response(),
+    }
+}
+
+/// A percent-encoded path segment, decoded (invalid UTF-8 is replaced).
+fn percent_decode(raw: &str) -> String {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn path_segments_are_percent_decoded() {
+        assert_eq!(super::percent_decode("acme%20corp%3Aeu"), "acme corp:eu");
+        assert_eq!(super::percent_decode("a%2"), "a%2");
+        assert_eq!(super::percent_decode("plain"), "plain");
+    }
 }

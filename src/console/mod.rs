@@ -66,6 +66,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/admin/ui/t/{tenant}/labels", get(labels::list))
         .route("/admin/ui/t/{tenant}/labels/{memory_id}/promote", post(labels::promote))
         .route("/admin/ui/t/{tenant}/jobs", get(jobs::list))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard::tenant_access))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_session));
     Router::new()
         .route("/admin/ui/login", get(login::form).post(login::submit))
