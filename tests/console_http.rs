@@ -221,3 +221,22 @@ async fn console_routes_stay_out_of_the_api_document() {
     assert_eq!(s, 200);
     assert!(doc["paths"].as_object().unwrap().keys().all(|p| !p.starts_with("/admin/ui")));
 }
+
+#[tokio::test]
+async fn tenant_pages_keep_the_apis_residency_rule() {
+    let config = mnemo::RuntimeConfig {
+        access: mnemo::services::access::AccessPolicy { region: Some("eu".into()), rate_limit_rpm: 0 },
+        ..Default::default()
+    };
+    let app = common::spawn_with(config).await;
+    let admin = mnemo::services::keys::create(&app.pool, "acme", true, None).await.unwrap().secret;
+    common::set_config(&app, "pinned", serde_json::json!({"region": "us"})).await;
+    let c = client();
+    let (cookie, _) = set_cookie(&sign_in(&app, &c, &admin, &[]).await, "mnemo_console").unwrap();
+    let cookie = format!("mnemo_console={cookie}");
+    let r = c.get(app.url("/admin/ui/t/pinned/subjects")).header("cookie", &cookie).send().await.unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(r.text().await.unwrap().contains("pinned to region"));
+    let r = c.get(app.url("/admin/ui/t/acme/subjects")).header("cookie", &cookie).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+}
