@@ -42,7 +42,14 @@ pub async fn list(
     Ok(html(StatusCode::OK, layout::page(&ctx, Some(tenant), "Receipts", body)))
 }
 
-async fn receipt_page(st: &AppState, ctx: &Ctx, tenant: &str, id: &str, result: Option<Markup>) -> PageResult {
+async fn receipt_page(
+    st: &AppState,
+    ctx: &Ctx,
+    tenant: &str,
+    id: &str,
+    result: Option<Markup>,
+    current: bool,
+) -> PageResult {
     let mut tx = db::scope::begin(&st.pool, tenant).await?;
     let row = db::receipts::get(&mut tx, tenant, id).await?.ok_or_else(|| PageError::not_found("Receipt"))?;
     drop(tx);
@@ -67,8 +74,8 @@ async fn receipt_page(st: &AppState, ctx: &Ctx, tenant: &str, id: &str, result: 
             (layout::csrf(ctx))
             label for="mode" { "Replay" }
             select id="mode" name="mode" {
-                option value="as_of" { "as of the receipt (byte-exact)" }
-                option value="current" { "against today's memories" }
+                option value="as_of" selected[!current] { "as of the receipt (byte-exact)" }
+                option value="current" selected[current] { "against today's memories" }
             }
             button type="submit" { "Replay" }
         }
@@ -84,7 +91,7 @@ pub async fn show(
     Extension(ctx): Extension<Ctx>,
     Path((tenant, id)): Path<(String, String)>,
 ) -> PageResult {
-    receipt_page(&st, &ctx, super::tenant(&tenant)?, &id, None).await
+    receipt_page(&st, &ctx, super::tenant(&tenant)?, &id, None, false).await
 }
 
 /// Replays the receipt and shows the verdict (and the diff when the bytes differ).
@@ -117,7 +124,7 @@ pub async fn replay(
                     h2 id="replay" { "Replay (" (if current { "current" } else { "as of" }) ")" }
                     p id="replay-verdict" class=(if reproduced { "ok" } else { "error" }) {
                         @if reproduced { "Reproduced: the rebuilt bytes hash to the receipt's context hash." }
-                        @else { "Differs: " (v["reason"].as_str().unwrap_or("the bytes differ from the receipt's")) }
+                        @else { "Differs: " (v["reason"].as_str().unwrap_or("today's memories render other bytes than the receipt's")) }
                     }
                     dl.facts {
                         dt { "Original hash" } dd { code { (v["diff"]["context_hash"]["original"].as_str().unwrap_or("")) } }
@@ -134,7 +141,7 @@ pub async fn replay(
         },
         Err(ReplayError::Internal(e)) => return Err(PageError::Internal(e)),
     };
-    receipt_page(&st, &ctx, tenant, &id, Some(result)).await
+    receipt_page(&st, &ctx, tenant, &id, Some(result), current).await
 }
 
 fn diff_markup(then: &str, now: &str) -> Markup {

@@ -124,7 +124,7 @@ fn claim_block(key: &str, versions: &[&ClaimVersion]) -> Markup {
     html! {
         article.claim data-claim=(key) {
             h3 { code { (key) } }
-            svg.timeline viewBox={ "0 0 " (W) " " (height) } role="img"
+            div.scroll { svg.timeline viewBox={ "0 0 " (W) " " (height) } role="img"
                 aria-label={ "Values of " (key) " over transaction time" } {
                 @for (i, v) in versions.iter().enumerate() {
                     @let x0 = x(v.recorded_at);
@@ -137,7 +137,7 @@ fn claim_block(key: &str, versions: &[&ClaimVersion]) -> Markup {
                 }
                 text.axis x="0" y=(height - 4.0) { (layout::when(&start)) }
                 text.axis x=(W - 200.0) y=(height - 4.0) text-anchor="end" { (layout::when(&end)) }
-            }
+            } }
             table.history {
                 thead { tr {
                     th scope="col" { "Value" } th scope="col" { "Status" } th scope="col" { "Believed (recorded → superseded)" }
