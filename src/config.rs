@@ -406,6 +406,9 @@ pub struct ServeArgs {
     /// balancers stop routing here) before the listener closes and in-flight requests drain.
     #[arg(long, env = "MNEMO_SHUTDOWN_DRAIN_SECS", default_value_t = 0)]
     pub shutdown_drain_secs: u64,
+    /// Minutes an admin console session (/admin/ui) lasts after sign-in.
+    #[arg(long, env = "MNEMO_CONSOLE_SESSION_MINUTES", default_value_t = 480, value_parser = clap::value_parser!(u64).range(1..=43_200))]
+    pub console_session_minutes: u64,
     #[command(flatten)]
     pub embed: EmbedArgs,
     #[command(flatten)]
@@ -471,6 +474,7 @@ mod tests {
             max_body_bytes: 1024,
             request_timeout_secs: 30,
             shutdown_drain_secs: 0,
+            console_session_minutes: 480,
             embed: EmbedArgs {
                 embedder: EmbedderKind::Hash,
                 model_dir: None,

@@ -3,6 +3,7 @@
 
 pub mod compile;
 pub mod config;
+pub mod console;
 pub mod context;
 pub mod db;
 pub mod embed;

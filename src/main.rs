@@ -183,6 +183,7 @@ async fn serve_with(
         max_body_bytes: args.max_body_bytes,
         request_timeout_secs: args.request_timeout_secs,
         shutdown_drain_secs: args.shutdown_drain_secs,
+        console_session_minutes: args.console_session_minutes,
         compile_batch_size: args.compile_batch_size,
         job_stale_secs: args.compile_job_stale_secs,
         job_retention_hours: args.compile_job_retention_hours,

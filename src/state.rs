@@ -45,6 +45,8 @@ pub struct RuntimeConfig {
     pub shutdown_drain_secs: u64,
     /// Which compiler turns episodes into memories (heuristic unless `MNEMO_COMPILER=llm`).
     pub compiler: crate::compile::llm::Compiler,
+    /// How long an admin console session lasts, in minutes.
+    pub console_session_minutes: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -64,6 +66,7 @@ impl Default for RuntimeConfig {
             mcp: Default::default(),
             shutdown_drain_secs: 0,
             compiler: Default::default(),
+            console_session_minutes: 480,
         }
     }
 }
@@ -89,6 +92,9 @@ pub struct AppState {
     pub webhooks: Arc<Webhooks>,
     /// Set when graceful shutdown starts: readiness answers 503 from then on.
     pub shutting_down: Arc<AtomicBool>,
+    /// Signs admin console sessions: derived from the first receipt-signing key (so replicas
+    /// share sessions), else random per process. Never a receipt key itself; never logged.
+    pub console_key: Arc<[u8; 32]>,
 }
 
 impl AppState {
@@ -106,11 +112,15 @@ impl AppState {
             signing_keys: Arc::new(SigningKeys::empty()),
             keys_present: Arc::new(KeysPresent::default()),
             shutting_down: Arc::new(AtomicBool::new(false)),
+            console_key: Arc::new(rand::random()),
         }
     }
 
     /// Uses these receipt-signing keys.
     pub fn with_signing_keys(mut self, keys: SigningKeys) -> Self {
+        if let Some(derived) = crate::console::derive_key(&keys) {
+            self.console_key = Arc::new(derived);
+        }
         self.signing_keys = Arc::new(keys);
         self
     }

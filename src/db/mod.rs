@@ -2,6 +2,7 @@
 
 pub mod backup;
 pub mod compile;
+pub mod console;
 pub mod context;
 pub mod dump;
 pub mod episodes;

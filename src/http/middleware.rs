@@ -17,12 +17,13 @@ pub async fn request_scope(req: Request, next: Next) -> Response {
 /// a path segment that is not UTF-8) get the JSON envelope too.
 fn fill_empty_error(resp: Response) -> Response {
     let status = resp.status();
-    let is_json = resp
+    // JSON bodies, and the console's HTML error pages, were written on purpose.
+    let has_body = resp
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if status.as_u16() < 400 || is_json {
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+    if status.as_u16() < 400 || has_body {
         return resp;
     }
     let code = match status {

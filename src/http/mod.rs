@@ -142,6 +142,8 @@ pub fn router(state: AppState) -> Router {
             ))
             .layer(DefaultBodyLimit::max(cfg.max_body_bytes)),
     );
+    // The console authenticates with its own session cookie, so it sits outside the key middleware.
+    let routes = routes.merge(crate::console::routes(&state));
     let routes = layers::observed(routes);
     // Outermost, so preflight requests are answered before authentication.
     let routes = match cors_layer(&cfg.cors_origins) {

@@ -55,6 +55,26 @@ pub struct ReplayDeps<'a> {
     pub keys: &'a SigningKeys,
 }
 
+/// A receipt's bundle rebuilt from its own parameters.
+struct Rebuilt {
+    row: db::receipts::ReceiptRow,
+    body: Value,
+    config: Value,
+    req: ContextRequest,
+    bundle: crate::services::context::Bundle,
+}
+
+/// The text a replay of the receipt assembles, without writing a replay receipt (the console
+/// shows it beside another rebuild, as a byte diff).
+pub async fn rebuild_text(
+    deps: &ReplayDeps<'_>,
+    tenant: &str,
+    receipt_id: &str,
+    current: bool,
+) -> Result<String, ReplayError> {
+    Ok(rebuild(deps, tenant, receipt_id, current).await?.bundle.assembled_context)
+}
+
 /// Replays a receipt of the tenant; `current` replays against today's memories.
 pub async fn replay(
     deps: &ReplayDeps<'_>,
@@ -62,6 +82,56 @@ pub async fn replay(
     receipt_id: &str,
     current: bool,
 ) -> Result<Value, ReplayError> {
+    let Rebuilt { row, body, config, req, bundle } = rebuild(deps, tenant, receipt_id, current).await?;
+    let meta = ReceiptMeta {
+        query_id: body["query_id"].as_str().map(str::to_string),
+        task_id: body["task_id"].as_str().map(str::to_string),
+        parent_receipt_id: Some(row.receipt_id.clone()),
+        caller_id: body["caller_id"].as_str().map(str::to_string),
+        caller_type: body["caller_type"].as_str().map(str::to_string),
+    };
+    let replay_body = build_body(tenant, &req, &bundle, &meta, "as_of_replay", deps.embedder.model_id());
+    let new_hash = replay_body["output"]["context_hash"].clone();
+    let new_entries = replay_body["selected_entries"].as_array().cloned().unwrap_or_default();
+    let replay_id = match emit(deps.pool, deps.keys, &config, tenant, replay_body).await {
+        Ok(id) => Some(id),
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "writing the replay receipt failed");
+            None
+        }
+    };
+    let old_entries = body["selected_entries"].as_array().cloned().unwrap_or_default();
+    let old_keys: BTreeSet<String> = old_entries.iter().map(entry_key).collect();
+    let new_keys: BTreeSet<String> = new_entries.iter().map(entry_key).collect();
+    let (added, removed): (Vec<Value>, Vec<Value>) = if replay_id.is_some() {
+        (
+            new_entries.iter().filter(|e| !old_keys.contains(&entry_key(e))).cloned().collect(),
+            old_entries.iter().filter(|e| !new_keys.contains(&entry_key(e))).cloned().collect(),
+        )
+    } else {
+        (Vec::new(), old_entries.clone())
+    };
+    let original_hash = body["output"]["context_hash"].clone();
+    let replay_hash = if replay_id.is_some() { new_hash } else { Value::Null };
+    let changed = replay_hash != original_hash;
+    let mut out = json!({
+        "original_receipt_id": row.receipt_id,
+        "replay_receipt_id": replay_id,
+        "mode": if current { "current" } else { "as_of" },
+        "reproduced": !changed,
+        "diff": {
+            "context_hash": {"original": original_hash, "replay": replay_hash, "changed": changed},
+            "selected_entries": {"added": added, "removed": removed, "common": old_keys.intersection(&new_keys).count()},
+            "filters_applied": {"added": [], "removed": []},
+        },
+    });
+    if changed && !current {
+        out["reason"] = json!(why_not_reproduced(&body, deps.embedder.model_id()));
+    }
+    Ok(out)
+}
+
+async fn rebuild(deps: &ReplayDeps<'_>, tenant: &str, receipt_id: &str, current: bool) -> Result<Rebuilt, ReplayError> {
     let mut conn = db::scope::begin(deps.pool, tenant).await?;
     let row = db::receipts::get(&mut conn, tenant, receipt_id).await?.ok_or(ReplayError::NotFound)?;
     let config = db::tenants::config(&mut conn, tenant).await?;
@@ -117,52 +187,7 @@ pub async fn replay(
         policy,
     };
     let bundle = assemble(deps.pool, deps.embedder, deps.cache, tenant, &req).await?;
-    let meta = ReceiptMeta {
-        query_id: body["query_id"].as_str().map(str::to_string),
-        task_id: body["task_id"].as_str().map(str::to_string),
-        parent_receipt_id: Some(row.receipt_id.clone()),
-        caller_id: body["caller_id"].as_str().map(str::to_string),
-        caller_type: body["caller_type"].as_str().map(str::to_string),
-    };
-    let replay_body = build_body(tenant, &req, &bundle, &meta, "as_of_replay", deps.embedder.model_id());
-    let new_hash = replay_body["output"]["context_hash"].clone();
-    let new_entries = replay_body["selected_entries"].as_array().cloned().unwrap_or_default();
-    let replay_id = match emit(deps.pool, deps.keys, &config, tenant, replay_body).await {
-        Ok(id) => Some(id),
-        Err(e) => {
-            tracing::error!(error = %format!("{e:#}"), "writing the replay receipt failed");
-            None
-        }
-    };
-    let old_entries = body["selected_entries"].as_array().cloned().unwrap_or_default();
-    let old_keys: BTreeSet<String> = old_entries.iter().map(entry_key).collect();
-    let new_keys: BTreeSet<String> = new_entries.iter().map(entry_key).collect();
-    let (added, removed): (Vec<Value>, Vec<Value>) = if replay_id.is_some() {
-        (
-            new_entries.iter().filter(|e| !old_keys.contains(&entry_key(e))).cloned().collect(),
-            old_entries.iter().filter(|e| !new_keys.contains(&entry_key(e))).cloned().collect(),
-        )
-    } else {
-        (Vec::new(), old_entries.clone())
-    };
-    let original_hash = body["output"]["context_hash"].clone();
-    let replay_hash = if replay_id.is_some() { new_hash } else { Value::Null };
-    let changed = replay_hash != original_hash;
-    let mut out = json!({
-        "original_receipt_id": row.receipt_id,
-        "replay_receipt_id": replay_id,
-        "mode": if current { "current" } else { "as_of" },
-        "reproduced": !changed,
-        "diff": {
-            "context_hash": {"original": original_hash, "replay": replay_hash, "changed": changed},
-            "selected_entries": {"added": added, "removed": removed, "common": old_keys.intersection(&new_keys).count()},
-            "filters_applied": {"added": [], "removed": []},
-        },
-    });
-    if changed && !current {
-        out["reason"] = json!(why_not_reproduced(&body, deps.embedder.model_id()));
-    }
-    Ok(out)
+    Ok(Rebuilt { row, body, config, req, bundle })
 }
 
 fn why_not_reproduced(body: &Value, model: &str) -> &'static str {

@@ -99,6 +99,18 @@ async fn spawn_on(
     embedder: std::sync::Arc<dyn mnemo::embed::Embedder>,
     keys: mnemo::receipts::signing::SigningKeys,
 ) -> TestApp {
+    spawn_bound(opts, config, embedder, keys, "127.0.0.1:0").await
+}
+
+/// Starts a server listening on `bind` (e.g. `0.0.0.0:0` to be reached on a non-loopback
+/// address); `base` still names 127.0.0.1.
+pub async fn spawn_bound(
+    opts: PgConnectOptions,
+    config: RuntimeConfig,
+    embedder: std::sync::Arc<dyn mnemo::embed::Embedder>,
+    keys: mnemo::receipts::signing::SigningKeys,
+    bind: &str,
+) -> TestApp {
     // Server errors reach the test output (shown for failing tests only).
     let _ = tracing_subscriber::fmt()
         .with_test_writer()
@@ -109,8 +121,8 @@ async fn spawn_on(
     db::pool::migrate(&pool).await.expect("migrate");
     let app_pool = db::pool::connect_app(opts.clone(), 10).await.expect("app pool");
     let state = AppState::new(app_pool.clone(), config, embedder).with_signing_keys(keys);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
+    let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
+    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let metrics_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let metrics_base = format!("http://{}", metrics_listener.local_addr().unwrap());
     tokio::spawn(mnemo::serve_metrics(metrics_listener, state.clone(), std::future::pending()));

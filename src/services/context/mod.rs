@@ -83,6 +83,18 @@ pub struct Bundle {
     pub policy: Value,
     /// The current session's snapshot whose summary the bundle shows.
     pub snapshot_id: Option<Uuid>,
+    /// Every ranked candidate in rank order, packed or not (the console's "explain" view).
+    pub considered: Vec<Considered>,
+}
+
+/// A ranked candidate: its score, the line it would take, and whether it fit the budget.
+#[derive(Debug, Clone)]
+pub struct Considered {
+    pub id: Uuid,
+    pub is_memory: bool,
+    pub score: f64,
+    pub line: String,
+    pub included: bool,
 }
 
 /// Assembles the bundle for a request in its own tenant transaction (replays: the policy comes

@@ -1,6 +1,6 @@
 //! Stages 6-7: packing the ranked items under the exact budget, and the bundle they make.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::rank::{Item, Ranked};
 use super::suppress::EPISODE_LINE_CHARS;
-use super::{Bundle, Selected, SessionInfo};
+use super::{Bundle, Considered, Selected, SessionInfo};
 use crate::compile::text::episode_text;
 use crate::context::excerpt::{excerpt, task_stems, Part};
 use crate::context::pack::pack;
@@ -71,6 +71,7 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
     }));
     let packed = pack(req.task, ranked.caveat, req.session_id, &lines, req.max_tokens);
     let snapshot_id = req.snapshot.map(|s| s.id).filter(|id| packed.included.contains(id));
+    let considered = considered(&ranked, lines, &packed.included);
     let mut by_id: HashMap<Uuid, (f64, Item)> = ranked.items.into_iter().map(|(s, id, it)| (id, (s, it))).collect();
     let mut bundle = Bundle {
         facts: Vec::new(),
@@ -83,6 +84,7 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
         selected: Vec::new(),
         policy,
         snapshot_id,
+        considered,
     };
     let mut summaries = Vec::new();
     let mut sessions: BTreeMap<String, SessionInfo> = BTreeMap::new();
@@ -115,6 +117,23 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
     bundle.episodes.sort_by_key(|a| (a.occurred_at, a.created_at, a.id));
     bundle.sessions = sessions.into_values().collect();
     bundle
+}
+
+/// The ranked items in rank order with their lines and whether packing included them.
+fn considered(ranked: &Ranked, lines: Vec<Line>, included: &[Uuid]) -> Vec<Considered> {
+    let included: HashSet<&Uuid> = included.iter().collect();
+    let mut texts: HashMap<Uuid, String> = lines.into_iter().map(|l| (l.id, l.text)).collect();
+    ranked
+        .items
+        .iter()
+        .map(|(score, id, item)| Considered {
+            id: *id,
+            is_memory: matches!(item, Item::Memory(_)),
+            score: *score,
+            line: texts.remove(id).unwrap_or_default(),
+            included: included.contains(id),
+        })
+        .collect()
 }
 
 /// A pinned turn's line: the turn whole (up to [`PINNED_CHARS`]), first in its session.
