@@ -60,7 +60,8 @@ pub struct Tuning {
     pub neighbour_share: f64,
     /// How many of the best-matching episodes lend relevance to their neighbours.
     pub neighbour_sources: usize,
-    /// Extra relevance for turns of a session holding several of the best matches.
+    /// Extra relevance for turns of a session holding several of the best matches (0 since
+    /// rank-6: with excerpts it cost multi-hop questions the other sessions they need).
     pub session_boost: f64,
     /// How many of the best-matching episodes count towards a session's matches.
     pub session_top: usize,
@@ -84,7 +85,7 @@ impl Tuning {
         smooth_next: 0.5,
         neighbour_share: 0.5,
         neighbour_sources: 5,
-        session_boost: 0.2,
+        session_boost: 0.0,
         session_top: 20,
         speaker_boost: 0.6,
         date_boost: 0.5,
