@@ -27,9 +27,8 @@ pub fn content_words(task: &str) -> Vec<String> {
     words.into_iter().collect()
 }
 
-/// Month and weekday names: capitalised, but they say when, not who (dates have their own
-/// signal, and the embedder reads them well).
-const CALENDAR_WORDS: &[&str] = &[
+/// Month names, in order.
+const MONTH_NAMES: [&str; 12] = [
     "january",
     "february",
     "march",
@@ -42,14 +41,11 @@ const CALENDAR_WORDS: &[&str] = &[
     "october",
     "november",
     "december",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
 ];
+
+/// Weekday names. With the months: capitalised, but they say when, not who (dates have their
+/// own signal, and the embedder reads them well).
+const WEEKDAY_NAMES: [&str; 7] = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
 
 /// The task as the embedder reads it: without the names in it (capitalised words that do not
 /// open a sentence, possessives included), which the lexical lane and the speaker signal match
@@ -91,9 +87,10 @@ fn is_name(word: &str) -> bool {
     let mut chars = word.chars();
     let Some(first) = chars.next() else { return false };
     let rest: Vec<char> = chars.collect();
-    first.is_uppercase()
-        && rest.iter().any(|c| c.is_lowercase())
-        && !CALENDAR_WORDS.contains(&word.to_lowercase().as_str())
+    first.is_uppercase() && rest.iter().any(|c| c.is_lowercase()) && {
+        let lower = word.to_lowercase();
+        !MONTH_NAMES.contains(&lower.as_str()) && !WEEKDAY_NAMES.contains(&lower.as_str())
+    }
 }
 
 /// A `to_tsquery` expression OR-ing the task's content words, or None when it has none.
@@ -116,20 +113,7 @@ static RELATIVE: LazyLock<Regex> = LazyLock::new(|| crate::patterns::regex(r"(?i
 fn month_number(name: &str) -> Option<u32> {
     let lower = name.to_lowercase();
     let prefix: String = lower.chars().take(3).collect();
-    let full = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
+    let full = MONTH_NAMES;
     let i = MONTHS.iter().position(|m| *m == prefix)?;
     // "mar" and "march" count, "marble" does not.
     (lower.len() <= 4 || full[i].starts_with(&lower)).then_some(i as u32 + 1)
