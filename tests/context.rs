@@ -209,7 +209,7 @@ async fn facts_text(app: &common::TestApp, task: &str) -> String {
 }
 
 /// Candidate signals for a task straight from the retrieval queries (as the server runs them:
-/// mnemo_app, tenant-scoped transaction).
+/// mnemo_app, the tenant named by the statement).
 async fn lexical_scores(app: &common::TestApp, subject: &str, task_words: &str, as_of: &str) -> Vec<f64> {
     let as_of = chrono::DateTime::parse_from_rfc3339(as_of).unwrap().with_timezone(&chrono::Utc);
     let probe = mnemo::db::context::Probe {
@@ -222,10 +222,8 @@ async fn lexical_scores(app: &common::TestApp, subject: &str, task_words: &str, 
         days: Vec::new(),
         approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
     };
-    let mut tx = mnemo::db::scope::begin(&app.app_pool, "default").await.unwrap();
-    let m = mnemo::db::context::memory_candidates(&mut tx, &probe).await.unwrap();
-    let e = mnemo::db::context::episode_candidates(&mut tx, &probe).await.unwrap();
-    m.iter().map(|c| c.lex).chain(e.iter().map(|c| c.lex)).collect()
+    let found = mnemo::db::context::candidates(&app.app_pool, &probe, false, false).await.unwrap();
+    found.memories.iter().map(|c| c.lex).chain(found.episodes.iter().map(|c| c.lex)).collect()
 }
 
 /// A word found in COMMON_TERM_DF of a subject's items stops counting for its full-text lanes

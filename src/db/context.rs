@@ -1,13 +1,16 @@
-//! Context retrieval: bounded candidate sets from every lane, scored in one query per table,
-//! all as of an instant (bitemporal visibility).
+//! Context retrieval: bounded candidate sets from every lane, with the turns around them and the
+//! facts suppression needs, read in one statement (`mnemo_context`, migration 0020) as of an
+//! instant (bitemporal visibility).
 //!
 //! A memory is visible at `as_of` when mnemo had recorded it by then, had not yet superseded
 //! it, and its validity as first asserted had not ended. Episodes are visible once recorded.
 
 use chrono::{DateTime, Utc};
-use sqlx::PgConnection;
+use serde_json::Value;
+use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::db::working_memory::SnapshotRow;
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
 
@@ -43,48 +46,6 @@ pub struct Probe<'a> {
     pub approx_from: i64,
 }
 
-impl Probe<'_> {
-    /// The `sz` CTE: whether the subject counts as large as of `$3` (its latest episode seq
-    /// recorded by then, read backwards on the (tenant, subject, seq) index), with the threshold in
-    /// parameter `$n`.
-    fn size_cte(n: usize) -> String {
-        format!(
-            "sz AS (SELECT COALESCE((SELECT seq FROM episodes WHERE tenant_id = $1 AND subject_id = $2 \
-               AND created_at <= $3 ORDER BY seq DESC LIMIT 1), 0) >= ${n} AS big)"
-        )
-    }
-
-    /// The approximate vector lane's pieces: the model as an SQL literal (a partial index is only
-    /// chosen when its predicate is visible in the statement) and the dimension count of the
-    /// index expression. None without a task vector.
-    fn hnsw_keys(&self) -> Option<(String, usize)> {
-        let (v, m) = self.vector.as_ref()?;
-        Some((format!("'{}'", m.replace('\'', "''")), v.split(',').count()))
-    }
-
-    /// The task vector and its model as separate bind parameters.
-    fn vector_and_model(&self) -> (Option<&str>, Option<&str>) {
-        match &self.vector {
-            Some((v, m)) => (Some(v.as_str()), Some(m.as_str())),
-            None => (None, None),
-        }
-    }
-}
-
-/// The `q` CTE: the task's full-text query for one source (`memory` or `episode`), from the
-/// task words in `$4` (lexemes joined with `|`), and its lexemes (`terms`), leaving out the
-/// terms that had become common in the subject by `$3` (`subject_terms`, see
-/// [`crate::db::terms`]). NULL when the task has no words or all of them are common: the
-/// full-text lane then adds nothing and `lex` is 0.
-fn task_query(source: &str) -> String {
-    format!(
-        "q AS (SELECT string_agg(quote_literal(l), ' | ' ORDER BY l)::tsquery AS q, array_agg(l ORDER BY l) AS terms \
-           FROM unnest(tsvector_to_array(to_tsvector('english', $4::text))) l \
-           WHERE NOT EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = $1 AND s.subject_id = $2 \
-             AND s.source = '{source}' AND s.lexeme = l AND s.common_since <= $3))"
-    )
-}
-
 /// A memory candidate with its bitemporal columns and raw relevance signals.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MemoryCandidate {
@@ -97,81 +58,6 @@ pub struct MemoryCandidate {
     pub sem: Option<f64>,
 }
 
-const MEMORY_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND recorded_at <= $3 \
-     AND (superseded_at IS NULL OR superseded_at > $3) AND status <> 'tombstoned' \
-     AND (asserted_valid_to IS NULL OR asserted_valid_to > $3)";
-
-/// Memory candidates: full-text, nearest vectors, every current single-valued claim, recent facts.
-///
-/// The full-text lane goes through `mnemo_memory_bm25` (migration 0014), which can use the
-/// GIN index that row-level security would otherwise keep out of reach, applies the same
-/// visibility and tenant filter, and scores by BM25 as of `as_of`; `lex` is that score (0
-/// outside the lane).
-///
-/// The claims and recent-facts lanes are each split into the rows not superseded (partial
-/// indexes of current rows) and the rows superseded after `as_of` (their own index; none for a
-/// call about now): the same rows as one visibility filter, without reading every superseded
-/// value the subject ever had. The second part has no ORDER BY of its own, so even a generic
-/// plan (prepared statements switch to one) cannot prefer walking the valid_from index, which
-/// read all 100k rows of a large subject to find nothing.
-///
-/// `vis` is `NOT MATERIALIZED`: referenced several times, Postgres would otherwise copy every
-/// visible row of the subject (content, tsvector, vector) into a tuplestore on each call and
-/// scan that copy without indexes; inlined, each lane reads the table through its own index
-/// (claims, recent facts) and the final join fetches the chosen ids by key. Same rows either way.
-/// The task vector is `(SELECT $5::vector)`, an init-plan computed once per execution: written
-/// as `$5::vector` the text-to-vector cast ran for every row compared (384 floats parsed per
-/// row; 10-13 ms of a 1k-memory call with MiniLM, 4 ms without).
-pub async fn memory_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<MemoryCandidate>> {
-    let (vector, model) = p.vector_and_model();
-    let q = task_query("memory");
-    let sz = Probe::size_cte(7);
-    let approx = match p.hnsw_keys() {
-        Some((model, dims)) => format!(
-            "UNION (SELECT c.id FROM (SELECT id, embedding <=> (SELECT $5::vector) AS d FROM vis \
-               WHERE embedding_model = {model} AND (SELECT big FROM sz) \
-               ORDER BY embedding::vector({dims}) <=> (SELECT $5::vector({dims})) LIMIT {APPROX_CANDIDATES}) c \
-             ORDER BY c.d, c.id LIMIT {SEMANTIC_LANE})"
-        ),
-        None => String::new(),
-    };
-    let sql = format!(
-        "WITH {q}, {sz}, \
-         vis AS NOT MATERIALIZED (SELECT * FROM memories WHERE {MEMORY_VISIBLE}), \
-         lx AS MATERIALIZED (SELECT l.id, l.score FROM q, mnemo_memory_bm25($2, $3, q.q, q.terms, {LEXICAL_LANE}) l \
-           WHERE q.q IS NOT NULL), \
-         ids AS ( \
-           (SELECT id FROM lx) \
-           UNION (SELECT id FROM vis WHERE $5::text IS NOT NULL AND embedding_model = $6 AND NOT (SELECT big FROM sz) \
-              ORDER BY embedding <=> (SELECT $5::vector), id LIMIT {SEMANTIC_LANE}) \
-           {approx} \
-           UNION (SELECT id FROM vis WHERE claim_single AND superseded_at IS NULL) \
-           UNION (SELECT id FROM vis WHERE claim_single AND superseded_at > $3) \
-           UNION (SELECT id FROM ( \
-              (SELECT id, valid_from FROM vis WHERE kind IN ('profile_fact', 'procedure') AND superseded_at IS NULL \
-                 ORDER BY valid_from DESC, id DESC LIMIT {RECENT_FACTS}) \
-              UNION ALL (SELECT id, valid_from FROM vis WHERE kind IN ('profile_fact', 'procedure') \
-                 AND superseded_at > $3)) f \
-              ORDER BY valid_from DESC, id DESC LIMIT {RECENT_FACTS})) \
-         SELECT vis.id, subject_id, kind, content, summary, confidence, valid_from, valid_to, asserted_valid_to, \
-           superseded_at, source_episode_ids, metadata, status, sensitivity_labels, suggested_labels, created_at, updated_at, \
-           claim_single, COALESCE(lx.score, 0)::float8 AS lex, \
-           CASE WHEN $5::text IS NOT NULL AND embedding_model = $6 \
-             THEN (1 - (embedding <=> (SELECT $5::vector)))::float8 END AS sem \
-         FROM vis JOIN ids ON ids.id = vis.id LEFT JOIN lx ON lx.id = vis.id"
-    );
-    sqlx::query_as(&sql)
-        .bind(p.tenant)
-        .bind(p.subject_id)
-        .bind(p.as_of)
-        .bind(&p.tsquery)
-        .bind(vector)
-        .bind(model)
-        .bind(p.approx_from)
-        .fetch_all(conn)
-        .await
-}
-
 /// An episode candidate with its ingest seq and raw relevance signals.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct EpisodeCandidate {
@@ -182,117 +68,8 @@ pub struct EpisodeCandidate {
     pub sem: Option<f64>,
 }
 
-const EPISODE_VISIBLE: &str = "tenant_id = $1 AND subject_id = $2 AND created_at <= $3";
-
-/// Episode candidates: full-text, nearest vectors, the most recent, the current session's
-/// (`vis` inlined for the same reason as in [`memory_candidates`]).
-pub async fn episode_candidates(conn: &mut PgConnection, p: &Probe<'_>) -> sqlx::Result<Vec<EpisodeCandidate>> {
-    let (vector, model) = p.vector_and_model();
-    let q = task_query("episode");
-    let sz = Probe::size_cte(9);
-    // An embedding row is written after its episode, so `x.created_at <= $3` implies the episode
-    // is visible too.
-    let approx = match p.hnsw_keys() {
-        Some((model, dims)) => format!(
-            "UNION (SELECT c.episode_id FROM (SELECT x.episode_id, x.embedding <=> (SELECT $5::vector) AS d \
-               FROM episode_embeddings x WHERE x.tenant_id = $1 AND x.subject_id = $2 AND x.created_at <= $3 \
-               AND x.embedding_model = {model} AND (SELECT big FROM sz) \
-               ORDER BY x.embedding::vector({dims}) <=> (SELECT $5::vector({dims})) LIMIT {APPROX_CANDIDATES}) c \
-             ORDER BY c.d, c.episode_id LIMIT {SEMANTIC_LANE})"
-        ),
-        None => String::new(),
-    };
-    let sql = format!(
-        "WITH {q}, {sz}, \
-         vis AS NOT MATERIALIZED (SELECT * FROM episodes WHERE {EPISODE_VISIBLE}), \
-         lx AS MATERIALIZED (SELECT l.id, l.score FROM q, mnemo_episode_bm25($2, $3, q.q, q.terms, {LEXICAL_LANE}) l \
-           WHERE q.q IS NOT NULL), \
-         ids AS ( \
-           (SELECT id FROM lx) \
-           UNION (SELECT x.episode_id FROM episode_embeddings x JOIN vis ON vis.id = x.episode_id \
-              WHERE x.tenant_id = $1 AND x.subject_id = $2 AND $5::text IS NOT NULL AND x.embedding_model = $6 \
-              AND x.created_at <= $3 AND NOT (SELECT big FROM sz) \
-              ORDER BY x.embedding <=> (SELECT $5::vector), x.episode_id LIMIT {SEMANTIC_LANE}) \
-           {approx} \
-           UNION (SELECT id FROM vis ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {RECENT_EPISODES}) \
-           UNION (SELECT id FROM vis WHERE $7::text IS NOT NULL AND session_id = $7 \
-              ORDER BY occurred_at DESC, created_at DESC, id DESC LIMIT {SESSION_EPISODES}) \
-           UNION (SELECT day.id FROM unnest($8::timestamptz[]) d, LATERAL (SELECT id, occurred_at FROM vis \
-                  WHERE occurred_at >= d AND occurred_at < d + interval '1 day' \
-                  ORDER BY occurred_at, id LIMIT {DATE_EPISODES}) day \
-              ORDER BY day.occurred_at, day.id LIMIT {DATE_EPISODES})) \
-         SELECT vis.id, vis.subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, \
-           vis.created_at, seq, COALESCE(lx.score, 0)::float8 AS lex, \
-           CASE WHEN $5::text IS NOT NULL AND x.embedding_model = $6 \
-             THEN (1 - (x.embedding <=> (SELECT $5::vector)))::float8 END AS sem \
-         FROM vis JOIN ids ON ids.id = vis.id LEFT JOIN lx ON lx.id = vis.id \
-         LEFT JOIN episode_embeddings x ON x.tenant_id = $1 AND x.subject_id = $2 AND x.episode_id = vis.id \
-           AND x.created_at <= $3"
-    );
-    sqlx::query_as(&sql)
-        .bind(p.tenant)
-        .bind(p.subject_id)
-        .bind(p.as_of)
-        .bind(&p.tsquery)
-        .bind(vector)
-        .bind(model)
-        .bind(p.session_id)
-        .bind(&p.days)
-        .bind(p.approx_from)
-        .fetch_all(conn)
-        .await
-}
-
-/// Episodes with the given seqs (the neighbours of candidates) or ids (the sources of candidate
-/// summaries), visible at `as_of`, with their cosine to the task; their lexical score is 0
-/// (every episode the full-text lane ranks is a candidate already).
-pub async fn episodes_at(
-    conn: &mut PgConnection,
-    p: &Probe<'_>,
-    seqs: &[i64],
-    ids: &[Uuid],
-) -> sqlx::Result<Vec<EpisodeCandidate>> {
-    if seqs.is_empty() && ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let (vector, model) = p.vector_and_model();
-    sqlx::query_as(
-        "SELECT e.id, e.subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, e.created_at, \
-           seq, 0::float8 AS lex, \
-           CASE WHEN $5::text IS NOT NULL AND x.embedding_model = $6 \
-             THEN (1 - (x.embedding <=> (SELECT $5::vector)))::float8 END AS sem \
-         FROM episodes e LEFT JOIN episode_embeddings x ON x.tenant_id = $1 AND x.subject_id = $2 \
-           AND x.episode_id = e.id AND x.created_at <= $3 \
-         WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.created_at <= $3 AND (e.seq = ANY($4) OR e.id = ANY($7))",
-    )
-    .bind(p.tenant)
-    .bind(p.subject_id)
-    .bind(p.as_of)
-    .bind(seqs)
-    .bind(vector)
-    .bind(model)
-    .bind(ids)
-    .fetch_all(conn)
-    .await
-}
-
-/// How the given episodes back memories as of `as_of`, one row per episode that backs any:
-/// whether a memory compiled from it is visible then, and whether one was superseded by then
-/// through a claim contradiction. Runs `mnemo_episode_backing` (migration 0012), which reads the
-/// GIN index on `source_episode_ids` for just these episodes.
-pub async fn episode_backing(conn: &mut PgConnection, p: &Probe<'_>, episodes: &[Uuid]) -> sqlx::Result<Vec<Backing>> {
-    if episodes.is_empty() {
-        return Ok(Vec::new());
-    }
-    sqlx::query_as("SELECT episode_id, visible, contradicted FROM mnemo_episode_backing($1, $2, $3)")
-        .bind(p.subject_id)
-        .bind(p.as_of)
-        .bind(episodes)
-        .fetch_all(conn)
-        .await
-}
-
-/// One episode's backing (see [`episode_backing`]).
+/// One episode's backing: whether a memory compiled from it is visible at `as_of`, and whether
+/// one was superseded by then through a claim contradiction.
 #[derive(Debug, Clone, Copy, sqlx::FromRow)]
 pub struct Backing {
     pub episode_id: Uuid,
@@ -300,27 +77,89 @@ pub struct Backing {
     pub contradicted: bool,
 }
 
-/// Settings of the approximate vector lanes for this transaction: iterative index scans (so the
-/// subject and visibility filters can be met past the first neighbours found; pgvector 0.8+,
-/// older versions reject the setting) and an `ef_search` as large as the candidate count.
-/// Set before the lanes run when the task has a vector.
-pub async fn prepare_vector_search(conn: &mut PgConnection) -> sqlx::Result<()> {
-    let iterative = iterative_scan(&mut *conn).await?;
-    sqlx::query(
-        "SELECT set_config('hnsw.ef_search', $1, true), \
-           CASE WHEN $2 THEN set_config('hnsw.iterative_scan', 'relaxed_order', true) END",
-    )
-    .bind(APPROX_CANDIDATES.to_string())
-    .bind(iterative)
-    .execute(conn)
-    .await?;
-    Ok(())
+/// What one call reads (see [`candidates`]).
+#[derive(Debug, Default)]
+pub struct Found {
+    /// The tenant's settings version, read after the tenant was named (as
+    /// [`crate::db::scope::begin_versioned`] returns it).
+    pub version: i64,
+    /// The session's latest snapshot as of the call, when the probe names a session that has one.
+    pub snapshot: Option<SnapshotRow>,
+    pub memories: Vec<MemoryCandidate>,
+    /// The lanes' episodes, the turns around them and the sources of single-turn summaries,
+    /// without repeats.
+    pub episodes: Vec<EpisodeCandidate>,
+    /// Backing of every episode returned and of every source of a summary returned.
+    pub backing: Vec<Backing>,
+}
+
+/// Every lane's candidates for `probe` in one round trip (`mnemo_context`, migration 0020), on a
+/// connection outside any transaction: the function names the tenant for its own statement, so
+/// row-level security confines it as a scoped transaction would.
+///
+/// The lanes: full-text (BM25 over the task words the subject does not hold as common, see
+/// [`crate::db::terms`]), nearest vectors (exact below `approx_from` episodes, through the
+/// model's HNSW index from there, see [`crate::db::vector_index`]), every current single-valued
+/// claim and the recent facts; for episodes the recent ones, the current session's and those of
+/// the days the task names. With `around`, the turns before and after every lane episode come too
+/// (smoothing reads their cosines, and the turn answering a matching question is one of them);
+/// with `sources`, the source turns of single-turn summaries (compact bundles show such a summary
+/// as its turn). With a snapshot of the probe's session, the summaries made only of turns it
+/// covers are left out, its pinned turns come, and the turns it covers do not.
+pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: bool) -> sqlx::Result<Found> {
+    let (vector, model) = match &p.vector {
+        Some((v, m)) => (Some(v.as_str()), Some(m.as_str())),
+        None => (None, None),
+    };
+    let iterative = p.vector.is_some() && iterative_scan(pool).await?;
+    let lanes = [
+        LEXICAL_LANE,
+        SEMANTIC_LANE,
+        RECENT_FACTS,
+        RECENT_EPISODES,
+        SESSION_EPISODES,
+        DATE_EPISODES,
+        APPROX_CANDIDATES,
+    ]
+    .map(|n| n as i32);
+    let rows: Vec<Row> =
+        sqlx::query_as("SELECT * FROM mnemo_context($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)")
+            .bind(p.tenant)
+            .bind(p.subject_id)
+            .bind(p.as_of)
+            .bind(&p.tsquery)
+            .bind(vector)
+            .bind(model)
+            .bind(p.session_id)
+            .bind(&p.days)
+            .bind(p.approx_from)
+            .bind(around)
+            .bind(sources)
+            .bind(iterative)
+            .bind(&lanes[..])
+            .fetch_all(pool)
+            .await?;
+    let mut found = Found::default();
+    for r in rows {
+        match r.part {
+            0 => found.version = need(r.seq, "seq")?,
+            1 => found.memories.push(r.memory(p.subject_id)?),
+            2 => found.episodes.push(r.episode(p.subject_id)?),
+            3 => found.backing.push(Backing {
+                episode_id: r.id.ok_or_else(|| missing("id"))?,
+                visible: need(r.visible, "visible")?,
+                contradicted: need(r.contradicted, "contradicted")?,
+            }),
+            _ => found.snapshot = Some(r.snapshot()?),
+        }
+    }
+    Ok(found)
 }
 
 /// Whether pgvector takes `hnsw.iterative_scan` (0.8+). Read once per process: the extension's
 /// version does not change under a running server in practice, and a catalogue lookup on every
 /// call is what this avoids.
-async fn iterative_scan(conn: &mut PgConnection) -> sqlx::Result<bool> {
+async fn iterative_scan(pool: &PgPool) -> sqlx::Result<bool> {
     static ITERATIVE: tokio::sync::OnceCell<bool> = tokio::sync::OnceCell::const_new();
     ITERATIVE
         .get_or_try_init(|| async {
@@ -328,10 +167,120 @@ async fn iterative_scan(conn: &mut PgConnection) -> sqlx::Result<bool> {
                 "SELECT (regexp_match(extversion, '^(\\d+)\\.(\\d+)'))::int[] >= '{0,8}' FROM pg_extension \
                  WHERE extname = 'vector'",
             )
-            .fetch_optional(conn)
+            .fetch_optional(pool)
             .await?;
             Ok(v.unwrap_or(false))
         })
         .await
         .copied()
+}
+
+/// A row of `mnemo_context`: part 0 the settings version, 1 a memory, 2 an episode, 3 a backing
+/// fact, 4 the session's snapshot.
+#[derive(sqlx::FromRow)]
+struct Row {
+    part: i16,
+    id: Option<Uuid>,
+    kind: Option<String>,
+    content: Option<String>,
+    summary: Option<String>,
+    confidence: Option<f64>,
+    valid_from: Option<DateTime<Utc>>,
+    valid_to: Option<DateTime<Utc>>,
+    asserted_valid_to: Option<DateTime<Utc>>,
+    superseded_at: Option<DateTime<Utc>>,
+    source_episode_ids: Option<Vec<Uuid>>,
+    metadata: Option<Value>,
+    status: Option<String>,
+    sensitivity_labels: Option<Vec<String>>,
+    suggested_labels: Option<Vec<String>>,
+    created_at: Option<DateTime<Utc>>,
+    updated_at: Option<DateTime<Utc>>,
+    claim_single: Option<bool>,
+    source: Option<String>,
+    payload: Option<Value>,
+    provenance: Option<Value>,
+    session_id: Option<String>,
+    occurred_at: Option<DateTime<Utc>>,
+    seq: Option<i64>,
+    lex: Option<f64>,
+    sem: Option<f64>,
+    visible: Option<bool>,
+    contradicted: Option<bool>,
+    position: Option<i32>,
+    prev_id: Option<Uuid>,
+}
+
+impl Row {
+    fn memory(self, subject_id: &str) -> sqlx::Result<MemoryCandidate> {
+        Ok(MemoryCandidate {
+            memory: Memory {
+                id: need(self.id, "id")?,
+                subject_id: subject_id.to_string(),
+                kind: need(self.kind, "kind")?,
+                content: need(self.content, "content")?,
+                summary: need(self.summary, "summary")?,
+                confidence: need(self.confidence, "confidence")?,
+                valid_from: need(self.valid_from, "valid_from")?,
+                valid_to: self.valid_to,
+                source_episode_ids: need(self.source_episode_ids, "source_episode_ids")?,
+                metadata: need(self.metadata, "metadata")?,
+                status: need(self.status, "status")?,
+                sensitivity_labels: need(self.sensitivity_labels, "sensitivity_labels")?,
+                suggested_labels: need(self.suggested_labels, "suggested_labels")?,
+                created_at: need(self.created_at, "created_at")?,
+                updated_at: need(self.updated_at, "updated_at")?,
+            },
+            asserted_valid_to: self.asserted_valid_to,
+            superseded_at: self.superseded_at,
+            claim_single: need(self.claim_single, "claim_single")?,
+            lex: need(self.lex, "lex")?,
+            sem: self.sem,
+        })
+    }
+
+    fn episode(self, subject_id: &str) -> sqlx::Result<EpisodeCandidate> {
+        Ok(EpisodeCandidate {
+            episode: Episode {
+                id: need(self.id, "id")?,
+                subject_id: subject_id.to_string(),
+                source: need(self.source, "source")?,
+                kind: need(self.kind, "type")?,
+                payload: need(self.payload, "payload")?,
+                metadata: need(self.metadata, "metadata")?,
+                provenance: need(self.provenance, "provenance")?,
+                session_id: self.session_id,
+                occurred_at: need(self.occurred_at, "occurred_at")?,
+                created_at: need(self.created_at, "created_at")?,
+            },
+            seq: need(self.seq, "seq")?,
+            lex: need(self.lex, "lex")?,
+            sem: self.sem,
+        })
+    }
+
+    fn snapshot(self) -> sqlx::Result<SnapshotRow> {
+        Ok(SnapshotRow {
+            id: need(self.id, "id")?,
+            session_id: need(self.session_id, "session_id")?,
+            position: need(self.position, "position")?,
+            prev_id: self.prev_id,
+            summary: need(self.summary, "summary")?,
+            pinned: need(self.source_episode_ids, "source_episode_ids")?,
+            covers_through: need(self.seq, "seq")?,
+            created_at: need(self.created_at, "created_at")?,
+        })
+    }
+}
+
+/// A column the row's part always fills.
+fn need<T>(v: Option<T>, column: &str) -> sqlx::Result<T> {
+    v.ok_or_else(|| missing(column))
+}
+
+fn missing(column: &str) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: column.to_string(),
+        source: "mnemo_context returned NULL for a column its part always fills".into(),
+    }
 }

@@ -1,13 +1,12 @@
 //! One `/v1/context` call: the tenant's caller-identity gate, assembly, and the receipt.
 //!
-//! The call reads in one tenant transaction: its first statement sets the tenant and returns
-//! the tenant's settings version, the config and active policy come from the in-process cache
-//! when that version matches (else they are loaded in the same transaction), then the
-//! candidates. See [`crate::services::tenant_settings`].
+//! The call reads in one statement: it names the tenant, returns the tenant's settings version
+//! and every candidate. The config and active policy come from the in-process cache when that
+//! version matches, else they are loaded (one more transaction) and cached. See
+//! [`crate::services::tenant_settings`].
 
 use serde_json::{json, Value};
 
-use crate::db;
 use crate::policy::eval::PolicyMode;
 use crate::services::context::{self, candidates, Bundle, ContextRequest, PolicyContext};
 use crate::services::receipts::{build_body, emit, should_emit, ReceiptMeta};
@@ -45,16 +44,25 @@ pub async fn context_call(
     meta: &ReceiptMeta,
 ) -> Result<(Bundle, Option<String>), CallError> {
     // Embedding the task holds no connection; if it failed, the gate still answers first.
-    let probe = context::probe(&st.embedder, &st.task_vectors, tenant, req).await;
-    let (mut tx, version) = db::scope::begin_versioned(&st.pool, tenant).await?;
-    let settings = st.tenant_settings.resolve(&mut tx, tenant, version).await?;
+    let probe = match context::probe(&st.embedder, &st.task_vectors, tenant, req).await {
+        Ok(p) => p,
+        Err(e) => {
+            let settings = st.tenant_settings.current(&st.pool, tenant).await?;
+            if identity_missing(&settings.config, meta) {
+                return Err(CallError::CallerIdentityRequired);
+            }
+            return Err(e.into());
+        }
+    };
+    let (found, version) = candidates::retrieve(&st.pool, &probe, &req.options).await?;
+    let settings = match st.tenant_settings.get(tenant, version) {
+        Some(s) => s,
+        None => st.tenant_settings.current(&st.pool, tenant).await?,
+    };
     let config = &settings.config;
     if identity_missing(config, meta) {
         return Err(CallError::CallerIdentityRequired);
     }
-    let probe = probe?;
-    let found = candidates::retrieve(&mut tx, &probe, &req.options).await?;
-    drop(tx);
     let policy = PolicyContext {
         active: settings.policy.clone(),
         mode: PolicyMode::from_config(config),

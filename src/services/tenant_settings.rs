@@ -62,14 +62,16 @@ impl SettingsCache {
         self.0.insert(tenant.to_string(), settings);
     }
 
+    /// The tenant's settings as they are now: the cached entry when its version is current, else
+    /// loaded and cached (one tenant transaction that reads the version first).
+    pub async fn current(&self, pool: &sqlx::PgPool, tenant: &str) -> sqlx::Result<Arc<TenantSettings>> {
+        let (mut tx, version) = db::scope::begin_versioned(pool, tenant).await?;
+        self.resolve(&mut tx, tenant, version).await
+    }
+
     /// The tenant's settings at `version` (just read in `conn`'s transaction): the cached entry
     /// when it has that version, else loaded in the same transaction and cached.
-    pub async fn resolve(
-        &self,
-        conn: &mut PgConnection,
-        tenant: &str,
-        version: i64,
-    ) -> sqlx::Result<Arc<TenantSettings>> {
+    async fn resolve(&self, conn: &mut PgConnection, tenant: &str, version: i64) -> sqlx::Result<Arc<TenantSettings>> {
         if let Some(s) = self.get(tenant, version) {
             return Ok(s);
         }

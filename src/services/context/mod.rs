@@ -1,7 +1,7 @@
 //! Assembling a context bundle, in stages, each its own module:
 //!
 //! - [`candidates`] (stage 1): every lane's candidates, the turns around them and the facts
-//!   suppression needs, in one tenant-scoped transaction;
+//!   suppression needs, in one statement that names the tenant itself;
 //! - [`suppress`] (stages 2-4): what must not be shown (contradicted or unbacked turns, the
 //!   policy), and no double spending between a turn and its own summary;
 //! - [`rank`] (stage 5): one deterministic score per item (`mnemo-rank-6`, formula in README.md
@@ -97,8 +97,8 @@ pub struct Considered {
     pub included: bool,
 }
 
-/// Assembles the bundle for a request in its own tenant transaction (replays: the policy comes
-/// with the request; a live call goes through [`crate::services::context_call`]).
+/// Assembles the bundle for a request (replays: the policy comes with the request; a live call
+/// goes through [`crate::services::context_call`]).
 pub async fn assemble(
     pool: &PgPool,
     embedder: &Arc<dyn Embedder>,
@@ -107,14 +107,12 @@ pub async fn assemble(
     req: &ContextRequest,
 ) -> anyhow::Result<Bundle> {
     let probe = probe(embedder, cache, tenant, req).await?;
-    let (mut tx, _) = crate::db::scope::begin_versioned(pool, tenant).await?;
-    let found = candidates::retrieve(&mut tx, &probe, &req.options).await?;
-    drop(tx);
+    let (found, _) = candidates::retrieve(pool, &probe, &req.options).await?;
     Ok(bundle(found, &probe, req, &req.policy))
 }
 
-/// What retrieval asks for a request. The task vector is embedded here, before any
-/// transaction is opened, so no connection waits on the embedder.
+/// What retrieval asks for a request. The task vector is embedded here, before a connection is
+/// taken, so no connection waits on the embedder.
 pub async fn probe<'a>(
     embedder: &Arc<dyn Embedder>,
     cache: &TaskVectorCache,
