@@ -10,7 +10,11 @@
 # without statistics). Each round then serves every binary in turn (the order alternates between
 # rounds: the machine is shared and its load drifts) and measures context calls without receipts,
 # closed loop, 1 client and then 8 connections, S seconds each after a 2 s warm-up.
-# Prints per binary the median over rounds of p50 and of throughput.
+# Each round also measures the machine's floors with the same client counts: pgbench running one
+# indexed SELECT that reads the subject's rows (bench/sql/pgbench_subject_rows.sql, one statement
+# per transaction, -M prepared) and the trivial axum server (loadgen baseline-server,
+# POST /echo). Prints per binary the median over rounds of p50 and of throughput, and of their
+# ratios to the same round's floors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,7 +70,30 @@ for nb in "${BINS[@]}"; do
     log "$name: seeded $EPISODES episodes, $("${PSQL[@]}" -d "ctx_$name" -Atc "SELECT count(*) FROM memories") memories"
 done
 
+floors() { # round
+    local db=ctx_${BINS[0]%%=*} c out
+    for c in 1 8; do
+        out=$(/usr/lib/postgresql/15/bin/pgbench -h "$SOCK" -U postgres -n -M prepared -c "$c" -j 2 -T "$DUR" \
+            -f bench/sql/pgbench_subject_rows.sql "$db" 2>&1)
+        jq -cn --argjson r "$1" --argjson c "$c" \
+            --argjson tps "$(echo "$out" | sed -n 's/^tps = \([0-9.]*\) (without initial connection time)/\1/p')" \
+            --argjson lat "$(echo "$out" | sed -n 's/^latency average = \([0-9.]*\) ms/\1/p')" \
+            '{bin: "pgbench-select", round: $r, conc: $c, throughput_rps: $tps, latency_ms: {p50: $lat}}' >> "$RES"
+    done
+    "$LG" baseline-server --addr 127.0.0.1:$((PORT + 1)) 2>/dev/null &
+    local base=$!
+    sleep 0.5
+    for c in 1 8; do
+        "$LG" load --url "http://127.0.0.1:$((PORT + 1))" --pid "$base" --scenario echo --path /echo \
+            --concurrency "$c" --duration "$DUR" --warmup 2 --label "echo-c$c" \
+            | jq -c --argjson r "$1" --argjson c "$c" '. + {bin: "axum-echo", round: $r, conc: $c}' >> "$RES"
+    done
+    kill "$base"; wait "$base" 2>/dev/null || true
+    log "round $1 floors: $(jq -sc --argjson r "$1" '[.[] | select(.round == $r and (.bin == "pgbench-select" or .bin == "axum-echo")) | {bin, conc, rps: (.throughput_rps | floor), p50: .latency_ms.p50}]' "$RES")"
+}
+
 for round in $(seq "$ROUNDS"); do
+    floors "$round"
     order=("${BINS[@]}")
     if [ $((round % 2)) = 0 ]; then
         order=(); for ((i=${#BINS[@]}-1; i>=0; i--)); do order+=("${BINS[$i]}"); done
@@ -84,14 +111,20 @@ for round in $(seq "$ROUNDS"); do
     done
 done
 
-echo "| binary | connections | p50 ms (median; per round) | throughput req/s (median; per round) |"
-echo "|---|---|---|---|"
-for nb in "${BINS[@]}"; do
+echo "| binary | connections | p50 ms (median; per round) | throughput req/s (median; per round) | p50 ÷ pgbench SELECT p50 | req/s ÷ pgbench SELECT tps | req/s ÷ axum echo req/s |"
+echo "|---|---|---|---|---|---|---|"
+for nb in "pgbench-select=" "axum-echo=" "${BINS[@]}"; do
     name=${nb%%=*}
     for c in 1 8; do
         jq -rs --arg n "$name" --argjson c "$c" '
-            [.[] | select(.bin == $n and .conc == $c)] as $r
-            | def med: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-            "| \($n) | \($c) | \([$r[].latency_ms.p50] | med) (\([$r[].latency_ms.p50 | tostring] | join(", "))) | \([$r[].throughput_rps] | med | floor) (\([$r[].throughput_rps | floor | tostring] | join(", "))) |"' "$RES"
+            def med: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+            def r2: . * 100 | round / 100;
+            . as $all
+            | [$all[] | select(.bin == $n and .conc == $c)] as $r
+            | [$r[] | . as $x | ($all[] | select(.bin == "pgbench-select" and .conc == $c and .round == $x.round)) as $f
+                | ($all[] | select(.bin == "axum-echo" and .conc == $c and .round == $x.round)) as $h
+                | {p: ($x.latency_ms.p50 / $f.latency_ms.p50), t: ($x.throughput_rps / $f.throughput_rps),
+                   h: ($x.throughput_rps / $h.throughput_rps)}] as $q
+            | "| \($n) | \($c) | \([$r[].latency_ms.p50] | med | r2) (\([$r[].latency_ms.p50 | r2 | tostring] | join(", "))) | \([$r[].throughput_rps] | med | floor) (\([$r[].throughput_rps | floor | tostring] | join(", "))) | \([$q[].p] | med | r2) | \([$q[].t] | med | r2) | \([$q[].h] | med | r2) |"' "$RES"
     done
 done | tee "$OUT/summary.md"

@@ -3,9 +3,11 @@
 //!
 //! The version (`tenant_versions`, migration 0017) is written by triggers in the same
 //! transaction as any change of the config, the policy bundles or the active bundle, and read
-//! by the retrieval transaction's first statement ([`crate::db::scope::begin_versioned`]). A
-//! cached entry is used only when its version equals the one just read, so a change committed
-//! through any process sharing the database is seen by the next call of every process.
+//! by the context call's one statement (`mnemo_context`, [`crate::db::context::candidates`])
+//! right after it names the tenant. A cached entry is used only when its version equals the one
+//! just read, so a change committed through any process sharing the database is seen by the
+//! next call of every process. A miss loads the settings in a transaction of their own
+//! ([`SettingsCache::current`], whose first statement reads the version again).
 //!
 //! An entry is tagged with the version read *before* its config and policy were loaded (each
 //! statement of a READ COMMITTED transaction has its own snapshot). What was loaded is then at
