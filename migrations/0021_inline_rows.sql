@@ -1,0 +1,11 @@
+-- mnemo schema, part 21: memory rows of ordinary size stay whole in their page.
+--
+-- A memory row with a 384-dim vector is about 2.2 kB. Past `toast_tuple_target` (2 kB by
+-- default) Postgres compresses or moves its longest values to the TOAST table until it fits, and
+-- with the vector kept inline (part 13) those are the text columns: the content, its tsvector and
+-- the metadata. Every full-text match of a context lane then fetched the tsvector back from the
+-- TOAST table (a profile of a context call on a 50-episode subject: 16% of Postgres's CPU in
+-- detoasting). Rows up to 4 kB now stay whole; larger ones are still compressed or moved out.
+-- Rows written before this keep their layout until rewritten (`VACUUM FULL memories`, or
+-- re-embedding, rewrites them).
+ALTER TABLE memories SET (toast_tuple_target = 4080);
