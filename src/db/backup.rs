@@ -2,6 +2,7 @@
 //! inserts that keep the ids, times and statuses a document carries.
 
 use chrono::{DateTime, Utc};
+use futures_util::stream::BoxStream;
 use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::PgConnection;
@@ -18,30 +19,51 @@ pub struct SeqEpisode {
     pub seq: i64,
 }
 
+/// How many episodes and memories (of any status) the subject has.
+pub async fn subject_counts(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<(i64, i64)> {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM episodes WHERE tenant_id = $1 AND subject_id = $2), \
+         (SELECT count(*) FROM memories WHERE tenant_id = $1 AND subject_id = $2)",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .fetch_one(conn)
+    .await
+}
+
 /// Every episode of the subject in time order (Statewave orders by creation time; mnemo's
-/// episode time is `occurred_at`), seq breaking ties.
-pub async fn subject_episodes(
-    conn: &mut PgConnection,
-    tenant: &str,
-    subject_id: &str,
-) -> sqlx::Result<Vec<SeqEpisode>> {
+/// episode time is `occurred_at`), seq breaking ties; streamed, never all in memory.
+pub fn subject_episodes<'c>(
+    conn: &'c mut PgConnection,
+    tenant: &'c str,
+    subject_id: &'c str,
+) -> BoxStream<'c, sqlx::Result<SeqEpisode>> {
     sqlx::query_as(
         "SELECT id, subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, created_at, seq \
          FROM episodes WHERE tenant_id = $1 AND subject_id = $2 ORDER BY occurred_at, seq",
     )
     .bind(tenant)
     .bind(subject_id)
-    .fetch_all(conn)
-    .await
+    .fetch(conn)
 }
 
-/// Every memory of the subject, whatever its status, in creation order.
-pub async fn subject_memories(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<Memory>> {
-    let sql = format!(
+/// The query [`subject_memories`] runs (the caller keeps it alive while the rows stream).
+pub fn subject_memories_sql() -> String {
+    format!(
         "SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
          ORDER BY created_at, order_at, order_tiebreak, id"
-    );
-    sqlx::query_as(&sql).bind(tenant).bind(subject_id).fetch_all(conn).await
+    )
+}
+
+/// Every memory of the subject, whatever its status, in creation order (`sql` from
+/// [`subject_memories_sql`]); streamed.
+pub fn subject_memories<'c>(
+    conn: &'c mut PgConnection,
+    sql: &'c str,
+    tenant: &'c str,
+    subject_id: &'c str,
+) -> BoxStream<'c, sqlx::Result<Memory>> {
+    sqlx::query_as(sql).bind(tenant).bind(subject_id).fetch(conn)
 }
 
 /// The subject's compile cursor and when it last moved (None: never compiled).

@@ -9,8 +9,10 @@
 pub mod document;
 mod import;
 pub mod records;
+pub mod stream;
 
 use chrono::{DateTime, Utc};
+use futures_util::TryStreamExt;
 use sqlx::PgPool;
 
 pub use document::DocError;
@@ -20,16 +22,18 @@ pub use records::ExportDocument;
 use crate::db;
 use records::{EpisodeRecord, MemoryRecord};
 
-/// The subject's backup document; None when it has neither episodes nor memories.
-pub async fn export(
+/// The subject's backup document built in memory (the implementation before streaming, kept
+/// for one commit as the reference the streamed bytes are compared with).
+pub async fn export_in_memory(
     pool: &PgPool,
     tenant: &str,
     subject_id: &str,
     exported_at: &DateTime<Utc>,
 ) -> anyhow::Result<Option<ExportDocument>> {
     let mut tx = db::scope::begin(pool, tenant).await?;
-    let episodes = db::backup::subject_episodes(&mut tx, tenant, subject_id).await?;
-    let memories = db::backup::subject_memories(&mut tx, tenant, subject_id).await?;
+    let episodes: Vec<_> = db::backup::subject_episodes(&mut tx, tenant, subject_id).try_collect().await?;
+    let sql = db::backup::subject_memories_sql();
+    let memories: Vec<_> = db::backup::subject_memories(&mut tx, &sql, tenant, subject_id).try_collect().await?;
     let cursor = db::backup::cursor_row(&mut tx, tenant, subject_id).await?;
     tx.commit().await?;
     if episodes.is_empty() && memories.is_empty() {
