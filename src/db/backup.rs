@@ -79,22 +79,31 @@ pub async fn cursor_row(
         .await
 }
 
-/// How many of these episode ids and memory ids the tenant already uses (in any subject).
-pub async fn taken_ids(
+/// How many of these episode ids and memory ids are already used anywhere in the database,
+/// in any tenant (migration 0019: the answer is ids only, never another tenant's rows).
+pub async fn ids_in_use(
     conn: &mut PgConnection,
-    tenant: &str,
     episode_ids: &[Uuid],
     memory_ids: &[Uuid],
 ) -> sqlx::Result<(i64, i64)> {
     sqlx::query_as(
-        "SELECT (SELECT count(*) FROM episodes WHERE tenant_id = $1 AND id = ANY($2)), \
-         (SELECT count(*) FROM memories WHERE tenant_id = $1 AND id = ANY($3))",
+        "SELECT count(*) FILTER (WHERE kind = 'episode'), count(*) FILTER (WHERE kind = 'memory') \
+         FROM mnemo_ids_in_use($1, $2)",
     )
-    .bind(tenant)
     .bind(episode_ids)
     .bind(memory_ids)
     .fetch_one(conn)
     .await
+}
+
+/// Serialises imports that keep their ids, across tenants, until commit: the id check of one
+/// then sees the ids another committed before it (keys include the tenant, so no unique index
+/// would catch one id imported into two tenants at the same time).
+pub async fn lock_preserved_ids(conn: &mut PgConnection) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('mnemo:import:preserved-ids', 0))")
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// Reserves `n` seqs for the subject and returns the last one (its counter row stays locked
