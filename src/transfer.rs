@@ -58,6 +58,11 @@ pub struct ImportArgs {
     /// A mnemo dump always keeps them.
     #[arg(long)]
     pub preserve_ids: bool,
+    /// mnemo subject dumps: add the rows to a subject that already holds data (episodes appended
+    /// after its own, known idempotency keys skipped, conflicting ids and sessions refused,
+    /// receipts left out); still all-or-nothing. Statewave files are always added to the subject.
+    #[arg(long)]
+    pub merge: bool,
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]
@@ -115,11 +120,15 @@ pub async fn import(
             args.subject.is_none(),
             "--subject applies to Statewave files; a mnemo dump keeps its subjects"
         );
-        let summary = dump::import(pool, first, &mut input, args.tenant.as_deref(), progress)
+        let summary = dump::import(pool, first, &mut input, args.tenant.as_deref(), args.merge, progress)
             .await
             .with_context(|| format!("{name}: nothing was imported"))?;
         return Ok(Outcome::Mnemo(summary));
     }
+    anyhow::ensure!(
+        !args.merge,
+        "--merge applies to mnemo dumps; a Statewave file is always added to the subject's existing data"
+    );
     let mut text = first.to_string();
     input.read_to_string(&mut text).with_context(|| format!("reading {name}"))?;
     statewave_import(pool, embedder, args, &text, progress).await.map(Outcome::Statewave)
