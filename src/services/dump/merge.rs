@@ -9,7 +9,8 @@
 //!   records, resolutions, snapshots) is refused, not remapped: rows cite each other by id
 //!   (sources, supersessions, pins, receipts), so a conflict means the same data is being merged
 //!   twice, or that the file is not what its owner thinks;
-//! - sessions are not merged: a session id the subject already uses is refused;
+//! - sessions are not merged: a session id the subject already uses is refused (snapshots of
+//!   the dump's sessions move with their episodes: `covers_through` and pins are rewritten);
 //! - receipts are left out: a tenant's receipts form one hash chain (each names its position and
 //!   its predecessor's hash), so the dump's receipts, which sit in another chain, would fork this
 //!   one, and re-chaining them would change the hashes their signatures cover. They stay
@@ -154,6 +155,9 @@ impl Merge {
                     let ct = row.get("covers_through").and_then(Value::as_i64);
                     let ct = ct.with_context(|| format!("line {n}: field row.covers_through: must be a seq"))?;
                     row.insert("covers_through".into(), Value::from(self.map_seq(ct)));
+                    if let Some(Value::Array(pinned)) = row.get_mut("pinned") {
+                        self.point_at_existing(pinned);
+                    }
                 }
                 _ => {}
             }
@@ -212,6 +216,15 @@ impl Merge {
         Ok(())
     }
 
+    /// Episode ids of skipped episodes replaced by the existing episode's.
+    fn point_at_existing(&self, ids: &mut [Value]) {
+        for id in ids {
+            if let Some(existing) = id.as_str().and_then(|s| self.same_as.get(s)) {
+                *id = Value::String(existing.clone());
+            }
+        }
+    }
+
     fn append_episode(&mut self, n: usize, row: &mut Map<String, Value>) -> anyhow::Result<()> {
         let dump_seq = row
             .get("seq")
@@ -233,11 +246,7 @@ impl Merge {
 
     fn rewrite_memory(&mut self, n: usize, row: &mut Map<String, Value>) -> anyhow::Result<()> {
         if let Some(Value::Array(sources)) = row.get_mut("source_episode_ids") {
-            for s in sources.iter_mut() {
-                if let Some(existing) = s.as_str().and_then(|id| self.same_as.get(id)) {
-                    *s = Value::String(existing.clone());
-                }
-            }
+            self.point_at_existing(sources);
         }
         // Compile orders a batch's memories by their episode's seq (`<seq:020>:<index:04>`).
         if let Some(tiebreak) = field(row, "order_tiebreak") {

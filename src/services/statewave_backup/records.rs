@@ -2,7 +2,7 @@
 //! (serialised from structs: JSON maps here sort their keys).
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -16,7 +16,8 @@ fn ts(t: &DateTime<Utc>) -> String {
 }
 
 /// An episode record, fields in Statewave's order (mnemo's `session_id` has no field there).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+/// Deserialize is for tests that read back what was written.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EpisodeRecord {
     pub id: String,
     pub subject_id: String,
@@ -54,7 +55,7 @@ impl EpisodeRecord {
 }
 
 /// A memory record, fields in Statewave's order.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct MemoryRecord {
     pub id: String,
     pub subject_id: String,
@@ -105,7 +106,8 @@ pub struct Counts {
     pub memories: usize,
 }
 
-/// The whole document, members in Statewave's order, checksum last.
+/// The whole document, members in Statewave's order, checksum last (what the streamed export
+/// writes, byte for byte; built whole only in tests and for the OpenAPI schema).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(as = BackupDocument)]
 pub struct ExportDocument {
