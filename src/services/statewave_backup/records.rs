@@ -15,8 +15,8 @@ fn ts(t: &DateTime<Utc>) -> String {
     isoformat(t)
 }
 
+// Deserialize is for tests that read back what was written.
 /// An episode record, fields in Statewave's order (mnemo's `session_id` has no field there).
-/// Deserialize is for tests that read back what was written.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EpisodeRecord {
     pub id: String,
@@ -106,8 +106,9 @@ pub struct Counts {
     pub memories: usize,
 }
 
-/// The whole document, members in Statewave's order, checksum last (what the streamed export
-/// writes, byte for byte; built whole only in tests and for the OpenAPI schema).
+// What the streamed export (`super::stream`) writes, byte for byte; built whole only in tests
+// and for the OpenAPI schema.
+/// The whole document, members in Statewave's order, checksum last.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(as = BackupDocument)]
 pub struct ExportDocument {
