@@ -79,7 +79,7 @@ MNEMO_DATABASE_URL=$SRC run export-statewave "$BIN" export --tenant bench --subj
 PORT=${MNEMO_BENCH_PORT:-18177}
 MNEMO_DATABASE_URL=$SRC MNEMO_ADDR=127.0.0.1:$PORT "$BIN" serve >"$OUT/serve.log" 2>&1 &
 SERVER=$!
-trap 'kill "$SERVER" 2>/dev/null; case "$STARTED" in Started*) "$BIN" pg stop --data-dir "$DATA" ;; esac' EXIT
+trap 'kill "$SERVER" 2>/dev/null || true; case "$STARTED" in Started*) "$BIN" pg stop --data-dir "$DATA" ;; esac' EXIT
 for _ in $(seq 1 150); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
 idle=$(awk '/VmHWM/ {print $2}' "/proc/$SERVER/status")
 t0=$(date +%s.%N)
