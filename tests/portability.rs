@@ -702,6 +702,7 @@ async fn merge_adds_a_subject_dump_to_an_existing_subject() {
     let (s, r) =
         b.post_as("src", "/v1/context", &json!({"subject_id": subject, "task": "Where?", "emit_receipt": true})).await;
     assert_eq!(s, 200, "{r}");
+    let own_receipt = r["receipt_id"].as_str().unwrap().to_string();
     let existing_k1: String =
         sqlx::query_scalar("SELECT id::text FROM episodes WHERE tenant_id = 'src' AND idempotency_key = 'k1'")
             .fetch_one(&b.pool)
@@ -748,6 +749,9 @@ async fn merge_adds_a_subject_dump_to_an_existing_subject() {
     let receipts: i64 =
         sqlx::query_scalar("SELECT count(*) FROM receipts WHERE tenant_id = 'src'").fetch_one(&b.pool).await.unwrap();
     assert_eq!(receipts, 1);
+    // The merge happened now: a receipt issued before it still replays to the same bytes.
+    let (s, r) = b.post_as("src", &format!("/v1/receipts/{own_receipt}/replay"), &json!({})).await;
+    assert_eq!((s, &r["reproduced"]), (200, &json!(true)), "{r}");
     // New episodes continue after the merged ones.
     ingest(&b, "src", subject, "I work at Initech now.", None, "sb").await;
     let t = timeline(&b, "src", subject).await;

@@ -236,3 +236,8 @@ pub async fn ids_taken(
     let sql = format!("SELECT id::text FROM {} WHERE tenant_id = $1 AND id = ANY($2::text[]::uuid[])", table.name);
     sqlx::query_scalar(&sql).bind(tenant).bind(ids).fetch_all(conn).await
 }
+
+/// The current transaction's start time (`now()`).
+pub async fn transaction_time(conn: &mut PgConnection) -> sqlx::Result<chrono::DateTime<chrono::Utc>> {
+    sqlx::query_scalar("SELECT now()").fetch_one(conn).await
+}

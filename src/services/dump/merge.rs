@@ -15,6 +15,10 @@
 //!   its predecessor's hash), so the dump's receipts, which sit in another chain, would fork this
 //!   one, and re-chaining them would change the hashes their signatures cover. They stay
 //!   verifiable in the source and its dump;
+//! - transaction time is the merge's: appended episodes' `created_at`, memories' `recorded_at`
+//!   (and a `superseded_at` before it) and snapshots' `created_at` become the merge
+//!   transaction's time, so "what did this subject's store hold at T" (bundles, receipts' replay)
+//!   is unchanged for every T before the merge; valid time and `occurred_at` are kept;
 //! - counters, the compile cursor, term statistics and the health cache are derived: the
 //!   counter and cursor move past the appended episodes (compile resumes at the first the dump
 //!   had not compiled), term counts are added for the appended rows, the cache is left as is.
@@ -22,6 +26,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use anyhow::{bail, Context};
+use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -52,6 +57,8 @@ pub struct Merge {
     same_as: HashMap<String, String>,
     sessions: HashSet<String>,
     memories: Vec<Uuid>,
+    /// The merge transaction's time, as rows write it.
+    merged_at: DateTime<Utc>,
     /// Rows read but not written, per table.
     pub skipped: BTreeMap<String, u64>,
 }
@@ -73,6 +80,7 @@ impl Merge {
             );
         }
         let sessions = db::dump::subject_sessions(conn, tenant, subject).await?.into_iter().collect();
+        let merged_at = db::dump::transaction_time(conn).await?;
         Ok(Merge {
             tenant: tenant.into(),
             subject: subject.into(),
@@ -84,8 +92,13 @@ impl Merge {
             same_as: HashMap::new(),
             sessions,
             memories: Vec::new(),
+            merged_at,
             skipped: BTreeMap::new(),
         })
+    }
+
+    fn stamp(&self) -> Value {
+        Value::String(crate::model::time::isoformat(&self.merged_at))
     }
 
     fn skip(&mut self, table: &str) {
@@ -155,6 +168,7 @@ impl Merge {
                     let ct = row.get("covers_through").and_then(Value::as_i64);
                     let ct = ct.with_context(|| format!("line {n}: field row.covers_through: must be a seq"))?;
                     row.insert("covers_through".into(), Value::from(self.map_seq(ct)));
+                    row.insert("created_at".into(), self.stamp());
                     if let Some(Value::Array(pinned)) = row.get_mut("pinned") {
                         self.point_at_existing(pinned);
                     }
@@ -241,6 +255,7 @@ impl Merge {
             self.compiled += 1;
         }
         row.insert("seq".into(), Value::from(seq));
+        row.insert("created_at".into(), self.stamp());
         Ok(())
     }
 
@@ -256,6 +271,11 @@ impl Merge {
                     row.insert("order_tiebreak".into(), Value::String(format!("{mapped:020}:{rest}")));
                 }
             }
+        }
+        row.insert("recorded_at".into(), self.stamp());
+        let superseded = field(row, "superseded_at").and_then(|t| DateTime::parse_from_rfc3339(t).ok());
+        if superseded.is_some_and(|t| t < self.merged_at) {
+            row.insert("superseded_at".into(), self.stamp());
         }
         let id = field(row, "id").and_then(|s| Uuid::parse_str(s).ok());
         self.memories.push(id.with_context(|| format!("line {n}: field row.id: must be a UUID"))?);
@@ -291,6 +311,7 @@ mod tests {
             same_as: HashMap::new(),
             sessions: HashSet::new(),
             memories: Vec::new(),
+            merged_at: Utc::now(),
             skipped: BTreeMap::new(),
         }
     }
