@@ -80,7 +80,7 @@ pub async fn cursor_row(
 }
 
 /// How many of these episode ids and memory ids are already used anywhere in the database,
-/// in any tenant (migration 0019: the answer is ids only, never another tenant's rows).
+/// in any tenant (migration 0022: the answer is ids only, never another tenant's rows).
 pub async fn ids_in_use(
     conn: &mut PgConnection,
     episode_ids: &[Uuid],
