@@ -6,9 +6,11 @@
 #
 # Seeds one subject with N chat episodes (~450-byte payloads) and N memories (384-dim vectors)
 # straight through SQL into a fresh database on the bench cluster, then runs the export, the
-# import into another fresh database, and for contrast the Statewave-format export of the same
-# subject (one document, built in memory), each under /usr/bin/time -v. Prints rows, bytes,
-# seconds and maximum resident set size per run.
+# import into another fresh database, and the Statewave-format export of the same subject (one
+# document, streamed), each under /usr/bin/time -v; then the same document over HTTP
+# (`GET /admin/export/{subject_id}` from `mnemo serve`, downloaded by curl), where the figure is
+# the server's VmHWM after the download. Prints rows, bytes, seconds and maximum resident set
+# size per run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -72,4 +74,22 @@ MNEMO_DATABASE_URL=$SRC run export-mnemo "$BIN" export --tenant bench --format m
 cp "$OUT/export-mnemo.out" "$OUT/dump.jsonl"
 MNEMO_DATABASE_URL=$DST run import-mnemo "$BIN" import "$OUT/dump.jsonl"
 MNEMO_DATABASE_URL=$SRC run export-statewave "$BIN" export --tenant bench --subject user:big --format statewave
+
+# Over HTTP: the server's peak RSS (VmHWM) before and after one download of the document.
+PORT=${MNEMO_BENCH_PORT:-18177}
+MNEMO_DATABASE_URL=$SRC MNEMO_ADDR=127.0.0.1:$PORT "$BIN" serve >"$OUT/serve.log" 2>&1 &
+SERVER=$!
+trap 'kill "$SERVER" 2>/dev/null || true; case "$STARTED" in Started*) "$BIN" pg stop --data-dir "$DATA" ;; esac' EXIT
+for _ in $(seq 1 150); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.2; done
+idle=$(awk '/VmHWM/ {print $2}' "/proc/$SERVER/status")
+t0=$(date +%s.%N)
+curl -sf "http://127.0.0.1:$PORT/admin/export/user:big?tenant_id=bench" -o "$OUT/export-http.out"
+secs=$(echo "$(date +%s.%N) - $t0" | bc -l)
+hwm=$(awk '/VmHWM/ {print $2}' "/proc/$SERVER/status")
+bytes=$(stat -c %s "$OUT/export-http.out")
+printf '%-22s peak RSS %7.1f MiB  (server before: %.1f MiB)  wall %.1f s  body %s bytes\n' export-statewave-http \
+    "$(echo "$hwm / 1024" | bc -l)" "$(echo "$idle / 1024" | bc -l)" "$secs" "$bytes"
+echo "{\"run\":\"export-statewave-http\",\"episodes\":$EPISODES,\"max_rss_kib\":$hwm,\"idle_rss_kib\":$idle,\"wall_s\":$secs,\"stdout_bytes\":$bytes}" >>"$OUT/results.jsonl"
+cmp -s <(head -c 40 "$OUT/export-http.out") <(head -c 40 "$OUT/export-statewave.out") || echo "warning: HTTP and CLI documents start differently" >&2
+kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
 rm -f "$OUT/dump.jsonl" "$OUT"/*.out

@@ -1,7 +1,8 @@
 //! `mnemo export` and `mnemo import`: moving subjects and tenants in and out directly against the
 //! database (no server needed), with progress on stderr. Each import is all-or-nothing: one
-//! transaction per file (a Statewave file is one subject), rolled back on any error, so a
-//! failed run can simply be started again.
+//! transaction per file (a Statewave file is one subject; a `--merge` too), rolled back on any
+//! error, so a failed run can simply be started again. Exports stream: neither format is ever
+//! held in memory.
 
 use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
@@ -15,7 +16,7 @@ use crate::config::{DbArgs, EmbedArgs};
 use crate::embed::Embedder;
 use crate::progress::Progress;
 use crate::services::dump;
-use crate::services::statewave_backup::{self as statewave, ExportDocument, ImportRequest, Imported};
+use crate::services::statewave_backup::{self as statewave, ImportRequest, Imported};
 
 /// File formats `mnemo export` writes.
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -57,6 +58,11 @@ pub struct ImportArgs {
     /// A mnemo dump always keeps them.
     #[arg(long)]
     pub preserve_ids: bool,
+    /// mnemo subject dumps: add the rows to a subject that already holds data (episodes appended
+    /// after its own, known idempotency keys skipped, conflicting ids and sessions refused,
+    /// receipts left out); still all-or-nothing. Statewave files are always added to the subject.
+    #[arg(long)]
+    pub merge: bool,
     #[command(flatten)]
     pub db: DbArgs,
     #[command(flatten)]
@@ -76,43 +82,16 @@ pub async fn export(
             let subject =
                 args.subject.as_deref().context("--format statewave needs --subject (one subject per file)")?;
             let now = crate::model::time::now_micros();
-            let doc = statewave::export(pool, &args.tenant, subject, &now)
+            let export = statewave::stream::open(pool, &args.tenant, subject, &now)
                 .await?
                 .with_context(|| format!("No data found for subject '{subject}' in tenant '{}'", args.tenant))?;
-            progress.start("exporting", (doc.episodes.len() + doc.memories.len()) as u64);
-            write_document(&doc, out, progress)?;
-            progress.finish();
-            Ok((doc.episodes.len() + doc.memories.len()) as u64)
+            let rows = export.rows();
+            export.write(&mut statewave::stream::WriteSink(&mut *out), progress).await?;
+            out.write_all(b"\n")?;
+            out.flush()?;
+            Ok(rows)
         }
     }
-}
-
-/// The document's JSON, members in Statewave's order, advancing `progress` per record.
-fn write_document(doc: &ExportDocument, out: &mut (dyn Write + Send), progress: &dyn Progress) -> anyhow::Result<()> {
-    let s = |v: &str| serde_json::to_string(v);
-    write!(
-        out,
-        "{{\"format_version\":{},\"exported_at\":{},\"subject_id\":{},\"tenant_id\":{},\"counts\":{},\"episodes\":[",
-        s(doc.format_version)?,
-        s(&doc.exported_at)?,
-        s(&doc.subject_id)?,
-        s(&doc.tenant_id)?,
-        serde_json::to_string(&doc.counts)?
-    )?;
-    for (i, e) in doc.episodes.iter().enumerate() {
-        out.write_all(if i == 0 { b"" } else { b"," })?;
-        serde_json::to_writer(&mut *out, e)?;
-        progress.advance(1);
-    }
-    out.write_all(b"],\"memories\":[")?;
-    for (i, m) in doc.memories.iter().enumerate() {
-        out.write_all(if i == 0 { b"" } else { b"," })?;
-        serde_json::to_writer(&mut *out, m)?;
-        progress.advance(1);
-    }
-    writeln!(out, "],\"checksum\":{}}}", s(&doc.checksum)?)?;
-    out.flush()?;
-    Ok(())
 }
 
 /// What an import wrote.
@@ -141,11 +120,15 @@ pub async fn import(
             args.subject.is_none(),
             "--subject applies to Statewave files; a mnemo dump keeps its subjects"
         );
-        let summary = dump::import(pool, first, &mut input, args.tenant.as_deref(), progress)
+        let summary = dump::import(pool, first, &mut input, args.tenant.as_deref(), args.merge, progress)
             .await
             .with_context(|| format!("{name}: nothing was imported"))?;
         return Ok(Outcome::Mnemo(summary));
     }
+    anyhow::ensure!(
+        !args.merge,
+        "--merge applies to mnemo dumps; a Statewave file is always added to the subject's existing data"
+    );
     let mut text = first.to_string();
     input.read_to_string(&mut text).with_context(|| format!("reading {name}"))?;
     statewave_import(pool, embedder, args, &text, progress).await.map(Outcome::Statewave)
@@ -176,34 +159,4 @@ async fn statewave_import(
         caller_tenant: crate::http::extract::DEFAULT_TENANT,
     };
     statewave::import(pool, embedder, req, progress).await.with_context(|| format!("{name}: nothing was imported"))
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use crate::services::statewave_backup::records::{EpisodeRecord, ExportDocument};
-
-    #[test]
-    fn streamed_document_is_the_serialised_document() {
-        let episode = EpisodeRecord {
-            id: "00000000-0000-4000-8000-000000000001".into(),
-            subject_id: "user:1".into(),
-            tenant_id: "default".into(),
-            source: "chat".into(),
-            kind: "message".into(),
-            payload: serde_json::json!({"text": "Zo\u{eb}", "x": 1.0}),
-            metadata: serde_json::json!({}),
-            provenance: serde_json::json!({}),
-            created_at: "2026-01-01T00:00:00+00:00".into(),
-            last_compiled_at: None,
-        };
-        let at = chrono::DateTime::from_timestamp(1_767_225_600, 0).unwrap();
-        for episodes in [vec![], vec![episode.clone(), episode]] {
-            let doc = ExportDocument::new("user:1", "default", &at, episodes, vec![]).unwrap();
-            let mut out = Vec::new();
-            write_document(&doc, &mut out, &crate::progress::Silent).unwrap();
-            assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&doc).unwrap() + "\n");
-        }
-    }
 }

@@ -137,12 +137,20 @@ async fn export_then_import_into_another_tenant_gives_the_same_timeline() {
         .all(|e| e.get("session_id").is_none() && e["last_compiled_at"].is_string()));
     assert!(doc["memories"].as_array().unwrap().iter().all(|m| m["embedding"].is_null()));
 
+    // The ids exist in t1, so with preserved ids the same database refuses them in any tenant
+    // (Statewave's ids are global keys) and writes nothing.
     let (s, b) = app.post("/admin/import", &json!({"document": doc, "target_tenant_id": "t2"})).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b["error"]["message"].as_str().unwrap().starts_with("ID conflict: 3 episode(s)"), "{b}");
+    assert_eq!(tenant_rows(&app, "t2").await, 0);
+    // Into another database they keep their ids.
+    let other = spawn().await;
+    let (s, b) = other.post("/admin/import", &json!({"document": doc, "target_tenant_id": "t2"})).await;
     assert_eq!(s, 200, "{b}");
-    let copy = timeline(&app, "t2", subject).await;
+    let copy = timeline(&other, "t2", subject).await;
     assert_eq!(copy, original);
     // The copy exports to the same records, apart from the tenant they name.
-    let (s, again) = app.get_as("t2", &format!("/admin/export/{subject}")).await;
+    let (s, again) = other.get_as("t2", &format!("/admin/export/{subject}")).await;
     assert_eq!(s, 200, "{again}");
     let strip = |d: &Value, part: &str| -> Vec<Value> {
         d[part]
@@ -160,11 +168,11 @@ async fn export_then_import_into_another_tenant_gives_the_same_timeline() {
     assert_eq!(strip(&again, "episodes"), strip(&doc, "episodes"));
     assert_eq!(strip(&again, "memories"), strip(&doc, "memories"));
     // Nothing is compiled twice, and later facts still supersede imported ones.
-    let (s, b) = app.post_as("t2", "/v1/episodes", &common::episode(subject, "I work at Umbrella now.")).await;
+    let (s, b) = other.post_as("t2", "/v1/episodes", &common::episode(subject, "I work at Umbrella now.")).await;
     assert_eq!(s, 201, "{b}");
-    let (s, b) = app.post_as("t2", "/v1/memories/compile", &json!({"subject_id": subject})).await;
+    let (s, b) = other.post_as("t2", "/v1/memories/compile", &json!({"subject_id": subject})).await;
     assert_eq!(s, 200, "{b}");
-    let after = timeline(&app, "t2", subject).await;
+    let after = timeline(&other, "t2", subject).await;
     let active_employers: Vec<&Value> = after["memories"]
         .as_array()
         .unwrap()
@@ -316,14 +324,21 @@ async fn cli_exports_and_imports_with_progress_lines() {
     let file = dir.join("user-cli.json");
     std::fs::write(&file, &out.stdout).unwrap();
     let file = file.to_str().unwrap();
+    // The ids are used in this database (tenant default): refused in any tenant.
     let out = cli(&app, &["import", file, "--tenant", "t2", "--preserve-ids"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ID conflict"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(tenant_rows(&app, "t2").await, 0);
+    let other = spawn().await;
+    let out = cli(&other, &["import", file, "--tenant", "t2", "--preserve-ids"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((&printed["tenant_id"], &printed["episodes_imported"]), (&json!("t2"), &json!(3)));
     assert!(String::from_utf8_lossy(&out.stderr).contains("embedding: "));
-    let (a, b) = (timeline(&app, "default", "user:cli").await, timeline(&app, "t2", "user:cli").await);
+    let (a, b) = (timeline(&app, "default", "user:cli").await, timeline(&other, "t2", "user:cli").await);
     assert_eq!(a, b);
     // Again: the ids are taken now, and nothing is written.
+    let app = other;
     let before = rows(&app).await;
     let out = cli(&app, &["import", file, "--tenant", "t2", "--preserve-ids"]);
     assert!(!out.status.success());
@@ -531,4 +546,234 @@ async fn every_tenant_table_is_dumped_or_left_out_on_purpose() {
     for t in mnemo::db::dump::TABLES {
         assert_eq!(t.per_subject, subject_tables.contains(&t.name.to_string()), "{}", t.name);
     }
+}
+
+// ---- the Statewave-format export is streamed ----
+
+/// A rich subject plus an episode with non-ASCII text, floats and nested metadata that compile
+/// has not reached (so `last_compiled_at` is null for it).
+async fn streamed_subject(app: &TestApp) {
+    rich_tenant(app, "rich").await;
+    let mut e = common::episode("user:rich", "Zo\u{eb} \u{1f600} \"hi\"\n\tand \\ back");
+    e["payload"]["x"] = json!(1.0);
+    e["payload"]["y"] = json!(0.00001);
+    e["payload"]["big"] = json!(1.2345678901234568e17);
+    e["metadata"] = json!({"b": 2, "a": [1.5, null, true, {"z": "\u{7f}"}]});
+    let (s, b) = app.post_as("rich", "/v1/episodes", &e).await;
+    assert_eq!(s, 201, "{b}");
+}
+
+fn exported_at(doc: &[u8]) -> chrono::DateTime<chrono::Utc> {
+    let v: Value = serde_json::from_slice(doc).unwrap();
+    chrono::DateTime::parse_from_rfc3339(v["exported_at"].as_str().unwrap()).unwrap().to_utc()
+}
+
+/// The document as the in-memory implementation wrote it (before the export was streamed):
+/// `serde_json` over the whole `ExportDocument`, its checksum computed over the whole arrays.
+fn in_memory_reference(doc: &[u8]) -> String {
+    use mnemo::services::statewave_backup::records::{EpisodeRecord, ExportDocument, MemoryRecord};
+    let v: Value = serde_json::from_slice(doc).unwrap();
+    let episodes: Vec<EpisodeRecord> = serde_json::from_value(v["episodes"].clone()).unwrap();
+    let memories: Vec<MemoryRecord> = serde_json::from_value(v["memories"].clone()).unwrap();
+    let (subject, tenant) = (v["subject_id"].as_str().unwrap(), v["tenant_id"].as_str().unwrap());
+    let doc = ExportDocument::new(subject, tenant, &exported_at(doc), episodes, memories).unwrap();
+    serde_json::to_string(&doc).unwrap()
+}
+
+#[tokio::test]
+async fn streamed_statewave_export_is_byte_identical_to_the_in_memory_document() {
+    let app = signed_app().await;
+    streamed_subject(&app).await;
+    let r = app.client.get(app.url("/admin/export/user:rich?tenant_id=rich")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "application/json");
+    let served = r.bytes().await.unwrap().to_vec();
+    let doc: Value = serde_json::from_slice(&served).unwrap();
+    assert!(doc["episodes"].as_array().unwrap().iter().any(|e| e["last_compiled_at"].is_null()));
+    assert!(doc["memories"].as_array().unwrap().iter().any(|m| m["status"] == "superseded"));
+    assert_eq!(doc["checksum"].as_str().unwrap(), checksum(doc.get("episodes"), doc.get("memories")));
+    assert_eq!(String::from_utf8(served.clone()).unwrap(), in_memory_reference(&served));
+    // The CLI writes the same bytes, plus a final newline.
+    let out = cli(&app, &["export", "--tenant", "rich", "--subject", "user:rich"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout.clone()).unwrap(), in_memory_reference(&out.stdout) + "\n");
+    let written: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(written["checksum"], doc["checksum"]);
+}
+
+// ---- preserved ids are checked across the whole database ----
+
+#[tokio::test]
+async fn preserved_ids_in_another_tenant_are_refused() {
+    let app = spawn().await;
+    let doc = own_fixture("small-export.json");
+    let (s, b) = app.post("/admin/import", &json!({"document": doc})).await;
+    assert_eq!((s, &b["tenant_id"]), (200, &json!("acme")), "{b}");
+    // The same ids into tenant beta (which cannot see acme's rows): refused, nothing written.
+    let (s, b) = app.post("/admin/import", &json!({"document": doc, "target_tenant_id": "beta"})).await;
+    assert_eq!((s, &b["error"]["code"]), (400, &json!("http_error")), "{b}");
+    assert_eq!(
+        b["error"]["message"],
+        "ID conflict: 2 episode(s) and 4 memory(ies) already exist. Use preserve_ids=false to import with new ids"
+    );
+    // Memories alone conflict too (Statewave 0.7.1 would fail on the primary key instead).
+    let mut memories_only = doc.clone();
+    memories_only["episodes"] = json!([]);
+    memories_only["checksum"] = json!(checksum(memories_only.get("episodes"), memories_only.get("memories")));
+    let (s, b) = app.post("/admin/import", &json!({"document": memories_only, "target_tenant_id": "beta"})).await;
+    assert_eq!(s, 400, "{b}");
+    assert!(b["error"]["message"].as_str().unwrap().starts_with("ID conflict: 0 episode(s) and 4 memory(ies)"));
+    assert_eq!(tenant_rows(&app, "beta").await, 0);
+    assert_eq!(app.count("tenants").await, 1);
+    // With fresh ids it lands.
+    let body = json!({"document": doc, "target_tenant_id": "beta", "preserve_ids": false});
+    let (s, b) = app.post("/admin/import", &body).await;
+    assert_eq!(s, 200, "{b}");
+
+    // The function behind the check answers ids only: as the server's role, in tenant gamma,
+    // acme's rows stay invisible while their ids are reported as used.
+    let ids: Vec<uuid::Uuid> =
+        doc["episodes"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap().parse().unwrap()).collect();
+    let mut tx = app.app_pool.begin().await.unwrap();
+    sqlx::query("SELECT set_config('mnemo.tenant', 'gamma', true)").execute(&mut *tx).await.unwrap();
+    let visible: i64 = sqlx::query_scalar("SELECT count(*) FROM episodes WHERE id = ANY($1)")
+        .bind(&ids)
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(visible, 0, "row-level security hides other tenants' episodes");
+    let fresh = uuid::Uuid::new_v4();
+    let mut asked = ids.clone();
+    asked.push(fresh);
+    let used: Vec<(String, uuid::Uuid)> = sqlx::query_as("SELECT kind, id FROM mnemo_ids_in_use($1, $2)")
+        .bind(&asked)
+        .bind(&[fresh][..])
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+    let mut want: Vec<(String, uuid::Uuid)> = ids.iter().map(|id| ("episode".to_string(), *id)).collect();
+    want.sort();
+    assert_eq!(used, want);
+    let (role, definer): (String, bool) =
+        sqlx::query_as("SELECT current_user::text, prosecdef FROM pg_proc WHERE proname = 'mnemo_ids_in_use'")
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap();
+    assert_eq!((role.as_str(), definer), ("mnemo_app", true));
+}
+
+// ---- merging a mnemo subject dump into a subject that holds data ----
+
+async fn ingest(app: &TestApp, tenant: &str, subject: &str, text: &str, key: Option<&str>, session: &str) {
+    let mut e = common::episode(subject, text);
+    e["session_id"] = json!(session);
+    if let Some(k) = key {
+        e["idempotency_key"] = json!(k);
+    }
+    let (s, b) = app.post_as(tenant, "/v1/episodes", &e).await;
+    assert!(s == 201 || s == 200, "{b}");
+    let (s, b) = app.post_as(tenant, "/v1/memories/compile", &json!({"subject_id": subject})).await;
+    assert_eq!(s, 200, "{b}");
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn merge_adds_a_subject_dump_to_an_existing_subject() {
+    let (a, b) = (signed_app().await, signed_app().await);
+    common::set_config(&a, "src", json!({"receipt_signing_key_id": "k1"})).await;
+    common::set_config(&b, "src", json!({"receipt_signing_key_id": "k1"})).await;
+    let subject = "user:m";
+    ingest(&a, "src", subject, "My name is Ana Lima.", Some("k1"), "sa").await;
+    ingest(&a, "src", subject, "I work at Globex.", Some("k2"), "sa").await;
+    ingest(&a, "src", subject, "I prefer green tea.", Some("k3"), "sa").await;
+    let body = json!({"subject_id": subject, "task": "Where does Ana work?", "emit_receipt": true});
+    let (s, r) = a.post_as("src", "/v1/context", &body).await;
+    assert_eq!(s, 200, "{r}");
+    let out = cli(&a, &["export", "--tenant", "src", "--subject", subject, "--format", "mnemo"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let file = write_temp("merge.jsonl", &out.stdout);
+
+    // The target subject already has its own history: k1 is the same episode, one is new.
+    ingest(&b, "src", subject, "My name is Ana Lima.", Some("k1"), "sb").await;
+    ingest(&b, "src", subject, "I live in Quito.", None, "sb").await;
+    let (s, r) =
+        b.post_as("src", "/v1/context", &json!({"subject_id": subject, "task": "Where?", "emit_receipt": true})).await;
+    assert_eq!(s, 200, "{r}");
+    let own_receipt = r["receipt_id"].as_str().unwrap().to_string();
+    let existing_k1: String =
+        sqlx::query_scalar("SELECT id::text FROM episodes WHERE tenant_id = 'src' AND idempotency_key = 'k1'")
+            .fetch_one(&b.pool)
+            .await
+            .unwrap();
+
+    // Without --merge: refused, pointing at the option.
+    let out = cli(&b, &["import", &file]);
+    assert!(!out.status.success() && stderr_of(&out).contains("--merge"), "{}", stderr_of(&out));
+
+    let out = cli(&b, &["import", &file, "--merge"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["merged"], true, "{printed}");
+    assert_eq!((&printed["skipped"]["episodes"], &printed["skipped"]["receipts"]), (&json!(1), &json!(1)), "{printed}");
+
+    let after = timeline(&b, "src", subject).await;
+    let episodes = after["episodes"].as_array().unwrap();
+    assert_eq!(episodes.len(), 4, "{after}");
+    let seqs: Vec<(i64, Option<String>)> = sqlx::query_as(
+        "SELECT seq, idempotency_key FROM episodes WHERE tenant_id = 'src' AND subject_id = $1 ORDER BY seq",
+    )
+    .bind(subject)
+    .fetch_all(&b.pool)
+    .await
+    .unwrap();
+    let keys: Vec<Option<&str>> = seqs.iter().map(|(_, k)| k.as_deref()).collect();
+    assert_eq!(seqs.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    assert_eq!(keys, [Some("k1"), None, Some("k2"), Some("k3")]);
+    // The dump's memories came with their ids; the one made from k1 now cites the existing episode.
+    let src = timeline(&a, "src", subject).await;
+    let memories = after["memories"].as_array().unwrap();
+    for m in src["memories"].as_array().unwrap() {
+        let got = memories.iter().find(|g| g["id"] == m["id"]).unwrap_or_else(|| panic!("{m}"));
+        assert_eq!(got["content"], m["content"]);
+    }
+    let name = memories.iter().filter(|m| m["content"] == "My name is Ana Lima").collect::<Vec<_>>();
+    assert!(name.len() >= 2 && name.iter().all(|m| m["source_episode_ids"] == json!([existing_k1])), "{name:?}");
+    // Nothing is compiled twice; the target's receipt chain still verifies, with its own receipt only.
+    let (s, c) = b.post_as("src", "/v1/memories/compile", &json!({"subject_id": subject})).await;
+    assert_eq!((s, c["memories"].as_array().map(Vec::len)), (200, Some(0)), "{c}");
+    let (_, chain) = b.get_as("src", "/v1/receipts/chain/verify").await;
+    assert_eq!(chain["ok"], true, "{chain}");
+    let receipts: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM receipts WHERE tenant_id = 'src'").fetch_one(&b.pool).await.unwrap();
+    assert_eq!(receipts, 1);
+    // The merge happened now: a receipt issued before it still replays to the same bytes.
+    let (s, r) = b.post_as("src", &format!("/v1/receipts/{own_receipt}/replay"), &json!({})).await;
+    assert_eq!((s, &r["reproduced"]), (200, &json!(true)), "{r}");
+    // New episodes continue after the merged ones.
+    ingest(&b, "src", subject, "I work at Initech now.", None, "sb").await;
+    let t = timeline(&b, "src", subject).await;
+    assert_eq!(t["episodes"].as_array().unwrap().len(), 5);
+
+    // The same dump again: its memory ids are taken; refused naming the line, nothing written.
+    let rows_before = tenant_rows(&b, "src").await;
+    let out = cli(&b, &["import", &file, "--merge"]);
+    let err = stderr_of(&out);
+    assert!(!out.status.success() && err.contains("field row.id") && err.contains("line "), "{err}");
+    assert_eq!(tenant_rows(&b, "src").await, rows_before);
+
+    // A session the target already uses is refused too.
+    ingest(&b, "other", subject, "I like chess.", None, "sa").await;
+    let rows_before = tenant_rows(&b, "other").await;
+    let out = cli(&b, &["import", &file, "--merge", "--tenant", "other"]);
+    let err = stderr_of(&out);
+    assert!(!out.status.success() && err.contains("field row.session_id") && err.contains("'sa'"), "{err}");
+    assert_eq!(tenant_rows(&b, "other").await, rows_before);
+    // A tenant dump never merges.
+    let out = cli(&a, &["export", "--tenant", "src", "--format", "mnemo"]);
+    let whole = write_temp("whole.jsonl", &out.stdout);
+    let out = cli(&b, &["import", &whole, "--merge"]);
+    assert!(!out.status.success() && stderr_of(&out).contains("subject dump"), "{}", stderr_of(&out));
 }

@@ -2,6 +2,7 @@
 //! inserts that keep the ids, times and statuses a document carries.
 
 use chrono::{DateTime, Utc};
+use futures_util::stream::BoxStream;
 use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::PgConnection;
@@ -18,30 +19,51 @@ pub struct SeqEpisode {
     pub seq: i64,
 }
 
+/// How many episodes and memories (of any status) the subject has.
+pub async fn subject_counts(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<(i64, i64)> {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM episodes WHERE tenant_id = $1 AND subject_id = $2), \
+         (SELECT count(*) FROM memories WHERE tenant_id = $1 AND subject_id = $2)",
+    )
+    .bind(tenant)
+    .bind(subject_id)
+    .fetch_one(conn)
+    .await
+}
+
 /// Every episode of the subject in time order (Statewave orders by creation time; mnemo's
-/// episode time is `occurred_at`), seq breaking ties.
-pub async fn subject_episodes(
-    conn: &mut PgConnection,
-    tenant: &str,
-    subject_id: &str,
-) -> sqlx::Result<Vec<SeqEpisode>> {
+/// episode time is `occurred_at`), seq breaking ties; streamed, never all in memory.
+pub fn subject_episodes<'c>(
+    conn: &'c mut PgConnection,
+    tenant: &'c str,
+    subject_id: &'c str,
+) -> BoxStream<'c, sqlx::Result<SeqEpisode>> {
     sqlx::query_as(
         "SELECT id, subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, created_at, seq \
          FROM episodes WHERE tenant_id = $1 AND subject_id = $2 ORDER BY occurred_at, seq",
     )
     .bind(tenant)
     .bind(subject_id)
-    .fetch_all(conn)
-    .await
+    .fetch(conn)
 }
 
-/// Every memory of the subject, whatever its status, in creation order.
-pub async fn subject_memories(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<Memory>> {
-    let sql = format!(
+/// The query [`subject_memories`] runs (the caller keeps it alive while the rows stream).
+pub fn subject_memories_sql() -> String {
+    format!(
         "SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
          ORDER BY created_at, order_at, order_tiebreak, id"
-    );
-    sqlx::query_as(&sql).bind(tenant).bind(subject_id).fetch_all(conn).await
+    )
+}
+
+/// Every memory of the subject, whatever its status, in creation order (`sql` from
+/// [`subject_memories_sql`]); streamed.
+pub fn subject_memories<'c>(
+    conn: &'c mut PgConnection,
+    sql: &'c str,
+    tenant: &'c str,
+    subject_id: &'c str,
+) -> BoxStream<'c, sqlx::Result<Memory>> {
+    sqlx::query_as(sql).bind(tenant).bind(subject_id).fetch(conn)
 }
 
 /// The subject's compile cursor and when it last moved (None: never compiled).
@@ -57,22 +79,31 @@ pub async fn cursor_row(
         .await
 }
 
-/// How many of these episode ids and memory ids the tenant already uses (in any subject).
-pub async fn taken_ids(
+/// How many of these episode ids and memory ids are already used anywhere in the database,
+/// in any tenant (migration 0022: the answer is ids only, never another tenant's rows).
+pub async fn ids_in_use(
     conn: &mut PgConnection,
-    tenant: &str,
     episode_ids: &[Uuid],
     memory_ids: &[Uuid],
 ) -> sqlx::Result<(i64, i64)> {
     sqlx::query_as(
-        "SELECT (SELECT count(*) FROM episodes WHERE tenant_id = $1 AND id = ANY($2)), \
-         (SELECT count(*) FROM memories WHERE tenant_id = $1 AND id = ANY($3))",
+        "SELECT count(*) FILTER (WHERE kind = 'episode'), count(*) FILTER (WHERE kind = 'memory') \
+         FROM mnemo_ids_in_use($1, $2)",
     )
-    .bind(tenant)
     .bind(episode_ids)
     .bind(memory_ids)
     .fetch_one(conn)
     .await
+}
+
+/// Serialises imports that keep their ids, across tenants, until commit: the id check of one
+/// then sees the ids another committed before it (keys include the tenant, so no unique index
+/// would catch one id imported into two tenants at the same time).
+pub async fn lock_preserved_ids(conn: &mut PgConnection) -> sqlx::Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('mnemo:import:preserved-ids', 0))")
+        .execute(conn)
+        .await?;
+    Ok(())
 }
 
 /// Reserves `n` seqs for the subject and returns the last one (its counter row stays locked

@@ -165,3 +165,79 @@ pub async fn raise_chain_head(conn: &mut PgConnection, tenant: &str) -> sqlx::Re
     .await?;
     Ok(())
 }
+
+/// The subject's last seq and compile cursor, its counter row locked until commit (ingest into
+/// the subject waits, so no seq can be taken behind a merge's back).
+pub async fn lock_seq_state(conn: &mut PgConnection, tenant: &str, subject: &str) -> sqlx::Result<(i64, i64)> {
+    sqlx::query_as(
+        "SELECT COALESCE((SELECT last_seq FROM subject_counters WHERE tenant_id = $1 AND subject_id = $2 FOR UPDATE), 0), \
+         COALESCE((SELECT compiled_seq FROM compile_cursors WHERE tenant_id = $1 AND subject_id = $2), 0)",
+    )
+    .bind(tenant)
+    .bind(subject)
+    .fetch_one(conn)
+    .await
+}
+
+/// Sets the subject's last seq (after a merge appended episodes).
+pub async fn set_last_seq(conn: &mut PgConnection, tenant: &str, subject: &str, last_seq: i64) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO subject_counters (tenant_id, subject_id, last_seq) VALUES ($1, $2, $3) \
+         ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = EXCLUDED.last_seq",
+    )
+    .bind(tenant)
+    .bind(subject)
+    .bind(last_seq)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Every session id the subject already uses (episodes, metadata, snapshots, resolutions).
+pub async fn subject_sessions(conn: &mut PgConnection, tenant: &str, subject: &str) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT session_id FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND session_id IS NOT NULL \
+         UNION SELECT session_id FROM session_metadata WHERE tenant_id = $1 AND subject_id = $2 \
+         UNION SELECT session_id FROM session_snapshots WHERE tenant_id = $1 AND subject_id = $2 \
+         UNION SELECT session_id FROM resolutions WHERE tenant_id = $1 AND subject_id = $2",
+    )
+    .bind(tenant)
+    .bind(subject)
+    .fetch_all(conn)
+    .await
+}
+
+/// Which of these idempotency keys the subject's episodes already carry, and on which episode.
+pub async fn idempotency_hits(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject: &str,
+    keys: &[String],
+) -> sqlx::Result<Vec<(String, String)>> {
+    sqlx::query_as(
+        "SELECT idempotency_key, id::text FROM episodes \
+         WHERE tenant_id = $1 AND subject_id = $2 AND idempotency_key = ANY($3)",
+    )
+    .bind(tenant)
+    .bind(subject)
+    .bind(keys)
+    .fetch_all(conn)
+    .await
+}
+
+/// Which of these ids rows of `table` (one of [`TABLES`] with an `id` column) already use in
+/// the tenant, in any subject.
+pub async fn ids_taken(
+    conn: &mut PgConnection,
+    table: &Table,
+    tenant: &str,
+    ids: &[String],
+) -> sqlx::Result<Vec<String>> {
+    let sql = format!("SELECT id::text FROM {} WHERE tenant_id = $1 AND id = ANY($2::text[]::uuid[])", table.name);
+    sqlx::query_scalar(&sql).bind(tenant).bind(ids).fetch_all(conn).await
+}
+
+/// The current transaction's start time (`now()`).
+pub async fn transaction_time(conn: &mut PgConnection) -> sqlx::Result<chrono::DateTime<chrono::Utc>> {
+    sqlx::query_scalar("SELECT now()").fetch_one(conn).await
+}

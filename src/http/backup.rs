@@ -1,9 +1,12 @@
 //! `/admin/export/{subject_id}` and `/admin/import`: Statewave's subject backup document
 //! (admin keys only; `?tenant_id=` picks the tenant as on the rest of `/admin`).
 
+use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Json;
+use tracing::Instrument;
 
 use crate::error::{ApiError, ApiResult, Envelope, FieldError};
 use crate::http::extract::{valid_tenant_id, JsonBody, Tenant};
@@ -26,16 +29,32 @@ pub async fn export(
     Tenant(caller): Tenant,
     Path(subject_id): Path<String>,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ExportDocument>> {
+) -> ApiResult<Response> {
     subject_id_path(&subject_id)?;
     let mut q = Query::parse(raw.as_deref());
     let tenant = q.target_tenant(caller);
     q.finish()?;
     let now = crate::model::time::now_micros();
-    match svc::export(&st.pool, &tenant, &subject_id, &now).await? {
-        Some(doc) => Ok(Json(doc)),
-        None => Err(ApiError::not_found(&format!("No data found for subject '{subject_id}'"))),
-    }
+    let Some(export) = svc::stream::open(&st.pool, &tenant, &subject_id, &now).await? else {
+        return Err(ApiError::not_found(&format!("No data found for subject '{subject_id}'")));
+    };
+    // The document is written by a task while the client reads it; a few chunks in flight.
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Vec<u8>>>(4);
+    let writer = async move {
+        let mut sink = svc::stream::ChannelSink(tx.clone());
+        if let Err(e) = export.write(&mut sink, &Silent).await {
+            if e.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+                tracing::info!("export: the client went away");
+            } else {
+                tracing::error!(error = %e, "export: stream failed");
+                // The body ends in an error, so the client sees a cut document, never a short one.
+                let _ = tx.send(Err(std::io::Error::other("export failed"))).await;
+            }
+        }
+    };
+    tokio::spawn(writer.instrument(tracing::Span::current()));
+    let chunks = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) });
+    Ok(([(header::CONTENT_TYPE, "application/json")], Body::from_stream(chunks)).into_response())
 }
 
 /// Imports a backup document into one subject, in one transaction; any refusal writes nothing.

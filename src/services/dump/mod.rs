@@ -8,6 +8,7 @@
 //! reproduce byte for byte.
 
 pub mod format;
+mod merge;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -33,6 +34,12 @@ pub struct Summary {
     pub subject_id: Option<String>,
     pub rows: u64,
     pub tables: BTreeMap<String, u64>,
+    /// Whether the rows were merged into a subject that already held data (`--merge`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub merged: bool,
+    /// Rows read but not written by a merge, per table (see `merge`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub skipped: BTreeMap<String, u64>,
 }
 
 /// Writes lines and hashes every byte written.
@@ -99,23 +106,32 @@ pub async fn export(
     w.out.write_all(b"\n")?;
     w.out.flush()?;
     progress.finish();
-    Ok(Summary { tenant_id: tenant.into(), subject_id: subject.map(str::to_string), rows: written, tables })
+    Ok(Summary {
+        tenant_id: tenant.into(),
+        subject_id: subject.map(str::to_string),
+        rows: written,
+        tables,
+        merged: false,
+        skipped: BTreeMap::new(),
+    })
 }
 
 /// Rows of one table waiting to be inserted, with the lines they came from.
 struct Pending {
     table: &'static Table,
     rows: Vec<Value>,
-    first_line: usize,
+    lines: Vec<usize>,
 }
 
 /// Imports a dump read from `input` (its first line already read as `manifest`), into the
-/// manifest's tenant or `target_tenant`.
+/// manifest's tenant or `target_tenant`; with `merge`, a subject dump may go into a subject
+/// that holds data (rules in `merge`).
 pub async fn import(
     pool: &PgPool,
     manifest_line: &str,
     input: &mut dyn BufRead,
     target_tenant: Option<&str>,
+    merge: bool,
     progress: &dyn Progress,
 ) -> anyhow::Result<Summary> {
     let manifest = format::read_manifest(manifest_line).map_err(|e| anyhow!(e))?;
@@ -125,12 +141,20 @@ pub async fn import(
     hash.update(manifest_line.as_bytes());
     hash.update(b"\n");
 
+    if merge && subject.is_none() {
+        bail!("--merge applies to a subject dump; a tenant dump is imported only where the tenant holds no data");
+    }
     let mut tx = db::scope::begin(pool, &tenant).await?;
+    let mut merging = None;
     if db::dump::occupied(&mut tx, &tenant, subject.as_deref()).await? {
         let what = subject
             .as_deref()
             .map_or_else(|| format!("tenant '{tenant}'"), |s| format!("subject '{s}' of tenant '{tenant}'"));
-        bail!("{what} already holds data; a mnemo dump is imported only where there is none");
+        match subject.as_deref() {
+            Some(s) if merge => merging = Some(merge::Merge::begin(&mut tx, &tenant, s).await?),
+            Some(_) => bail!("{what} already holds data; a mnemo dump is imported only where there is none (--merge adds a subject dump to it)"),
+            None => bail!("{what} already holds data; a mnemo dump is imported only where there is none"),
+        }
     }
     let total: u64 = manifest.tables.values().sum();
     progress.start("importing", total);
@@ -167,12 +191,14 @@ pub async fn import(
         })?;
         let row = checked_row(n, table, row.row, &manifest, &tenant)?;
         if pending.as_ref().is_some_and(|p| p.table.name != table.name || p.rows.len() >= INSERT_BATCH) {
-            flush(&mut tx, &mut columns, pending.take(), n - 1, progress).await?;
+            flush(&mut tx, &mut columns, pending.take(), merging.as_mut(), progress).await?;
         }
-        pending.get_or_insert_with(|| Pending { table, rows: Vec::new(), first_line: n }).rows.push(row);
+        let p = pending.get_or_insert_with(|| Pending { table, rows: Vec::new(), lines: Vec::new() });
+        p.rows.push(row);
+        p.lines.push(n);
         *counts.entry(table.name.to_string()).or_default() += 1;
     }
-    flush(&mut tx, &mut columns, pending.take(), n, progress).await?;
+    flush(&mut tx, &mut columns, pending.take(), merging.as_mut(), progress).await?;
     let trailer = trailer.ok_or_else(|| anyhow!("line {n}: the file ends without its trailer line (truncated)"))?;
     let rows: u64 = counts.values().sum();
     if hex::encode(hash.finalize()) != trailer.sha256 {
@@ -183,13 +209,18 @@ pub async fn import(
     if rows != trailer.rows || counts != expected {
         bail!("row counts differ from the manifest ({counts:?} read, {expected:?} listed)");
     }
-    if subject.is_some() {
+    let merged = merging.is_some();
+    let skipped = match merging {
+        Some(m) => m.finish(&mut tx).await?,
+        None => BTreeMap::new(),
+    };
+    if subject.is_some() && !merged {
         db::tenants::ensure(&mut tx, &tenant).await?;
         db::dump::raise_chain_head(&mut tx, &tenant).await?;
     }
     tx.commit().await?;
     progress.finish();
-    Ok(Summary { tenant_id: tenant, subject_id: subject, rows, tables: counts })
+    Ok(Summary { tenant_id: tenant, subject_id: subject, rows, tables: counts, merged, skipped })
 }
 
 /// A row ready to insert: its tenant and subject checked against the manifest, then set to
@@ -217,18 +248,26 @@ async fn flush(
     conn: &mut sqlx::PgConnection,
     columns: &mut BTreeMap<&'static str, Vec<String>>,
     pending: Option<Pending>,
-    last_line: usize,
+    merging: Option<&mut merge::Merge>,
     progress: &dyn Progress,
 ) -> anyhow::Result<()> {
     let Some(p) = pending else { return Ok(()) };
-    if !columns.contains_key(p.table.name) {
-        columns.insert(p.table.name, db::dump::insert_columns(conn, p.table.name).await?);
+    let (first, last) = (p.lines.first().copied().unwrap_or(0), p.lines.last().copied().unwrap_or(0));
+    let read = p.rows.len() as u64;
+    let rows = match merging {
+        Some(m) => m.batch(conn, p.table, p.lines.into_iter().zip(p.rows).collect()).await?,
+        None => p.rows,
+    };
+    if !rows.is_empty() {
+        if !columns.contains_key(p.table.name) {
+            columns.insert(p.table.name, db::dump::insert_columns(conn, p.table.name).await?);
+        }
+        let cols = columns.get(p.table.name).map(Vec::as_slice).unwrap_or_default();
+        let json = serde_json::to_string(&rows)?;
+        db::dump::insert_rows(conn, p.table, cols, &json)
+            .await
+            .with_context(|| format!("lines {first}-{last} (table {}): rows refused by the database", p.table.name))?;
     }
-    let cols = columns.get(p.table.name).map(Vec::as_slice).unwrap_or_default();
-    let json = serde_json::to_string(&p.rows)?;
-    db::dump::insert_rows(conn, p.table, cols, &json).await.with_context(|| {
-        format!("lines {}-{last_line} (table {}): rows refused by the database", p.first_line, p.table.name)
-    })?;
-    progress.advance(p.rows.len() as u64);
+    progress.advance(read);
     Ok(())
 }

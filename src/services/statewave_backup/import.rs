@@ -52,7 +52,8 @@ pub enum ImportError {
     /// The document was refused (400).
     #[error(transparent)]
     Document(#[from] DocError),
-    /// Preserved ids the tenant already uses, or repeated inside the document (400).
+    /// Preserved ids already used anywhere in the database (any tenant), or repeated inside the
+    /// document (400).
     #[error("ID conflict: {episodes} episode(s) and {memories} memory(ies) already exist. Use preserve_ids=false to import with new ids")]
     IdConflict { episodes: i64, memories: i64 },
     /// The subject has episodes compile has not reached: the cursor cannot skip the imported
@@ -80,7 +81,7 @@ pub async fn import(
     if req.preserve_ids {
         // Checked before the (slow) embedding, and again under the write transaction.
         let mut tx = db::scope::begin(pool, &tenant).await?;
-        check_free(&mut tx, &tenant, &ids).await?;
+        check_free(&mut tx, &ids).await?;
         tx.commit().await?;
     }
 
@@ -106,7 +107,8 @@ pub async fn import(
     db::tenants::ensure(&mut tx, &tenant).await?;
     db::compile::lock_subject(&mut tx, &tenant, &subject).await?;
     if req.preserve_ids {
-        check_free(&mut tx, &tenant, &ids).await?;
+        db::backup::lock_preserved_ids(&mut tx).await?;
+        check_free(&mut tx, &ids).await?;
     }
     let n = doc.episodes.len() as i64;
     let cursor = db::compile::cursor(&mut tx, &tenant, &subject).await?;
@@ -175,8 +177,10 @@ impl Ids {
     }
 }
 
-async fn check_free(conn: &mut sqlx::PgConnection, tenant: &str, ids: &Ids) -> Result<(), ImportError> {
-    let (episodes, memories) = db::backup::taken_ids(conn, tenant, &ids.episodes, &ids.memories).await?;
+/// Preserved ids must be free in the whole database, as in Statewave (where they are global
+/// keys), not only in the target tenant.
+async fn check_free(conn: &mut sqlx::PgConnection, ids: &Ids) -> Result<(), ImportError> {
+    let (episodes, memories) = db::backup::ids_in_use(conn, &ids.episodes, &ids.memories).await?;
     if episodes > 0 || memories > 0 {
         return Err(ImportError::IdConflict { episodes, memories });
     }

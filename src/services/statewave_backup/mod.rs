@@ -9,38 +9,8 @@
 pub mod document;
 mod import;
 pub mod records;
-
-use chrono::{DateTime, Utc};
-use sqlx::PgPool;
+pub mod stream;
 
 pub use document::DocError;
 pub use import::{import, ImportError, ImportRequest, Imported};
 pub use records::ExportDocument;
-
-use crate::db;
-use records::{EpisodeRecord, MemoryRecord};
-
-/// The subject's backup document; None when it has neither episodes nor memories.
-pub async fn export(
-    pool: &PgPool,
-    tenant: &str,
-    subject_id: &str,
-    exported_at: &DateTime<Utc>,
-) -> anyhow::Result<Option<ExportDocument>> {
-    let mut tx = db::scope::begin(pool, tenant).await?;
-    let episodes = db::backup::subject_episodes(&mut tx, tenant, subject_id).await?;
-    let memories = db::backup::subject_memories(&mut tx, tenant, subject_id).await?;
-    let cursor = db::backup::cursor_row(&mut tx, tenant, subject_id).await?;
-    tx.commit().await?;
-    if episodes.is_empty() && memories.is_empty() {
-        return Ok(None);
-    }
-    // mnemo keeps one cursor per subject, not a time per episode: an episode it has compiled
-    // gets the time the cursor last moved.
-    let compiled_at = |seq: i64| cursor.as_ref().filter(|(c, _)| seq <= *c).map(|(_, at)| at);
-    // Rows are turned into records one by one and dropped, so a subject is held once, not twice.
-    let episodes: Vec<EpisodeRecord> =
-        episodes.into_iter().map(|e| EpisodeRecord::of(e.episode, tenant, compiled_at(e.seq))).collect();
-    let memories: Vec<MemoryRecord> = memories.into_iter().map(|m| MemoryRecord::of(m, tenant)).collect();
-    Ok(Some(ExportDocument::new(subject_id, tenant, exported_at, episodes, memories)?))
-}

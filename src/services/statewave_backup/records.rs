@@ -2,7 +2,7 @@
 //! (serialised from structs: JSON maps here sort their keys).
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -15,8 +15,9 @@ fn ts(t: &DateTime<Utc>) -> String {
     isoformat(t)
 }
 
+// Deserialize is for tests that read back what was written.
 /// An episode record, fields in Statewave's order (mnemo's `session_id` has no field there).
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct EpisodeRecord {
     pub id: String,
     pub subject_id: String,
@@ -54,7 +55,7 @@ impl EpisodeRecord {
 }
 
 /// A memory record, fields in Statewave's order.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct MemoryRecord {
     pub id: String,
     pub subject_id: String,
@@ -105,6 +106,8 @@ pub struct Counts {
     pub memories: usize,
 }
 
+// What the streamed export (`super::stream`) writes, byte for byte; built whole only in tests
+// and for the OpenAPI schema.
 /// The whole document, members in Statewave's order, checksum last.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(as = BackupDocument)]
