@@ -6,7 +6,8 @@
 //! query-biased snippets for the same reason. Words are compared after Snowball stemming (the
 //! algorithm Postgres' `english` configuration uses, so the excerpt agrees with the lexical lane).
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 
 use rust_stemmers::{Algorithm, Stemmer};
 
@@ -14,10 +15,37 @@ use crate::services::query_terms::content_words;
 
 const ELLIPSIS: &str = "…";
 
-/// The stems of the task's content words.
-pub fn task_stems(task: &str) -> BTreeSet<String> {
-    let stemmer = Stemmer::create(Algorithm::English);
-    content_words(task).iter().map(|w| stemmer.stem(w).into_owned()).collect()
+/// The stems of the task's content words, and which of them each word seen so far stems to.
+///
+/// One call's excerpts compare every sentence of hundreds of turns with the task; the same words
+/// recur across turns, and Snowball stemming was the largest single cost of a call at 660 turns
+/// (a sixth of the server's CPU). Each distinct word is stemmed once per call.
+pub struct TaskStems {
+    stems: BTreeSet<String>,
+    stemmer: Stemmer,
+    /// Lower-cased word -> the index of its stem among `stems`, or None when it stems to none.
+    seen: RefCell<HashMap<String, Option<usize>>>,
+}
+
+impl TaskStems {
+    /// The stems of the task's content words.
+    pub fn new(task: &str) -> Self {
+        let stemmer = Stemmer::create(Algorithm::English);
+        let stems = content_words(task).iter().map(|w| stemmer.stem(w).into_owned()).collect();
+        TaskStems { stems, stemmer, seen: RefCell::new(HashMap::new()) }
+    }
+
+    /// Which task stem `word` stems to (compared lower-cased), if any.
+    fn stem_of(&self, word: &str) -> Option<usize> {
+        let lower = word.to_lowercase();
+        if let Some(hit) = self.seen.borrow().get(&lower) {
+            return *hit;
+        }
+        let stem = self.stemmer.stem(&lower);
+        let hit = self.stems.iter().position(|s| *s == stem);
+        self.seen.borrow_mut().insert(lower, hit);
+        hit
+    }
 }
 
 /// One message of a turn: its speaker prefix ("Maria: ", or "" for plain text) and its text.
@@ -29,15 +57,14 @@ pub struct Part<'a> {
 /// The turn in at most about `chars` chars (plus prefixes and ellipses): whole when it fits;
 /// else the sentences with the most task stems, best first until the room is spent, shown in
 /// their order; else (no sentence shares a word with the task) its opening, cut at `chars`.
-pub fn excerpt(parts: &[Part<'_>], stems: &BTreeSet<String>, chars: usize) -> String {
+pub fn excerpt(parts: &[Part<'_>], stems: &TaskStems, chars: usize) -> String {
     let whole = join_whole(parts);
     if whole.chars().count() <= chars {
         return whole;
     }
     let sentences: Vec<(usize, &str)> =
         parts.iter().enumerate().flat_map(|(p, part)| sentences(part.text).into_iter().map(move |s| (p, s))).collect();
-    let stemmer = Stemmer::create(Algorithm::English);
-    let hits: Vec<usize> = sentences.iter().map(|(_, s)| shared_stems(s, stems, &stemmer)).collect();
+    let hits: Vec<usize> = sentences.iter().map(|(_, s)| shared_stems(s, stems)).collect();
     if hits.iter().all(|h| *h == 0) {
         return opening(&whole, chars);
     }
@@ -144,13 +171,13 @@ fn push_trimmed<'a>(out: &mut Vec<&'a str>, s: &'a str) {
 }
 
 /// How many of `stems` the sentence's words have.
-fn shared_stems(sentence: &str, stems: &BTreeSet<String>, stemmer: &Stemmer) -> usize {
-    let words: BTreeSet<String> = sentence
+fn shared_stems(sentence: &str, stems: &TaskStems) -> usize {
+    let found: BTreeSet<usize> = sentence
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .map(|w| stemmer.stem(&w.to_lowercase()).into_owned())
+        .filter_map(|w| stems.stem_of(w))
         .collect();
-    words.intersection(stems).count()
+    found.len()
 }
 
 #[cfg(test)]
@@ -163,7 +190,7 @@ mod tests {
 
     #[test]
     fn short_turns_stay_whole() {
-        let stems = task_stems("what pottery did she make");
+        let stems = TaskStems::new("what pottery did she make");
         assert_eq!(excerpt(&one("Mel: ", "I made a bowl."), &stems, 150), "Mel: I made a bowl.");
     }
 
@@ -171,7 +198,7 @@ mod tests {
     fn picks_the_sentences_sharing_the_task_words_in_order() {
         let text = "Hey, good to see you! Things have been busy at work and at home. Last week I signed up for a \
                     pottery class and made my first bowls. It was so relaxing. Anyway, how are the kids doing these days?";
-        let stems = task_stems("What did Melanie make in her pottery class?");
+        let stems = TaskStems::new("What did Melanie make in her pottery class?");
         let got = excerpt(&one("Melanie: ", text), &stems, 90);
         assert_eq!(got, "Melanie: … Last week I signed up for a pottery class and made my first bowls. …");
     }
@@ -180,7 +207,7 @@ mod tests {
     fn stems_match_inflections_and_gaps_are_marked() {
         let text = "We went camping in the mountains. The weather was awful all weekend long, rain and wind. \
                     The kids loved hiking the trails though.";
-        let stems = task_stems("Where has the family camped and hiked?");
+        let stems = TaskStems::new("Where has the family camped and hiked?");
         let got = excerpt(&one("", text), &stems, 80);
         assert_eq!(got, "We went camping in the mountains. … The kids loved hiking the trails though.");
     }
@@ -188,7 +215,7 @@ mod tests {
     #[test]
     fn no_shared_word_gives_the_opening() {
         let text = "A long message about nothing in particular that goes on and on without any of the words at all.";
-        let got = excerpt(&one("x: ", text), &task_stems("database migration"), 40);
+        let got = excerpt(&one("x: ", text), &TaskStems::new("database migration"), 40);
         assert!(got.starts_with("x: A long message about"), "{got}");
         assert!(got.ends_with('…'));
         assert!(got.chars().count() <= 48, "{got}");
@@ -203,7 +230,7 @@ mod tests {
             },
             Part { prefix: "assistant: ", text: "That is lovely. What kind of paint do you use for sunsets?" },
         ];
-        let stems = task_stems("what did she paint");
+        let stems = TaskStems::new("what did she paint");
         let got = excerpt(&parts, &stems, 40);
         assert_eq!(got, "user: … I painted it last year. …");
         let got = excerpt(&parts, &stems, 80);

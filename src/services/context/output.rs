@@ -10,7 +10,7 @@ use super::rank::{Item, Ranked};
 use super::suppress::EPISODE_LINE_CHARS;
 use super::{Bundle, Considered, Selected, SessionInfo};
 use crate::compile::text::episode_text;
-use crate::context::excerpt::{excerpt, task_stems, Part};
+use crate::context::excerpt::{excerpt, Part, TaskStems};
 use crate::context::pack::pack;
 use crate::context::render::{episode_line, memory_line, turn_line, Line, Place, Section};
 use crate::context::tokens;
@@ -62,7 +62,7 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
     if let (Some(s), Some(sid)) = (req.snapshot, req.session_id) {
         lines.push(summary_line(s, sid, req.max_tokens / SUMMARY_BUDGET_SHARE));
     }
-    let turns = TurnText { stems: task_stems(req.task), whole: req.whole_turns, chars: req.turn_chars };
+    let turns = TurnText { stems: TaskStems::new(req.task), whole: req.whole_turns, chars: req.turn_chars };
     let mut turn_rank = 0;
     lines.extend(ranked.items.iter().filter(|(_, _, item)| !pinned(item)).map(|(_, _, item)| {
         let line = line_for(item, req.compact, &ranked.full_text, &turns, turn_rank);
@@ -183,7 +183,7 @@ fn as_believed(c: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
 
 /// How compact bundles show chat turns: the best few whole, the rest as excerpts.
 struct TurnText {
-    stems: BTreeSet<String>,
+    stems: TaskStems,
     whole: usize,
     chars: usize,
 }
