@@ -46,15 +46,26 @@ pub async fn context_call(
 ) -> Result<(Bundle, Option<String>), CallError> {
     // Embedding the task holds no connection; if it failed, the gate still answers first.
     let probe = context::probe(&st.embedder, &st.task_vectors, tenant, req).await;
-    let (mut tx, version) = db::scope::begin_versioned(&st.pool, tenant).await?;
-    let settings = st.tenant_settings.resolve(&mut tx, tenant, version).await?;
-    let config = &settings.config;
-    if identity_missing(config, meta) {
-        return Err(CallError::CallerIdentityRequired);
-    }
+    // A call that emits no receipt may read on the replica. One that emits a receipt reads on
+    // the primary, which the receipt's replay will be checked against: asked for one, it goes
+    // there at once; told by the tenant's config (`receipts: always`), it reads again there.
+    let mut pool = if emit_receipt == Some(true) { &st.pool } else { st.read_pool().await? };
+    let (settings, found) = loop {
+        let (mut tx, version) = db::scope::begin_versioned(pool, tenant).await?;
+        let settings = st.tenant_settings.resolve(&mut tx, tenant, version).await?;
+        if identity_missing(&settings.config, meta) {
+            return Err(CallError::CallerIdentityRequired);
+        }
+        if !std::ptr::eq(pool, &st.pool) && should_emit(&settings.config, emit_receipt) {
+            pool = &st.pool;
+            continue;
+        }
+        let Ok(p) = &probe else { break (settings, None) };
+        break (settings, Some(candidates::retrieve(&mut tx, p, &req.options).await?));
+    };
     let probe = probe?;
-    let found = candidates::retrieve(&mut tx, &probe, &req.options).await?;
-    drop(tx);
+    let found = found.ok_or_else(|| anyhow::anyhow!("candidates were not read"))?;
+    let config = &settings.config;
     let policy = PolicyContext {
         active: settings.policy.clone(),
         mode: PolicyMode::from_config(config),
