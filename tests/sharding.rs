@@ -85,7 +85,8 @@ async fn tenant_data_is_keyed_by_tenant_first() {
         "SELECT c.relname::text, ic.relname::text, a.attname::text FROM pg_index i \
          JOIN pg_class c ON c.oid = i.indrelid JOIN pg_class ic ON ic.oid = i.indexrelid \
          LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0] \
-         WHERE c.relnamespace = current_schema()::regnamespace AND (i.indisunique OR i.indisprimary) ORDER BY 1, 2",
+         WHERE c.relnamespace = current_schema()::regnamespace AND (i.indisunique OR i.indisprimary) \
+           AND c.relname <> '_sqlx_migrations' ORDER BY 1, 2",
     )
     .fetch_all(&pool)
     .await
