@@ -98,7 +98,8 @@ async fn erasure_is_complete_while_another_process_compiles() {
         let batch: Vec<_> =
             (0..40).map(|i| common::episode(&subject, &format!("My project codename is Kite{round}x{i}."))).collect();
         assert_eq!(a.post("/v1/episodes/batch", &json!({"episodes": batch})).await.0, 201);
-        let compile = b.post("/v1/memories/compile", &json!({"subject_id": subject}));
+        let body = json!({"subject_id": subject});
+        let compile = b.post("/v1/memories/compile", &body);
         let erase = async {
             tokio::time::sleep(Duration::from_millis(round * 5)).await;
             a.client.delete(a.url(&format!("/v1/subjects/{subject}"))).send().await.unwrap().status().as_u16()
