@@ -80,18 +80,19 @@ struct Tally {
     acked: Mutex<Vec<(String, String)>>,
 }
 
+/// What one client task sends with.
+struct Client<'a> {
+    http: reqwest::Client,
+    urls: &'a [String],
+    tenant: &'a str,
+    tally: &'a Tally,
+    give_up: Instant,
+}
+
 /// Sends one request, moving across URLs on connection errors and waiting out 503s, until it
 /// gets an answer that is not a 503 or the deadline passes. Returns (status, body).
-async fn send(
-    http: &reqwest::Client,
-    urls: &[String],
-    start_at: usize,
-    tenant: &str,
-    path: &str,
-    body: Option<&Value>,
-    tally: &Tally,
-    give_up: Instant,
-) -> Option<(u16, Value)> {
+async fn send(c: &Client<'_>, start_at: usize, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
+    let (http, urls, tenant, tally, give_up) = (&c.http, c.urls, c.tenant, c.tally, c.give_up);
     let mut first_failure: Option<Instant> = None;
     let mut i = start_at;
     loop {
@@ -144,16 +145,21 @@ async fn send(
 
 async fn client(n: usize, args: Arc<Args>, tally: Arc<Tally>, deadline: Instant) {
     let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
-    let give_up = deadline + Duration::from_secs(60);
+    let c = Client {
+        http,
+        urls: &args.urls,
+        tenant: &args.tenant,
+        tally: &tally,
+        give_up: deadline + Duration::from_secs(60),
+    };
     let mut step: u64 = 0;
     while Instant::now() < deadline {
         step += 1;
         let subject = format!("user:{}-{}", n, step as usize % args.subjects);
         let at = n + step as usize;
-        let t = &args.tenant;
         // Per round: one ingest; every 3rd a sync compile, every 5th an async one; every 4th a context.
         let key = format!("c{n}-s{step}");
-        let text = if step % 2 == 0 {
+        let text = if step.is_multiple_of(2) {
             format!("I live in Town{}.", step % 7)
         } else {
             format!("My project codename is Falcon{n}x{step}.")
@@ -161,7 +167,7 @@ async fn client(n: usize, args: Arc<Args>, tally: Arc<Tally>, deadline: Instant)
         let ep = json!({"subject_id": subject, "source": "chat", "type": "message", "idempotency_key": key,
             "payload": {"messages": [{"role": "user", "content": text}]}});
         let mut acked_id = None;
-        if let Some((s, b)) = send(&http, &args.urls, at, t, "/v1/episodes", Some(&ep), &tally, give_up).await {
+        if let Some((s, b)) = send(&c, at, "/v1/episodes", Some(&ep)).await {
             if s == 200 || s == 201 {
                 tally.ingests.fetch_add(1, Ordering::Relaxed);
                 let id = b["id"].as_str().unwrap_or_default().to_string();
@@ -171,25 +177,25 @@ async fn client(n: usize, args: Arc<Args>, tally: Arc<Tally>, deadline: Instant)
         }
         // Read-your-writes: the timeline read right after the ingest (from another process,
         // or the replica) shows it.
-        if let (Some(id), true) = (acked_id, step % 2 == 1) {
+        if let (Some(id), true) = (acked_id, !step.is_multiple_of(2)) {
             let path = format!("/v1/timeline?subject_id={subject}&newest_first=true&limit=5");
-            if let Some((200, b)) = send(&http, &args.urls, at + 1, t, &path, None, &tally, give_up).await {
+            if let Some((200, b)) = send(&c, at + 1, &path, None).await {
                 tally.timelines.fetch_add(1, Ordering::Relaxed);
                 if !b.to_string().contains(&id) {
                     tally.stale_reads.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
-        if step % 3 == 0 || step % 5 == 0 {
-            let body = json!({"subject_id": subject, "async": step % 5 == 0});
-            if send(&http, &args.urls, at, t, "/v1/memories/compile", Some(&body), &tally, give_up).await.is_some() {
+        if step.is_multiple_of(3) || step.is_multiple_of(5) {
+            let body = json!({"subject_id": subject, "async": step.is_multiple_of(5)});
+            if send(&c, at, "/v1/memories/compile", Some(&body)).await.is_some() {
                 tally.compiles.fetch_add(1, Ordering::Relaxed);
             }
         }
-        if step % 4 == 0 {
-            let receipt = step % 8 == 0;
+        if step.is_multiple_of(4) {
+            let receipt = step.is_multiple_of(8);
             let body = json!({"subject_id": subject, "task": "Where does the user live?", "emit_receipt": receipt});
-            if send(&http, &args.urls, at, t, "/v1/context", Some(&body), &tally, give_up).await.is_some() {
+            if send(&c, at, "/v1/context", Some(&body)).await.is_some() {
                 tally.contexts.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -177,7 +177,7 @@ pub fn database_unavailable(cause: &anyhow::Error) -> bool {
             // 25006: read-only transaction (a demoted primary or a standby).
             c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03" | "25006")
         }),
-        _ => e.downcast_ref::<std::io::Error>().is_some(),
+        _ => false,
     })
 }
 
