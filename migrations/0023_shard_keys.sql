@@ -1,4 +1,4 @@
--- mnemo schema, part 19: every unique key of tenant data starts with tenant_id (the sharding
+-- mnemo schema, part 23: every unique key of tenant data starts with tenant_id (the sharding
 -- rules of docs/sharding.md, kept by tests/sharding.rs).
 --
 -- Webhook event ids are ULIDs: unique per tenant through the primary key (tenant_id, id), which
