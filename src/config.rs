@@ -380,6 +380,14 @@ pub struct ServeArgs {
     /// mnemo_app); unset: the database URL's role switches to mnemo_app after connecting.
     #[arg(long, env = "MNEMO_APP_DATABASE_URL", hide_env_values = true)]
     pub app_database_url: Option<String>,
+    /// Optional streaming replica for reads (timeline, search, context without a receipt),
+    /// connecting like MNEMO_APP_DATABASE_URL; a read goes there once it has replayed the
+    /// primary's WAL up to where it was when the read began (read-your-writes), else to the primary.
+    #[arg(long, env = "MNEMO_READ_DATABASE_URL", hide_env_values = true)]
+    pub read_database_url: Option<String>,
+    /// Longest a read waits for the replica to catch up before it goes to the primary, in ms.
+    #[arg(long, env = "MNEMO_READ_MAX_LAG_MS", default_value_t = 250, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub read_max_lag_ms: u64,
     /// Address to listen on.
     #[arg(long, env = "MNEMO_ADDR", default_value = "127.0.0.1:8100")]
     pub addr: SocketAddr,
@@ -466,6 +474,8 @@ mod tests {
         ServeArgs {
             db: DbArgs { database_url: None, data_dir: "./x".into(), db_max_connections: 5 },
             app_database_url: None,
+            read_database_url: None,
+            read_max_lag_ms: 250,
             addr: addr.parse().unwrap(),
             api_key: key.map(str::to_string),
             allow_open: open,

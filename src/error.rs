@@ -142,6 +142,18 @@ impl IntoResponse for ApiError {
                 }
                 resp
             }
+            ApiError::Internal(cause) if database_unavailable(&cause) => {
+                // A failover or restart: the client can retry the same request shortly.
+                tracing::warn!(request_id = current_request_id().unwrap_or_default(), error = %format!("{cause:#}"), "database unavailable");
+                let body = envelope(
+                    "database_unavailable",
+                    "The database is unavailable (restart or failover in progress); retry after the Retry-After delay",
+                    None,
+                );
+                let mut resp = (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+                resp.headers_mut().insert("retry-after", HeaderValue::from_static(UNAVAILABLE_RETRY_AFTER));
+                resp
+            }
             ApiError::Internal(cause) => {
                 // The cause may hold SQL or paths, never content: log it once, send nothing of it.
                 tracing::error!(request_id = current_request_id().unwrap_or_default(), error = %format!("{cause:#}"), "internal error");
@@ -149,6 +161,24 @@ impl IntoResponse for ApiError {
             }
         }
     }
+}
+
+/// Seconds a client is told to wait when the database is unavailable.
+const UNAVAILABLE_RETRY_AFTER: &str = "1";
+
+/// Whether an error means the database cannot be reached right now (a connection that broke or
+/// cannot be made, a server shutting down or starting, a primary that became read-only in a
+/// failover), as opposed to a fault of the request or of mnemo.
+pub fn database_unavailable(cause: &anyhow::Error) -> bool {
+    cause.chain().any(|e| match e.downcast_ref::<sqlx::Error>() {
+        Some(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)) => true,
+        Some(sqlx::Error::Database(db)) => db.code().is_some_and(|c| {
+            // 08: connection exception; 57P01-03: admin/crash shutdown, cannot connect now;
+            // 25006: read-only transaction (a demoted primary or a standby).
+            c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03" | "25006")
+        }),
+        _ => false,
+    })
 }
 
 /// One invalid field, reported pydantic-style.

@@ -197,7 +197,16 @@ async fn serve_with(
         compiler: args.compiler.to_compiler()?,
         ..RuntimeConfig::default()
     };
-    let state = AppState::new(pool.clone(), config, embedder).with_signing_keys(keys);
+    let mut state = AppState::new(pool.clone(), config, embedder).with_signing_keys(keys);
+    if let Some(url) = args.read_database_url.as_deref().filter(|u| !u.is_empty()) {
+        let opts = PgConnectOptions::from_str(url).context("MNEMO_READ_DATABASE_URL is not a valid Postgres URL")?;
+        let replica = db::pool::connect_app(opts, args.db.db_max_connections)
+            .await
+            .context("connecting to the read replica as mnemo_app")?;
+        let max_lag = std::time::Duration::from_millis(args.read_max_lag_ms);
+        tracing::info!(max_lag_ms = args.read_max_lag_ms, "reads go to the replica when it has caught up");
+        state = state.with_read_replica(mnemo::services::read_replica::ReadReplica::new(replica, max_lag));
+    }
     let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, "mnemo listening");
     let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();

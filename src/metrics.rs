@@ -21,6 +21,7 @@ const LLM_TOKENS: &str = "mnemo_llm_tokens_total";
 const LLM_CALLS: &str = "mnemo_llm_calls_total";
 const LLM_CALL_DURATION: &str = "mnemo_llm_call_duration_seconds";
 const LLM_EPISODES: &str = "mnemo_llm_episodes_total";
+const READ_ROUTES: &str = "mnemo_read_routes_total";
 
 /// Latency bucket upper bounds, in seconds (every histogram here is a duration).
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
@@ -50,6 +51,10 @@ fn describe() {
     describe_histogram!(HTTP_DURATION, Unit::Seconds, "Request latency by method and route.");
     describe_histogram!(EMBEDDING_DURATION, Unit::Seconds, "Time per embedding call (a batch of texts).");
     describe_counter!(COMPILE_JOBS, "Async compile jobs finished by this process.");
+    describe_counter!(
+        READ_ROUTES,
+        "Reads with a replica configured, by where they went (replica, primary_lagging, primary_replica_down)."
+    );
     describe_gauge!(POOL_CONNECTIONS, "Database pool connections.");
     describe_counter!(LLM_TOKENS, "Tokens sent to (in) and received from (out) the LLM compiler's model.");
     describe_counter!(LLM_CALLS, "LLM compiler requests by outcome (ok, unavailable, malformed, rejected).");
@@ -76,6 +81,11 @@ pub fn record_embedding(elapsed: Duration) {
 /// Counts a finished compile job.
 pub fn record_job(completed: bool) {
     counter!(COMPILE_JOBS, "outcome" => if completed { "completed" } else { "failed" }).increment(1);
+}
+
+/// Counts one read routed with a replica configured.
+pub fn record_read_route(route: &'static str) {
+    counter!(READ_ROUTES, "route" => route).increment(1);
 }
 
 /// Records one LLM compiler request and how it ended.

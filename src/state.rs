@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use crate::embed::Embedder;
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::TaskVectorCache;
+use crate::services::read_replica::ReadReplica;
 use crate::services::tenant_settings::SettingsCache;
 use crate::services::webhooks::Webhooks;
 
@@ -95,6 +96,8 @@ pub struct AppState {
     /// Signs admin console sessions: derived from the first receipt-signing key (so replicas
     /// share sessions), else random per process. Never a receipt key itself; never logged.
     pub console_key: Arc<[u8; 32]>,
+    /// The optional streaming replica for reads (`MNEMO_READ_DATABASE_URL`).
+    pub reads: Option<Arc<ReadReplica>>,
 }
 
 impl AppState {
@@ -113,6 +116,22 @@ impl AppState {
             keys_present: Arc::new(KeysPresent::default()),
             shutting_down: Arc::new(AtomicBool::new(false)),
             console_key: Arc::new(rand::random()),
+            reads: None,
+        }
+    }
+
+    /// Reads from this replica when it has caught up (see [`ReadReplica`]).
+    pub fn with_read_replica(mut self, replica: ReadReplica) -> Self {
+        self.reads = Some(Arc::new(replica));
+        self
+    }
+
+    /// The pool for a read that must see every write acknowledged before it: the replica when
+    /// one is configured and caught up, else the primary.
+    pub async fn read_pool(&self) -> sqlx::Result<&PgPool> {
+        match &self.reads {
+            Some(r) => r.choose(&self.pool).await,
+            None => Ok(&self.pool),
         }
     }
 

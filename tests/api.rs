@@ -32,6 +32,17 @@ async fn readyz_is_503_when_the_database_is_gone() {
 }
 
 #[tokio::test]
+async fn requests_get_a_503_with_retry_after_while_the_database_is_unreachable() {
+    let app = spawn().await;
+    app.app_pool.close().await;
+    let r = app.client.post(app.url("/v1/episodes")).json(&episode("u1", "I live in Oslo.")).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let (_, body) = split(r).await;
+    assert_eq!(body["error"]["code"], "database_unavailable");
+}
+
+#[tokio::test]
 async fn request_id_is_echoed_or_generated() {
     let app = spawn().await;
     let r = app.client.get(app.url("/healthz")).header("X-Request-ID", "abc-123").send().await.unwrap();

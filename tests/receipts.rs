@@ -266,12 +266,8 @@ async fn audit_verify_command_reports_the_chain() {
     let app = spawn().await;
     app.ingest_and_compile("u", &["I live in Lisbon."]).await;
     context_with_receipt(&app, "default", "u", "where").await;
-    let url = format!(
-        "postgres://{}@localhost/{}?host={}",
-        app.db_options.get_username(),
-        app.db_options.get_database().unwrap(),
-        app.db_options.get_socket().unwrap().display()
-    );
+    // The embedded cluster's socket, or the TCP server of MNEMO_TEST_DATABASE_URL.
+    let url = app.database_url();
     let run = || async {
         tokio::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
             .args(["audit", "verify", "--tenant", "default"])

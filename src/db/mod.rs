@@ -17,6 +17,7 @@ pub mod pool;
 pub mod rate_limits;
 pub mod receipts;
 pub mod reembed;
+pub mod replication;
 pub mod resolutions;
 pub mod scope;
 pub mod subjects;

@@ -57,7 +57,7 @@ pub async fn search(
     let _ = (q.opt_str("entity_weight", 32), q.opt_str("entity_max_distance", 32), q.bool("rerank", false));
     let _ = q.int("rerank_pool", 1, 1000, 60);
     q.finish()?;
-    let (memories, mode) = run_search(&st.pool, &st.embedder, &tenant, &query).await?;
+    let (memories, mode) = run_search(st.read_pool().await?, &st.embedder, &tenant, &query).await?;
     Ok(Json(SearchResults { memories, search_mode: mode }))
 }
 

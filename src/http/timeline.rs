@@ -57,6 +57,6 @@ pub async fn get(
         active_only: status == "active",
         filter: Default::default(),
     };
-    let page = timeline::page(&st.pool, &tenant, &query).await?;
+    let page = timeline::page(st.read_pool().await?, &tenant, &query).await?;
     Ok(Json(Timeline::new(query.subject_id, page)))
 }

@@ -44,25 +44,36 @@ pub async fn context_call(
     meta: &ReceiptMeta,
 ) -> Result<(Bundle, Option<String>), CallError> {
     // Embedding the task holds no connection; if it failed, the gate still answers first.
+    // A call that emits no receipt may read on the replica. One that emits a receipt reads on
+    // the primary, which the receipt's replay will be checked against: asked for one, it goes
+    // there at once; told by the tenant's config (`receipts: always`), it reads again there.
+    let mut pool = if emit_receipt == Some(true) { &st.pool } else { st.read_pool().await? };
     let probe = match context::probe(&st.embedder, &st.task_vectors, tenant, req).await {
         Ok(p) => p,
         Err(e) => {
-            let settings = st.tenant_settings.current(&st.pool, tenant).await?;
+            let settings = st.tenant_settings.current(pool, tenant).await?;
             if identity_missing(&settings.config, meta) {
                 return Err(CallError::CallerIdentityRequired);
             }
             return Err(e.into());
         }
     };
-    let (found, version) = candidates::retrieve(&st.pool, &probe, &req.options).await?;
-    let settings = match st.tenant_settings.get(tenant, version) {
-        Some(s) => s,
-        None => st.tenant_settings.current(&st.pool, tenant).await?,
+    let (settings, found) = loop {
+        let (found, version) = candidates::retrieve(pool, &probe, &req.options).await?;
+        let settings = match st.tenant_settings.get(tenant, version) {
+            Some(s) => s,
+            None => st.tenant_settings.current(pool, tenant).await?,
+        };
+        if identity_missing(&settings.config, meta) {
+            return Err(CallError::CallerIdentityRequired);
+        }
+        if !std::ptr::eq(pool, &st.pool) && should_emit(&settings.config, emit_receipt) {
+            pool = &st.pool;
+            continue;
+        }
+        break (settings, found);
     };
     let config = &settings.config;
-    if identity_missing(config, meta) {
-        return Err(CallError::CallerIdentityRequired);
-    }
     let policy = PolicyContext {
         active: settings.policy.clone(),
         mode: PolicyMode::from_config(config),

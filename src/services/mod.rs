@@ -14,6 +14,7 @@ pub mod labels;
 pub mod memories;
 pub mod policy;
 pub mod query_terms;
+pub mod read_replica;
 pub mod receipts;
 pub mod reembed;
 pub mod replay;

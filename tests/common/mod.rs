@@ -51,6 +51,18 @@ async fn admin_options() -> PgConnectOptions {
     cluster.connect_options("postgres")
 }
 
+/// Where the server's own pool connects: `MNEMO_TEST_APP_DATABASE_URL` (e.g. a pgbouncer in
+/// transaction mode, logging in as a member of mnemo_app) with the test's database, or the same
+/// server as the owner.
+pub fn app_options(opts: &PgConnectOptions) -> PgConnectOptions {
+    match std::env::var("MNEMO_TEST_APP_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => PgConnectOptions::from_str(&url)
+            .expect("MNEMO_TEST_APP_DATABASE_URL")
+            .database(opts.get_database().expect("test database name")),
+        _ => opts.clone(),
+    }
+}
+
 /// Creates an empty, migrated database and returns options to reach it.
 pub async fn fresh_database() -> PgConnectOptions {
     let admin = admin_options().await;
@@ -119,7 +131,7 @@ pub async fn spawn_bound(
     // `pool` is the owner (superuser) for the tests' own inspection; the server runs as mnemo_app.
     let pool = db::pool::connect(opts.clone(), 4).await.expect("pool");
     db::pool::migrate(&pool).await.expect("migrate");
-    let app_pool = db::pool::connect_app(opts.clone(), 10).await.expect("app pool");
+    let app_pool = db::pool::connect_app(app_options(&opts), 10).await.expect("app pool");
     let state = AppState::new(app_pool.clone(), config, embedder).with_signing_keys(keys);
     let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
     let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());

@@ -84,7 +84,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "mnemo.secretEnvs" -}}
 {{- $root := . }}
 {{- $s := .Values.secrets }}
-{{- range $e := list (list "MNEMO_DATABASE_URL" $s.databaseUrl) (list "MNEMO_API_KEY" $s.apiKey) (list "MNEMO_RECEIPT_SIGNING_KEYS" $s.receiptSigningKeys) (list "MNEMO_OPENAI_API_KEY" $s.openaiApiKey) (list "MNEMO_WEBHOOK_SECRET" $s.webhookSecret) }}
+{{- range $e := list (list "MNEMO_DATABASE_URL" $s.databaseUrl) (list "MNEMO_API_KEY" $s.apiKey) (list "MNEMO_RECEIPT_SIGNING_KEYS" $s.receiptSigningKeys) (list "MNEMO_OPENAI_API_KEY" $s.openaiApiKey) (list "MNEMO_WEBHOOK_SECRET" $s.webhookSecret) (list "MNEMO_APP_DATABASE_URL" $s.appDatabaseUrl) (list "MNEMO_READ_DATABASE_URL" $s.readDatabaseUrl) }}
 {{- include "mnemo.secretEnv" (dict "root" $root "name" (index $e 0) "entry" (index $e 1)) }}
 {{- end }}
 {{- end }}

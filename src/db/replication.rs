@@ -1,0 +1,16 @@
+//! WAL positions for routing reads to a streaming replica (read-your-writes).
+
+use sqlx::PgPool;
+
+/// The primary's current WAL write position, as text (`0/16B3748`).
+pub async fn current_lsn(primary: &PgPool) -> sqlx::Result<String> {
+    sqlx::query_scalar("SELECT pg_current_wal_lsn()::text").fetch_one(primary).await
+}
+
+/// Whether the server has replayed the WAL up to `lsn` (a primary always has).
+pub async fn replayed(replica: &PgPool, lsn: &str) -> sqlx::Result<bool> {
+    sqlx::query_scalar("SELECT COALESCE(pg_last_wal_replay_lsn() >= $1::pg_lsn, NOT pg_is_in_recovery())")
+        .bind(lsn)
+        .fetch_one(replica)
+        .await
+}
