@@ -222,7 +222,7 @@ async fn lexical_scores(app: &common::TestApp, subject: &str, task_words: &str, 
         days: Vec::new(),
         approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
     };
-    let found = mnemo::db::context::candidates(&app.app_pool, &probe, false, false).await.unwrap();
+    let (found, _) = mnemo::db::context::candidates(&app.app_pool, &probe, false, false).await.unwrap();
     found.memories.iter().map(|c| c.lex).chain(found.episodes.iter().map(|c| c.lex)).collect()
 }
 

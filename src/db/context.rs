@@ -47,9 +47,8 @@ pub struct Probe<'a> {
 }
 
 /// A memory candidate with its bitemporal columns and raw relevance signals.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct MemoryCandidate {
-    #[sqlx(flatten)]
     pub memory: Memory,
     pub asserted_valid_to: Option<DateTime<Utc>>,
     pub superseded_at: Option<DateTime<Utc>>,
@@ -59,9 +58,8 @@ pub struct MemoryCandidate {
 }
 
 /// An episode candidate with its ingest seq and raw relevance signals.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct EpisodeCandidate {
-    #[sqlx(flatten)]
     pub episode: Episode,
     pub seq: i64,
     pub lex: f64,
@@ -70,7 +68,7 @@ pub struct EpisodeCandidate {
 
 /// One episode's backing: whether a memory compiled from it is visible at `as_of`, and whether
 /// one was superseded by then through a claim contradiction.
-#[derive(Debug, Clone, Copy, sqlx::FromRow)]
+#[derive(Debug, Clone, Copy)]
 pub struct Backing {
     pub episode_id: Uuid,
     pub visible: bool,
@@ -80,17 +78,15 @@ pub struct Backing {
 /// What one call reads (see [`candidates`]).
 #[derive(Debug, Default)]
 pub struct Found {
-    /// The tenant's settings version, read after the tenant was named (as
-    /// [`crate::db::scope::begin_versioned`] returns it).
-    pub version: i64,
-    /// The session's latest snapshot as of the call, when the probe names a session that has one.
-    pub snapshot: Option<SnapshotRow>,
     pub memories: Vec<MemoryCandidate>,
-    /// The lanes' episodes, the turns around them and the sources of single-turn summaries,
-    /// without repeats.
+    /// The lanes' episodes, the turns next to them and the sources of single-turn summaries
+    /// (suppression would remove a repeated id; the statement returns none).
     pub episodes: Vec<EpisodeCandidate>,
     /// Backing of every episode returned and of every source of a summary returned.
     pub backing: Vec<Backing>,
+    /// The session's latest snapshot as of the call, when the probe names a session that has
+    /// one: its pinned turns are among `episodes`, and the turns it covers are not.
+    pub snapshot: Option<SnapshotRow>,
 }
 
 /// Every lane's candidates for `probe` in one round trip (`mnemo_context`, migration 0020), on a
@@ -106,7 +102,10 @@ pub struct Found {
 /// with `sources`, the source turns of single-turn summaries (compact bundles show such a summary
 /// as its turn). With a snapshot of the probe's session, the summaries made only of turns it
 /// covers are left out, its pinned turns come, and the turns it covers do not.
-pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: bool) -> sqlx::Result<Found> {
+///
+/// Returns the candidates and the tenant's settings version, read after the tenant was named
+/// (as [`crate::db::scope::begin_versioned`] returns it).
+pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: bool) -> sqlx::Result<(Found, i64)> {
     let (vector, model) = match &p.vector {
         Some((v, m)) => (Some(v.as_str()), Some(m.as_str())),
         None => (None, None),
@@ -140,9 +139,10 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
             .fetch_all(pool)
             .await?;
     let mut found = Found::default();
+    let mut version = 0;
     for r in rows {
         match r.part {
-            0 => found.version = need(r.seq, "seq")?,
+            0 => version = need(r.seq, "seq")?,
             1 => found.memories.push(r.memory(p.subject_id)?),
             2 => found.episodes.push(r.episode(p.subject_id)?),
             3 => found.backing.push(Backing {
@@ -153,7 +153,7 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
             _ => found.snapshot = Some(r.snapshot()?),
         }
     }
-    Ok(found)
+    Ok((found, version))
 }
 
 /// Whether pgvector takes `hnsw.iterative_scan` (0.8+). Read once per process: the extension's

@@ -6,22 +6,10 @@ use sqlx::PgPool;
 
 use super::options::RetrievalOptions;
 use crate::db;
-use crate::db::context::{Backing, EpisodeCandidate, MemoryCandidate, Probe};
-use crate::db::working_memory::SnapshotRow;
+use crate::db::context::Probe;
 
-/// Everything retrieval found for one call.
-#[derive(Debug, Default)]
-pub struct Candidates {
-    pub memories: Vec<MemoryCandidate>,
-    /// The lanes' episodes, the turns next to them and the sources of single-turn summaries
-    /// (suppression would remove a repeated id; the statement returns none).
-    pub episodes: Vec<EpisodeCandidate>,
-    /// Backing of every candidate episode and of every candidate summary's sources.
-    pub backing: Vec<Backing>,
-    /// The current session's latest snapshot as of the call: its pinned turns are among
-    /// `episodes`, and the turns it covers are not.
-    pub snapshot: Option<SnapshotRow>,
-}
+/// Everything retrieval found for one call (the statement's rows, decoded).
+pub use crate::db::context::Found as Candidates;
 
 /// The starts (UTC midnight) of the days `task` names, as of `as_of`.
 pub fn day_starts(task: &str, as_of: DateTime<Utc>) -> Vec<DateTime<Utc>> {
@@ -35,12 +23,5 @@ pub fn day_starts(task: &str, as_of: DateTime<Utc>) -> Vec<DateTime<Utc>> {
 /// Reads the candidates for `probe` in one round trip ([`db::context::candidates`]) and returns
 /// them with the tenant's settings version read in the same statement.
 pub async fn retrieve(pool: &PgPool, probe: &Probe<'_>, opts: &RetrievalOptions) -> sqlx::Result<(Candidates, i64)> {
-    let found = db::context::candidates(pool, probe, opts.smoothing || opts.neighbours, opts.compact).await?;
-    let c = Candidates {
-        memories: found.memories,
-        episodes: found.episodes,
-        backing: found.backing,
-        snapshot: found.snapshot,
-    };
-    Ok((c, found.version))
+    db::context::candidates(pool, probe, opts.smoothing || opts.neighbours, opts.compact).await
 }
