@@ -21,6 +21,7 @@ pub mod receipts;
 pub mod services;
 pub mod sessions;
 pub mod state;
+pub mod telemetry;
 pub mod templates;
 pub mod transfer;
 

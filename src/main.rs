@@ -18,19 +18,40 @@ use mnemo::receipts::signing::SigningKeys;
 use mnemo::transfer::{ExportArgs, ImportArgs};
 use mnemo::{db, AppState, RuntimeConfig};
 
-fn init_logging(format: LogFormat, to_stderr: bool) {
+/// Logs to stdout (or stderr), and exports spans over OTLP when `export` and the environment
+/// ask for it (see [`mnemo::telemetry`]); the returned exporter is shut down at exit.
+fn init_logging(format: LogFormat, to_stderr: bool, export: bool) -> Option<mnemo::telemetry::Exporter> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
+
     std::panic::set_hook(Box::new(log_panic));
     let filter = EnvFilter::try_from_env("MNEMO_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
-    if to_stderr {
-        // The stdio bridge owns stdout for JSON-RPC.
-        tracing_subscriber::fmt().with_env_filter(filter).with_target(false).with_writer(std::io::stderr).init();
-        return;
-    }
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_target(false);
-    match format {
-        LogFormat::Json => builder.json().flatten_event(true).init(),
-        LogFormat::Text => builder.init(),
-    }
+    let fmt = tracing_subscriber::fmt::layer().with_target(false);
+    // The stdio bridge owns stdout for JSON-RPC.
+    let fmt = match (to_stderr, format) {
+        (true, _) => fmt.with_writer(std::io::stderr).boxed(),
+        (false, LogFormat::Json) => fmt.json().flatten_event(true).boxed(),
+        (false, LogFormat::Text) => fmt.boxed(),
+    };
+    // MNEMO_LOG sets what is logged; exported spans have their own filter (see telemetry).
+    let fmt = fmt.with_filter(filter);
+    // The OTLP client blocks: it is built off the async runtime's threads.
+    let otel = if export {
+        std::thread::scope(|s| s.spawn(mnemo::telemetry::layer).join()).unwrap_or_else(|_| Ok(None))
+    } else {
+        Ok(None)
+    };
+    let (otel, exporter) = match otel {
+        Ok(Some((layer, exporter))) => (Some(layer), Some(exporter)),
+        Ok(None) => (None, None),
+        Err(e) => {
+            eprintln!("mnemo: OpenTelemetry export is off: {e:#}");
+            (None, None)
+        }
+    };
+    tracing_subscriber::registry().with(otel).with(fmt).init();
+    exporter
 }
 
 /// Reports a panic once, as a log event: inside a request it carries the request's span and id
@@ -399,7 +420,11 @@ async fn main() -> std::process::ExitCode {
         _ => LogFormat::Text,
     };
     // The stdio bridge owns stdout for JSON-RPC, and an export writes its file there.
-    init_logging(format, matches!(cli.command, Command::Mcp(_) | Command::Export(_)));
+    let exporter = init_logging(
+        format,
+        matches!(cli.command, Command::Mcp(_) | Command::Export(_)),
+        matches!(cli.command, Command::Serve(_)),
+    );
     let result = match cli.command {
         Command::Serve(a) => serve(*a).await,
         Command::Migrate(a) => migrate(a).await,
@@ -416,6 +441,9 @@ async fn main() -> std::process::ExitCode {
             .map(|s| println!("{s}"))
             .map_err(anyhow::Error::from),
     };
+    if let Some(exporter) = exporter {
+        let _ = tokio::task::spawn_blocking(move || exporter.shutdown()).await;
+    }
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -111,14 +111,23 @@ fn request_span(req: &Request) -> Span {
     tracing::info_span!(
         "request",
         otel.name = %format_args!("{method} {route}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.response.status_code = tracing::field::Empty,
         method,
         route,
         request_id = request_id(req).unwrap_or_default(),
     )
 }
 
-/// The access log line, inside the request span: status and latency only.
-fn access_log(resp: &Response, latency: Duration, _span: &Span) {
+/// The access log line, inside the request span: status and latency only. The status also goes
+/// on the span (a 5xx marks it failed, as the HTTP semantic conventions say for servers).
+fn access_log(resp: &Response, latency: Duration, span: &Span) {
+    let status = resp.status();
+    span.record("http.response.status_code", i64::from(status.as_u16()));
+    if status.is_server_error() {
+        span.record("otel.status_code", "ERROR");
+    }
     let latency_ms = (latency.as_secs_f64() * 1000.0 * 100.0).round() / 100.0;
     tracing::info!(status = resp.status().as_u16(), latency_ms, "request");
 }

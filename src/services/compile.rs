@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::telemetry::{self, MemoryOp};
 use crate::compile::claims::{parse_claim, Cardinality, Registry};
 use crate::compile::link::{link_by_similarity, link_drafts, Current, SIMILARITY_THRESHOLD};
 use crate::compile::llm::prompt::CurrentFact;
@@ -167,6 +168,18 @@ pub async fn compile_batch_for(
 
 /// Compiles one batch of the subject's pending episodes with `deps.compiler`.
 pub async fn compile_batch_with(
+    deps: CompileDeps<'_>,
+    tenant: &str,
+    subject_id: &str,
+    batch_size: i64,
+    job_id: Option<&str>,
+) -> Result<BatchOutcome, CompileError> {
+    let span = telemetry::memory_span(MemoryOp::Update, tenant);
+    let fut = compile_in(deps, tenant, subject_id, batch_size, job_id);
+    telemetry::traced(span, fut, |outcome| outcome.memories.len()).await
+}
+
+async fn compile_in(
     deps: CompileDeps<'_>,
     tenant: &str,
     subject_id: &str,

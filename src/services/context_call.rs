@@ -11,6 +11,7 @@ use crate::policy::eval::PolicyMode;
 use crate::services::context::{self, candidates, Bundle, ContextRequest, PolicyContext};
 use crate::services::receipts::{build_body, emit, should_emit, ReceiptMeta};
 use crate::state::AppState;
+use crate::telemetry::{self, MemoryOp};
 
 /// Why a context call was refused.
 #[derive(Debug)]
@@ -37,6 +38,18 @@ pub fn identity_missing(config: &Value, meta: &ReceiptMeta) -> bool {
 /// Applies the gate, assembles the bundle and emits a receipt when the decision says so.
 /// A receipt that cannot be written never fails the call: the receipt id is then None.
 pub async fn context_call(
+    st: &AppState,
+    tenant: &str,
+    req: &ContextRequest,
+    emit_receipt: Option<bool>,
+    meta: &ReceiptMeta,
+) -> Result<(Bundle, Option<String>), CallError> {
+    let span = telemetry::memory_span(MemoryOp::Search, tenant);
+    let fut = call_in(st, tenant, req, emit_receipt, meta);
+    telemetry::traced(span, fut, |(b, _)| b.facts.len() + b.procedures.len() + b.episodes.len()).await
+}
+
+async fn call_in(
     st: &AppState,
     tenant: &str,
     req: &ContextRequest,

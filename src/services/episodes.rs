@@ -11,6 +11,7 @@ use crate::db;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::state::KnownTenants;
+use crate::telemetry::{self, MemoryOp};
 
 static IDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
 
@@ -44,6 +45,18 @@ async fn ensure_tenant(pool: &PgPool, known: &KnownTenants, tenant: &str) -> sql
 /// Without that webhook the insert is one statement on a bare connection (it applies the
 /// tenant itself); with it, the statement and the outbox row share a transaction.
 pub async fn ingest_one(
+    pool: &PgPool,
+    known: &KnownTenants,
+    hooks: &Webhooks,
+    tenant: &str,
+    episode: &NewEpisode,
+) -> sqlx::Result<(Episode, Inserted)> {
+    let span = telemetry::memory_span(MemoryOp::Create, tenant);
+    let fut = ingest_one_in(pool, known, hooks, tenant, episode);
+    telemetry::traced(span, fut, |(_, inserted)| usize::from(*inserted == Inserted::New)).await
+}
+
+async fn ingest_one_in(
     pool: &PgPool,
     known: &KnownTenants,
     hooks: &Webhooks,
@@ -104,6 +117,17 @@ async fn stored(pool: &PgPool, tenant: &str, episodes: &[&NewEpisode]) -> sqlx::
 /// one statement; returns each row and the count of new rows. At least one new row announces
 /// `episodes.batch_created` with the subjects of new rows (then in the statement's transaction).
 pub async fn ingest_batch(
+    pool: &PgPool,
+    known: &KnownTenants,
+    hooks: &Webhooks,
+    tenant: &str,
+    episodes: &[NewEpisode],
+) -> sqlx::Result<(Vec<Episode>, usize)> {
+    let span = telemetry::memory_span(MemoryOp::Create, tenant);
+    telemetry::traced(span, ingest_batch_in(pool, known, hooks, tenant, episodes), |(_, created)| *created).await
+}
+
+async fn ingest_batch_in(
     pool: &PgPool,
     known: &KnownTenants,
     hooks: &Webhooks,

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
+use crate::telemetry::{self, MemoryOp};
 use crate::db;
 use crate::model::time::now_micros;
 use crate::receipts::canonical::canonical_v1;
@@ -47,6 +48,18 @@ impl Erased {
 /// Erases every row of the subject in the tenant, records a certificate and (when something
 /// was deleted) announces `subject.deleted`.
 pub async fn erase_subject(
+    pool: &PgPool,
+    keys: &SigningKeys,
+    hooks: &Webhooks,
+    tenant: &str,
+    subject_id: &str,
+) -> anyhow::Result<Erased> {
+    let span = telemetry::memory_span(MemoryOp::Delete, tenant);
+    let count = |e: &Erased| usize::try_from(e.count("memories") + e.count("episodes")).unwrap_or(usize::MAX);
+    telemetry::traced(span, erase_in(pool, keys, hooks, tenant, subject_id), count).await
+}
+
+async fn erase_in(
     pool: &PgPool,
     keys: &SigningKeys,
     hooks: &Webhooks,

@@ -9,6 +9,7 @@ use crate::db;
 use crate::embed::Embedder;
 use crate::model::memory::Memory;
 use crate::services::compile::{embed_texts, vector_literal};
+use crate::telemetry::{self, MemoryOp};
 
 /// A search request after validation.
 #[derive(Debug, Clone)]
@@ -26,6 +27,16 @@ const SEMANTIC_WEIGHT: f64 = 0.6;
 
 /// Runs a search; returns the memories and which mode ran (`text`, `semantic`, `text_fallback`).
 pub async fn search(
+    pool: &PgPool,
+    embedder: &std::sync::Arc<dyn Embedder>,
+    tenant: &str,
+    query: &SearchQuery,
+) -> anyhow::Result<(Vec<Memory>, &'static str)> {
+    let span = telemetry::memory_span(MemoryOp::Search, tenant);
+    telemetry::traced(span, search_in(pool, embedder, tenant, query), |(rows, _)| rows.len()).await
+}
+
+async fn search_in(
     pool: &PgPool,
     embedder: &std::sync::Arc<dyn Embedder>,
     tenant: &str,
@@ -93,6 +104,12 @@ pub async fn set_labels(pool: &PgPool, tenant: &str, id: Uuid, labels: &[String]
 
 /// Forgets one memory of the tenant's subject (tombstoned); None when there is no such live memory.
 pub async fn forget(pool: &PgPool, tenant: &str, subject_id: &str, id: Uuid) -> sqlx::Result<Option<Memory>> {
+    let span = telemetry::memory_span(MemoryOp::Delete, tenant);
+    telemetry::record_id(&span, &id.to_string());
+    telemetry::traced(span, forget_in(pool, tenant, subject_id, id), |m| usize::from(m.is_some())).await
+}
+
+async fn forget_in(pool: &PgPool, tenant: &str, subject_id: &str, id: Uuid) -> sqlx::Result<Option<Memory>> {
     let mut tx = db::scope::begin(pool, tenant).await?;
     let forgotten = db::memories::tombstone(&mut tx, tenant, subject_id, id).await?;
     tx.commit().await?;
