@@ -2,10 +2,9 @@
 //! briefs with receipts and policy, and their erasure.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
 use chrono::{Duration, SecondsFormat, Utc};
-use common::{spawn, TestApp};
+use crate::common::{spawn, TestApp};
 use serde_json::{json, Value};
 
 fn ago(minutes: i64) -> String {

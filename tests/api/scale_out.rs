@@ -4,17 +4,16 @@
 //! this suite through pgbouncer in transaction pooling mode.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
 
 use std::time::Duration;
 
-use common::{spawn_replica, TestApp};
+use crate::common::{spawn_replica, TestApp};
 use mnemo::RuntimeConfig;
 use serde_json::json;
 
 async fn two() -> (TestApp, TestApp) {
     let fast = || RuntimeConfig { job_poll_ms: 20, ..RuntimeConfig::default() };
-    let a = common::spawn_with(fast()).await;
+    let a = crate::common::spawn_with(fast()).await;
     let b = spawn_replica(&a, fast()).await;
     (a, b)
 }
@@ -27,7 +26,7 @@ async fn async_compile_jobs_are_claimed_once_across_processes() {
         let subject = format!("user:{s}");
         for (i, app) in [&a, &b].into_iter().enumerate() {
             let text = format!("My project codename is Falcon{s}x{i}.");
-            assert_eq!(app.post("/v1/episodes", &common::episode(&subject, &text)).await.0, 201);
+            assert_eq!(app.post("/v1/episodes", &crate::common::episode(&subject, &text)).await.0, 201);
         }
         let app = if s % 2 == 0 { &a } else { &b };
         let (status, job) = app.post("/v1/memories/compile", &json!({"subject_id": subject, "async": true})).await;
@@ -96,7 +95,7 @@ async fn erasure_is_complete_while_another_process_compiles() {
     for round in 0..4 {
         let subject = format!("gone:{round}");
         let batch: Vec<_> =
-            (0..40).map(|i| common::episode(&subject, &format!("My project codename is Kite{round}x{i}."))).collect();
+            (0..40).map(|i| crate::common::episode(&subject, &format!("My project codename is Kite{round}x{i}."))).collect();
         assert_eq!(a.post("/v1/episodes/batch", &json!({"episodes": batch})).await.0, 201);
         let body = json!({"subject_id": subject});
         let compile = b.post("/v1/memories/compile", &body);

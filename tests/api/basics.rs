@@ -1,9 +1,8 @@
 //! Cross-cutting HTTP behaviour: probes, request ids, auth, tenants, timeline and subjects.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::{episode, spawn, spawn_with, split};
+use crate::common::{episode, spawn, spawn_with, split};
 use mnemo::RuntimeConfig;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -315,7 +314,7 @@ async fn security_headers_on_every_answer_without_breaking_openapi_or_mcp() {
     let (_, doc) = split(r).await;
     assert!(doc["paths"]["/v1/context"].is_object());
     let (s, headers, body) =
-        common::mcp::post_with(&app, None, &common::mcp::request(1, "tools/list", json!({})), &[]).await;
+        crate::common::mcp::post_with(&app, None, &crate::common::mcp::request(1, "tools/list", json!({})), &[]).await;
     assert_eq!(s, 200, "{body}");
     assert!(body["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{body}");
     assert_eq!(headers["x-content-type-options"], "nosniff");

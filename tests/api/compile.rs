@@ -1,12 +1,11 @@
 //! Compile through HTTP: drain, supersession, claims, async jobs, concurrency, failures, search, labels.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{episode, spawn, spawn_full, spawn_with};
+use crate::common::{episode, spawn, spawn_full, spawn_with};
 use mnemo::embed::Embedder;
 use mnemo::RuntimeConfig;
 use serde_json::{json, Value};
@@ -195,7 +194,7 @@ async fn a_failed_compile_leaves_episodes_uncompiled_and_leaks_nothing() {
     assert_eq!(out.memories.len(), 2);
 }
 
-async fn wait_for_job(app: &common::TestApp, job_id: &str) -> Value {
+async fn wait_for_job(app: &crate::common::TestApp, job_id: &str) -> Value {
     for _ in 0..200 {
         let (s, b) = app.get(&format!("/v1/memories/compile/{job_id}")).await;
         assert_eq!(s, 200, "{b}");
@@ -232,7 +231,7 @@ async fn async_compile_runs_as_a_job_and_attaches() {
     assert_eq!(s, 404);
 }
 
-async fn spawn_worker_on(app: &common::TestApp) -> tokio::sync::watch::Sender<bool> {
+async fn spawn_worker_on(app: &crate::common::TestApp) -> tokio::sync::watch::Sender<bool> {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let state =
         mnemo::AppState::new(app.pool.clone(), RuntimeConfig { job_poll_ms: 20, ..RuntimeConfig::default() }, embedder);

@@ -4,7 +4,6 @@
 //! virtualenv this test says so and skips; set `MNEMO_REQUIRE_COMPAT=1` to make that a failure.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
 use std::path::PathBuf;
 
@@ -13,16 +12,16 @@ use sha2::{Digest, Sha256};
 
 #[tokio::test]
 async fn statewave_sdk_suite_passes() {
-    let Some(python) = common::venv_python("statewave==1.5.0") else {
+    let Some(python) = crate::common::venv_python("statewave==1.5.0") else {
         return;
     };
-    let open = common::spawn().await;
-    let keyed = common::spawn_with(RuntimeConfig {
+    let open = crate::common::spawn().await;
+    let keyed = crate::common::spawn_with(RuntimeConfig {
         api_key_sha256: Some(Sha256::digest(b"compat-key").into()),
         ..RuntimeConfig::default()
     })
     .await;
-    let limited = common::spawn_with(RuntimeConfig {
+    let limited = crate::common::spawn_with(RuntimeConfig {
         access: mnemo::services::access::AccessPolicy { region: None, rate_limit_rpm: 120 },
         ..RuntimeConfig::default()
     })

@@ -1,9 +1,8 @@
 //! Receipts over HTTP: emission, reads, paging, signatures, tampering, the chain, replay, erasure.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::{spawn, TestApp};
+use crate::common::{spawn, TestApp};
 use mnemo::receipts::signing::SigningKeys;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -27,10 +26,10 @@ async fn emission_follows_request_and_tenant_config() {
     assert_eq!(id.len(), 26);
     assert!(id.chars().all(|c| "0123456789ABCDEFGHJKMNPQRSTVWXYZ".contains(c)));
     assert_eq!(b["receipt_emitted"], true);
-    common::set_config(&app, "always", json!({"receipts": "always"})).await;
+    crate::common::set_config(&app, "always", json!({"receipts": "always"})).await;
     let (_, b) = app.post_as("always", "/v1/context", &json!({"subject_id": "u", "task": "t"})).await;
     assert!(b["receipt_id"].is_string());
-    common::set_config(&app, "never", json!({"receipts": "never"})).await;
+    crate::common::set_config(&app, "never", json!({"receipts": "never"})).await;
     let (_, b) =
         app.post_as("never", "/v1/context", &json!({"subject_id": "u", "task": "t", "emit_receipt": true})).await;
     assert_eq!(b["receipt_emitted"], false);
@@ -103,12 +102,12 @@ fn keys() -> SigningKeys {
 async fn signed_app() -> TestApp {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let app = spawn_full_with_keys(embedder).await;
-    common::set_config(&app, "default", json!({"receipt_signing_key_id": "k1"})).await;
+    crate::common::set_config(&app, "default", json!({"receipt_signing_key_id": "k1"})).await;
     app
 }
 
 async fn spawn_full_with_keys(embedder: std::sync::Arc<dyn mnemo::embed::Embedder>) -> TestApp {
-    common::spawn_state(mnemo::RuntimeConfig::default(), embedder, keys()).await
+    crate::common::spawn_state(mnemo::RuntimeConfig::default(), embedder, keys()).await
 }
 
 #[tokio::test]
@@ -168,7 +167,7 @@ async fn concurrent_emitters_keep_one_unbroken_chain() {
         let (client, url) = (app.client.clone(), app.url("/v1/context"));
         set.spawn(async move {
             let body = json!({"subject_id": "u", "task": format!("task {i}"), "emit_receipt": true});
-            common::split(client.post(url).json(&body).send().await.unwrap()).await
+            crate::common::split(client.post(url).json(&body).send().await.unwrap()).await
         });
     }
     for (s, b) in set.join_all().await {
@@ -238,7 +237,7 @@ async fn erasure_keeps_chain_links_but_no_content() {
 async fn retention_tombstones_old_receipts_and_the_chain_still_verifies() {
     let app = spawn().await;
     app.ingest_and_compile("u", &["I live in Lisbon."]).await;
-    common::set_config(&app, "default", json!({"receipt_retention_days": 30})).await;
+    crate::common::set_config(&app, "default", json!({"receipt_retention_days": 30})).await;
     let old = context_with_receipt(&app, "default", "u", "old task").await["receipt_id"].as_str().unwrap().to_string();
     let new = context_with_receipt(&app, "default", "u", "new task").await["receipt_id"].as_str().unwrap().to_string();
     sqlx::query("UPDATE receipts SET created_at = now() - interval '40 days' WHERE receipt_id = $1")

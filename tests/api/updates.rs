@@ -3,12 +3,11 @@
 //! and a tenant's own verb frames extend the registry.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::spawn;
+use crate::common::spawn;
 use serde_json::{json, Value};
 
-async fn say(app: &common::TestApp, subject: &str, session: &str, at: &str, text: &str) {
+async fn say(app: &crate::common::TestApp, subject: &str, session: &str, at: &str, text: &str) {
     let ep = json!({"subject_id": subject, "source": "chat", "type": "message", "session_id": session,
                     "occurred_at": at, "payload": {"messages": [{"role": "user", "content": text}]}});
     let (s, b) = app.post("/v1/episodes", &ep).await;
@@ -16,7 +15,7 @@ async fn say(app: &common::TestApp, subject: &str, session: &str, at: &str, text
     app.compile_all(subject).await;
 }
 
-async fn bundle(app: &common::TestApp, subject: &str, task: &str, as_of: Option<&str>) -> Value {
+async fn bundle(app: &crate::common::TestApp, subject: &str, task: &str, as_of: Option<&str>) -> Value {
     let mut req = json!({"subject_id": subject, "task": task, "max_tokens": 800, "emit_receipt": true});
     if let Some(t) = as_of {
         req["as_of"] = json!(t);
@@ -97,7 +96,7 @@ async fn tenant_frames_extend_the_registry_and_bad_ones_are_refused() {
     let app = spawn().await;
     let bad = json!({"attribute_frames": [{"pattern": "we bill through", "key": "attr.billing_provider"}]});
     let r = app.client.patch(app.url("/admin/tenants/default/config")).json(&bad).send().await.unwrap();
-    let (s, b) = common::split(r).await;
+    let (s, b) = crate::common::split(r).await;
     assert_eq!(s, 422, "{b}");
     assert!(b.to_string().contains("exactly one value slot"), "{b}");
     let good = json!({"attribute_frames": [{"pattern": "we bill (through|via) {name}", "key": "attr.billing_provider", "event": false}]});

@@ -2,9 +2,8 @@
 //! security headers.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::{spawn, spawn_replica, spawn_with, TestApp};
+use crate::common::{spawn, spawn_replica, spawn_with, TestApp};
 use mnemo::services::access::AccessPolicy;
 use mnemo::RuntimeConfig;
 use serde_json::{json, Value};
@@ -17,12 +16,12 @@ async fn call(app: &TestApp, key: Option<&str>, tenant: Option<&str>, path: &str
     if let Some(t) = tenant {
         r = r.header("X-Tenant-ID", t);
     }
-    common::split(r.send().await.unwrap()).await
+    crate::common::split(r.send().await.unwrap()).await
 }
 
 async fn ingest(app: &TestApp, key: &str, subject: &str, text: &str) -> (u16, Value) {
-    let r = app.client.post(app.url("/v1/episodes")).header("X-API-Key", key).json(&common::episode(subject, text));
-    common::split(r.send().await.unwrap()).await
+    let r = app.client.post(app.url("/v1/episodes")).header("X-API-Key", key).json(&crate::common::episode(subject, text));
+    crate::common::split(r.send().await.unwrap()).await
 }
 
 #[tokio::test]
@@ -208,7 +207,7 @@ async fn tenant_config_is_versioned_validated_and_region_checked() {
         let app = &app;
         async move {
             let r = app.client.patch(app.url("/admin/tenants/acme/config")).json(&body).send().await.unwrap();
-            common::split(r).await
+            crate::common::split(r).await
         }
     };
     let (s, doc) =

@@ -5,13 +5,12 @@
 //! it), so CI really runs it. Screenshots of every page go to `target/console-screenshots/`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::TestApp;
+use crate::common::TestApp;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 
@@ -109,7 +108,7 @@ async fn body(c: &Client) -> String {
 }
 
 async fn seed(app: &TestApp) -> (String, String) {
-    common::set_config(app, "default", json!({"receipt_signing_key_id": "k1"})).await;
+    crate::common::set_config(app, "default", json!({"receipt_signing_key_id": "k1"})).await;
     app.ingest_and_compile(
         "user:ada",
         &[
@@ -144,7 +143,7 @@ async fn the_console_in_a_browser() {
         mnemo::receipts::signing::SigningKeys::parse(r#"{"k1": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}"#)
             .unwrap();
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
-    let mut app = common::spawn_state(Default::default(), embedder, keys).await;
+    let mut app = crate::common::spawn_state(Default::default(), embedder, keys).await;
     let admin = mnemo::services::keys::create(&app.pool, "default", true, Some("ops")).await.unwrap().secret;
     let tenant_key = mnemo::services::keys::create(&app.pool, "default", false, None).await.unwrap().secret;
     // The seed goes through the API with the admin key.

@@ -6,6 +6,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 
 use mnemo::pg::Cluster;
 use mnemo::{db, AppState, RuntimeConfig};
@@ -14,6 +15,7 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, PgPool};
 use tokio::sync::oneshot;
 
+pub mod llm_stub;
 pub mod mcp;
 
 /// A running server and its private database.
@@ -27,12 +29,71 @@ pub struct TestApp {
     /// Base URL of the separate `/metrics` listener.
     pub metrics_base: String,
     shutdown: Option<oneshot::Sender<()>>,
+    /// The database, dropped with the last server on it.
+    db: Arc<TestDb>,
 }
 
 impl Drop for TestApp {
     fn drop(&mut self) {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
+        }
+    }
+}
+
+/// Server error events of every test in this process (JSON lines, `fields.error` and
+/// `fields.request_id`), for tests that report the logged cause of a failure.
+pub static SERVER_LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct LogSink;
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        SERVER_LOG.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend_from_slice(buf);
+        // Also in the test's own output, shown when it fails.
+        eprint!("{}", String::from_utf8_lossy(buf));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Installs the process's log subscriber once: server errors, as JSON, into [`SERVER_LOG`].
+pub fn init_logging() {
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("mnemo=error"))
+        .with_writer(|| LogSink)
+        .try_init();
+}
+
+/// A test's own database: dropped (`WITH (FORCE)`, closing whatever is still connected) when
+/// this guard is, so a run leaves no databases behind.
+pub struct TestDb {
+    pub options: PgConnectOptions,
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let Some(name) = self.options.get_database().map(str::to_string) else { return };
+        let admin = self.options.clone().database("postgres");
+        // Drop runs on the test's runtime thread, which cannot block on a future: the statement
+        // runs on a thread and runtime of its own.
+        let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            rt.block_on(async {
+                let mut conn = admin.connect().await?;
+                sqlx::query(&sql).execute(&mut conn).await?;
+                conn.close().await?;
+                anyhow::Ok(())
+            })
+        })
+        .join();
+        if let Ok(Err(e)) = dropped {
+            eprintln!("test database {name} was not dropped: {e:#}");
         }
     }
 }
@@ -63,14 +124,14 @@ pub fn app_options(opts: &PgConnectOptions) -> PgConnectOptions {
     }
 }
 
-/// Creates an empty, migrated database and returns options to reach it.
-pub async fn fresh_database() -> PgConnectOptions {
+/// Creates an empty database, dropped when the returned guard is.
+pub async fn fresh_database() -> TestDb {
     let admin = admin_options().await;
     let name = format!("mnemo_t_{}", ulid::Ulid::new().to_string().to_lowercase());
     let mut conn = admin.connect().await.expect("connect admin");
     sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut conn).await.expect("create db");
     conn.close().await.ok();
-    admin.database(&name)
+    TestDb { options: admin.database(&name) }
 }
 
 /// Starts a server with default settings.
@@ -95,39 +156,35 @@ pub async fn spawn_state(
     embedder: std::sync::Arc<dyn mnemo::embed::Embedder>,
     keys: mnemo::receipts::signing::SigningKeys,
 ) -> TestApp {
-    let opts = fresh_database().await;
-    spawn_on(opts, config, embedder, keys).await
+    spawn_on(Arc::new(fresh_database().await), config, embedder, keys).await
 }
 
 /// Starts another server process-alike on the same database as `app` (replicas).
 pub async fn spawn_replica(app: &TestApp, config: RuntimeConfig) -> TestApp {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
-    spawn_on(app.db_options.clone(), config, embedder, mnemo::receipts::signing::SigningKeys::empty()).await
+    spawn_on(app.db.clone(), config, embedder, mnemo::receipts::signing::SigningKeys::empty()).await
 }
 
 async fn spawn_on(
-    opts: PgConnectOptions,
+    db: Arc<TestDb>,
     config: RuntimeConfig,
     embedder: std::sync::Arc<dyn mnemo::embed::Embedder>,
     keys: mnemo::receipts::signing::SigningKeys,
 ) -> TestApp {
-    spawn_bound(opts, config, embedder, keys, "127.0.0.1:0").await
+    spawn_bound(db, config, embedder, keys, "127.0.0.1:0").await
 }
 
 /// Starts a server listening on `bind` (e.g. `0.0.0.0:0` to be reached on a non-loopback
 /// address); `base` still names 127.0.0.1.
 pub async fn spawn_bound(
-    opts: PgConnectOptions,
+    db: Arc<TestDb>,
     config: RuntimeConfig,
     embedder: std::sync::Arc<dyn mnemo::embed::Embedder>,
     keys: mnemo::receipts::signing::SigningKeys,
     bind: &str,
 ) -> TestApp {
-    // Server errors reach the test output (shown for failing tests only).
-    let _ = tracing_subscriber::fmt()
-        .with_test_writer()
-        .with_env_filter(tracing_subscriber::EnvFilter::new("mnemo=error"))
-        .try_init();
+    init_logging();
+    let opts = db.options.clone();
     // `pool` is the owner (superuser) for the tests' own inspection; the server runs as mnemo_app.
     let pool = db::pool::connect(opts.clone(), 4).await.expect("pool");
     db::pool::migrate(&pool).await.expect("migrate");
@@ -146,7 +203,7 @@ pub async fn spawn_bound(
         .await
         .expect("serve");
     });
-    TestApp { base, client: reqwest::Client::new(), pool, app_pool, db_options: opts, metrics_base, shutdown: Some(tx) }
+    TestApp { base, client: reqwest::Client::new(), pool, app_pool, db_options: opts, metrics_base, shutdown: Some(tx), db }
 }
 
 impl TestApp {

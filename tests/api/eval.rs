@@ -7,16 +7,14 @@
 //! last context result, the subject's memories (timeline) and counts.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-#[path = "common/llm_stub.rs"]
-mod llm_stub;
+use crate::common::llm_stub;
 
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
 struct Run<'a> {
-    app: &'a common::TestApp,
+    app: &'a crate::common::TestApp,
     subject: String,
     last_context: Option<(Value, Value)>,
 }
@@ -186,10 +184,10 @@ impl Run<'_> {
 }
 
 async fn run_file(path: &PathBuf) -> (usize, Vec<String>) {
-    run_file_on(&common::spawn().await, path).await
+    run_file_on(&crate::common::spawn().await, path).await
 }
 
-async fn run_file_on(app: &common::TestApp, path: &PathBuf) -> (usize, Vec<String>) {
+async fn run_file_on(app: &crate::common::TestApp, path: &PathBuf) -> (usize, Vec<String>) {
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let mut passed = 0;
     let mut failed = Vec::new();
@@ -244,7 +242,7 @@ async fn own_scenarios_pass_with_the_llm_compiler() {
     let stub = llm_stub::start().await;
     let llm = LlmCompiler::new(LlmConfig::new(stub.url.clone(), "careful-eval")).unwrap();
     let config = mnemo::RuntimeConfig { compiler: Compiler::Llm(std::sync::Arc::new(llm)), ..Default::default() };
-    let app = common::spawn_with(config).await;
+    let app = crate::common::spawn_with(config).await;
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/eval/scenarios.json");
     let (passed, failed) = run_file_on(&app, &path).await;
     assert!(failed.is_empty(), "{} passed, failed: {failed:?}", passed);

@@ -3,7 +3,6 @@
 //! (Citus) without changing a key.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
 
 use std::collections::BTreeSet;
 
@@ -25,11 +24,12 @@ const UNFILTERED_OK: &[(&str, &str, &str)] = &[(
     "the INSERT's tenant_id column is $1, the tenant every row of the batch belongs to",
 )];
 
-async fn migrated() -> PgPool {
-    let opts = common::fresh_database().await;
-    let pool = mnemo::db::pool::connect(opts, 2).await.unwrap();
+/// A migrated database; keep the guard while the pool is used (it drops the database).
+async fn migrated() -> (PgPool, crate::common::TestDb) {
+    let db = crate::common::fresh_database().await;
+    let pool = mnemo::db::pool::connect(db.options.clone(), 2).await.unwrap();
     mnemo::db::pool::migrate(&pool).await.unwrap();
-    pool
+    (pool, db)
 }
 
 async fn names(pool: &PgPool, sql: &str) -> Vec<String> {
@@ -51,7 +51,7 @@ fn doc() -> String {
 
 #[tokio::test]
 async fn tenant_data_is_keyed_by_tenant_first() {
-    let pool = migrated().await;
+    let (pool, _db) = migrated().await;
     let all = tables(&pool).await;
     for r in REFERENCE_TABLES {
         assert!(all.iter().any(|t| t == r), "reference table {r} is not in the schema any more");
@@ -131,7 +131,7 @@ async fn tenant_data_is_keyed_by_tenant_first() {
 /// every sequence (and column fed by one), so a migration that adds one has to say how it shards.
 #[tokio::test]
 async fn the_distribution_plan_names_every_object() {
-    let pool = migrated().await;
+    let (pool, _db) = migrated().await;
     let doc = doc();
     let mut objects: BTreeSet<String> = tables(&pool).await.into_iter().collect();
     objects.extend(

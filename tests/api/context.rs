@@ -1,9 +1,8 @@
 //! POST /v1/context through HTTP: validation, budget, determinism, as_of, gates, sessions, tenants.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::{episode, spawn, spawn_full};
+use crate::common::{episode, spawn, spawn_full};
 use serde_json::{json, Value};
 
 fn facts(b: &Value) -> Vec<String> {
@@ -203,14 +202,14 @@ async fn approximate_vector_lanes_match_the_exact_ones_on_a_small_subject() {
     assert!(facts_text(&app, "What pet does the user have?").await.contains("Biscuit"));
 }
 
-async fn facts_text(app: &common::TestApp, task: &str) -> String {
+async fn facts_text(app: &crate::common::TestApp, task: &str) -> String {
     let (_, b) = app.post("/v1/context", &json!({"subject_id": "u", "task": task, "max_tokens": 300})).await;
     b["assembled_context"].as_str().unwrap().to_string()
 }
 
 /// Candidate signals for a task straight from the retrieval queries (as the server runs them:
 /// mnemo_app, the tenant named by the statement).
-async fn lexical_scores(app: &common::TestApp, subject: &str, task_words: &str, as_of: &str) -> Vec<f64> {
+async fn lexical_scores(app: &crate::common::TestApp, subject: &str, task_words: &str, as_of: &str) -> Vec<f64> {
     let as_of = chrono::DateTime::parse_from_rfc3339(as_of).unwrap().with_timezone(&chrono::Utc);
     let probe = mnemo::db::context::Probe {
         tenant: "default",

@@ -2,7 +2,6 @@
 //! committed changes, are signed, retried, dead-lettered, shared by replicas, and erased.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -11,7 +10,7 @@ use std::time::{Duration, Instant};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use common::TestApp;
+use crate::common::TestApp;
 use mnemo::services::webhooks::signature::verify;
 use mnemo::services::webhooks::{Secret, WebhookConfig, WebhookEvent, Webhooks};
 use mnemo::RuntimeConfig;
@@ -84,7 +83,7 @@ fn hooks(url: &str) -> WebhookConfig {
 }
 
 async fn spawn_hooked(config: WebhookConfig) -> TestApp {
-    common::spawn_with(RuntimeConfig { webhooks: config, ..RuntimeConfig::default() }).await
+    crate::common::spawn_with(RuntimeConfig { webhooks: config, ..RuntimeConfig::default() }).await
 }
 
 /// Polls until `f` holds (10 s at most).
@@ -112,7 +111,7 @@ async fn rows(app: &TestApp) -> Vec<(String, String, i32, Option<i32>, Option<St
 
 async fn delete(app: &TestApp, subject: &str) -> Value {
     let r = app.client.delete(app.url(&format!("/v1/subjects/{subject}"))).send().await.unwrap();
-    let (s, b) = common::split(r).await;
+    let (s, b) = crate::common::split(r).await;
     assert_eq!(s, 200, "{b}");
     b
 }
@@ -122,14 +121,14 @@ async fn committed_changes_fire_signed_events_and_repeats_fire_nothing() {
     let rx = receiver(&[]).await;
     let app = spawn_hooked(hooks(&rx.url)).await;
 
-    let mut ep = common::episode("user:1", "My name is Dana Reyes and I work at Globex.");
+    let mut ep = crate::common::episode("user:1", "My name is Dana Reyes and I work at Globex.");
     ep["idempotency_key"] = json!("k-1");
     let (s, created) = app.post("/v1/episodes", &ep).await;
     assert_eq!(s, 201, "{created}");
     let (s, _) = app.post("/v1/episodes", &ep).await;
     assert_eq!(s, 200, "an idempotent repeat");
     let mut batch: Vec<Value> =
-        vec![common::episode("user:2", "I live in Oslo."), common::episode("user:1", "I use Rust.")];
+        vec![crate::common::episode("user:2", "I live in Oslo."), crate::common::episode("user:1", "I use Rust.")];
     batch.push(ep.clone());
     let (s, b) = app.post("/v1/episodes/batch", &json!({"episodes": batch})).await;
     assert_eq!((s, b["episodes_created"].clone()), (201, json!(2)));
@@ -190,7 +189,7 @@ async fn the_allowlist_and_an_unset_url_keep_events_out_of_the_outbox() {
     let names: Vec<String> = rx.seen().iter().map(|s| s.event.clone()).collect();
     assert_eq!(names, ["subject.deleted"]);
 
-    let off = common::spawn().await;
+    let off = crate::common::spawn().await;
     off.ingest_and_compile("u", &["I live in Bergen."]).await;
     delete(&off, "u").await;
     assert_eq!(off.count("webhook_events").await, 0, "webhooks off: nothing is queued");
@@ -200,7 +199,7 @@ async fn the_allowlist_and_an_unset_url_keep_events_out_of_the_outbox() {
 async fn server_errors_are_retried_until_delivered() {
     let rx = receiver(&[500, 503, 429]).await;
     let app = spawn_hooked(hooks(&rx.url)).await;
-    app.post("/v1/episodes", &common::episode("u", "hello")).await;
+    app.post("/v1/episodes", &crate::common::episode("u", "hello")).await;
     eventually("delivery after three failures", || async {
         rows(&app).await.first().is_some_and(|r| r.1 == "delivered")
     })
@@ -216,7 +215,7 @@ async fn server_errors_are_retried_until_delivered() {
 async fn a_permanent_refusal_dead_letters_at_once_and_an_operator_can_retry_it() {
     let rx = receiver(&[400]).await;
     let app = spawn_hooked(hooks(&rx.url)).await;
-    app.post("/v1/episodes", &common::episode("u", "hello")).await;
+    app.post("/v1/episodes", &crate::common::episode("u", "hello")).await;
     eventually("dead letter", || async { rows(&app).await.first().is_some_and(|r| r.1 == "dead_letter") }).await;
     assert_eq!(
         rows(&app).await[0],
@@ -259,7 +258,7 @@ async fn an_unreachable_receiver_dead_letters_after_max_attempts() {
         format!("http://{}/hook?token=abc", l.local_addr().unwrap())
     };
     let app = spawn_hooked(WebhookConfig { backoff_base: Duration::from_millis(10), ..hooks(&url) }).await;
-    app.post("/v1/episodes", &common::episode("u", "hello")).await;
+    app.post("/v1/episodes", &crate::common::episode("u", "hello")).await;
     eventually("dead letter", || async { rows(&app).await.first().is_some_and(|r| r.1 == "dead_letter") }).await;
     let (_, status, attempts, http, error) = rows(&app).await.remove(0);
     assert_eq!((status.as_str(), attempts, http), ("dead_letter", 5, None));
@@ -295,11 +294,11 @@ async fn two_replicas_deliver_each_event_exactly_once() {
     let rx = receiver(&[]).await;
     let config = WebhookConfig { poll_interval: Duration::from_millis(10), ..hooks(&rx.url) };
     let a = spawn_hooked(config.clone()).await;
-    let b = common::spawn_replica(&a, RuntimeConfig { webhooks: config, ..RuntimeConfig::default() }).await;
+    let b = crate::common::spawn_replica(&a, RuntimeConfig { webhooks: config, ..RuntimeConfig::default() }).await;
     let mut sent = 0;
     for i in 0..30 {
         let app = if i % 2 == 0 { &a } else { &b };
-        let (s, _) = app.post("/v1/episodes", &common::episode(&format!("u{}", i % 3), &format!("note {i}"))).await;
+        let (s, _) = app.post("/v1/episodes", &crate::common::episode(&format!("u{}", i % 3), &format!("note {i}"))).await;
         assert_eq!(s, 201);
         sent += 1;
     }
@@ -319,9 +318,9 @@ async fn erasure_leaves_no_webhook_row_naming_the_subject() {
     // the subject is erased.
     let rx = receiver(&[503, 503]).await;
     let app = spawn_hooked(WebhookConfig { backoff_base: Duration::from_secs(600), ..hooks(&rx.url) }).await;
-    app.post("/v1/episodes", &common::episode("gone", "My name is Ola.")).await;
+    app.post("/v1/episodes", &crate::common::episode("gone", "My name is Ola.")).await;
     let batch =
-        json!({"episodes": [common::episode("gone", "I live in Bergen."), common::episode("kept", "I use Go.")]});
+        json!({"episodes": [crate::common::episode("gone", "I live in Bergen."), crate::common::episode("kept", "I use Go.")]});
     app.post("/v1/episodes/batch", &batch).await;
     eventually("two failed attempts", || async { rx.seen().len() == 2 }).await;
 

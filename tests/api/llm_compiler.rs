@@ -2,9 +2,7 @@
 //! what lands, what the server refuses, what the model is shown, and failure handling.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-#[path = "common/llm_stub.rs"]
-mod llm_stub;
+use crate::common::llm_stub;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,12 +21,12 @@ fn config(stub: &llm_stub::Stub, model: &str) -> LlmConfig {
     cfg
 }
 
-async fn spawn(cfg: LlmConfig) -> common::TestApp {
+async fn spawn(cfg: LlmConfig) -> crate::common::TestApp {
     let compiler = Compiler::Llm(Arc::new(LlmCompiler::new(cfg).unwrap()));
-    common::spawn_with(RuntimeConfig { compiler, ..RuntimeConfig::default() }).await
+    crate::common::spawn_with(RuntimeConfig { compiler, ..RuntimeConfig::default() }).await
 }
 
-async fn spawn_model(model: &str) -> (common::TestApp, llm_stub::Stub) {
+async fn spawn_model(model: &str) -> (crate::common::TestApp, llm_stub::Stub) {
     let stub = llm_stub::start().await;
     (spawn(config(&stub, model)).await, stub)
 }
@@ -45,7 +43,7 @@ fn claims(memories: &[Value]) -> Vec<(String, String)> {
 }
 
 /// Every episode of the subject compiled exactly once: one summary per episode, cursor at the end.
-async fn assert_each_episode_once(app: &common::TestApp, subject: &str, episodes: usize) {
+async fn assert_each_episode_once(app: &crate::common::TestApp, subject: &str, episodes: usize) {
     let memories = app.memories(subject).await;
     let mut sources: Vec<String> = memories
         .iter()
@@ -63,7 +61,7 @@ async fn assert_each_episode_once(app: &common::TestApp, subject: &str, episodes
 #[tokio::test]
 async fn facts_and_claims_land_marked_llm_with_the_model_and_cost() {
     let (app, stub) = spawn_model("careful-1").await;
-    let eps = [common::episode("u", "Hi! I work at Globex and my name is Dana Reyes.")];
+    let eps = [crate::common::episode("u", "Hi! I work at Globex and my name is Dana Reyes.")];
     let (s, _) = app.post("/v1/episodes/batch", &json!({"episodes": eps})).await;
     assert_eq!(s, 201);
     let (s, b) = app.post("/v1/memories/compile", &json!({"subject_id": "u"})).await;
@@ -100,7 +98,7 @@ async fn facts_and_claims_land_marked_llm_with_the_model_and_cost() {
     assert!(records >= 1);
 
     // An async job reports its cost; metrics count tokens.
-    let eps = [common::episode("u2", "I live in Lisbon.")];
+    let eps = [crate::common::episode("u2", "I live in Lisbon.")];
     app.post("/v1/episodes/batch", &json!({"episodes": eps})).await;
     let (s, job) = app.post("/v1/memories/compile", &json!({"subject_id": "u2", "async": true})).await;
     assert_eq!(s, 202);
@@ -134,9 +132,9 @@ async fn unknown_claim_keys_are_dropped() {
 #[tokio::test]
 async fn tenant_claim_keys_are_offered_and_only_declared_keys_kept() {
     let (app, stub) = spawn_model("plan").await;
-    common::set_config(&app, "acme", json!({"claim_keys": {"billing.plan": "single"}})).await;
+    crate::common::set_config(&app, "acme", json!({"claim_keys": {"billing.plan": "single"}})).await;
     for tenant in ["acme", "other"] {
-        let eps = [common::episode("u", "We are on the Pro plan.")];
+        let eps = [crate::common::episode("u", "We are on the Pro plan.")];
         let (s, b) = app.post_as(tenant, "/v1/episodes/batch", &json!({"episodes": eps})).await;
         assert_eq!(s, 201, "{b}");
         let (s, b) = app.post_as(tenant, "/v1/memories/compile", &json!({"subject_id": "u"})).await;
@@ -273,7 +271,7 @@ async fn throughput() {
         cfg
     };
     let apps = [
-        ("heuristic", common::spawn().await),
+        ("heuristic", crate::common::spawn().await),
         ("llm, stub answering summaries only", spawn(bench("summaries")).await),
         ("llm, stub answering like a careful model", spawn(bench("careful-bench")).await),
     ];
@@ -282,7 +280,7 @@ async fn throughput() {
         let mut stub_secs = Vec::new();
         for run in 0..7 {
             let subject = format!("bench-{run}");
-            let eps: Vec<Value> = refs.iter().map(|t| common::episode(&subject, t)).collect();
+            let eps: Vec<Value> = refs.iter().map(|t| crate::common::episode(&subject, t)).collect();
             for chunk in eps.chunks(100) {
                 app.post("/v1/episodes/batch", &json!({"episodes": chunk})).await;
             }

@@ -5,11 +5,10 @@
 //! when absent).
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
 use std::path::PathBuf;
 
-use common::{spawn, TestApp};
+use crate::common::{spawn, TestApp};
 use mnemo::services::statewave_backup::document::checksum;
 use serde_json::{json, Value};
 
@@ -115,7 +114,7 @@ async fn export_then_import_into_another_tenant_gives_the_same_timeline() {
     let app = spawn().await;
     let subject = "user:rt";
     for text in ["My name is Ana Lima and I live in Quito.", "I work at Globex.", "I work at Initech now."] {
-        let (s, b) = app.post_as("t1", "/v1/episodes", &common::episode(subject, text)).await;
+        let (s, b) = app.post_as("t1", "/v1/episodes", &crate::common::episode(subject, text)).await;
         assert_eq!(s, 201, "{b}");
         let (s, b) = app.post_as("t1", "/v1/memories/compile", &json!({"subject_id": subject})).await;
         assert_eq!(s, 200, "{b}");
@@ -168,7 +167,7 @@ async fn export_then_import_into_another_tenant_gives_the_same_timeline() {
     assert_eq!(strip(&again, "episodes"), strip(&doc, "episodes"));
     assert_eq!(strip(&again, "memories"), strip(&doc, "memories"));
     // Nothing is compiled twice, and later facts still supersede imported ones.
-    let (s, b) = other.post_as("t2", "/v1/episodes", &common::episode(subject, "I work at Umbrella now.")).await;
+    let (s, b) = other.post_as("t2", "/v1/episodes", &crate::common::episode(subject, "I work at Umbrella now.")).await;
     assert_eq!(s, 201, "{b}");
     let (s, b) = other.post_as("t2", "/v1/memories/compile", &json!({"subject_id": subject})).await;
     assert_eq!(s, 200, "{b}");
@@ -214,7 +213,7 @@ async fn bad_documents_are_refused_and_write_nothing() {
         .send()
         .await
         .unwrap();
-    let (s, b) = common::split(r).await;
+    let (s, b) = crate::common::split(r).await;
     assert_eq!((s, &b["error"]["code"]), (422, &json!("validation_error")), "{b}");
     let (s, b) = app.post("/admin/import", &json!({"document": "not an object"})).await;
     refused(s, &b, "document");
@@ -240,7 +239,7 @@ async fn bad_documents_are_refused_and_write_nothing() {
 #[tokio::test]
 async fn a_subject_with_uncompiled_episodes_is_not_imported_into() {
     let app = spawn().await;
-    let (s, _) = app.post_as("acme", "/v1/episodes", &common::episode("user:small", "I like tea.")).await;
+    let (s, _) = app.post_as("acme", "/v1/episodes", &crate::common::episode("user:small", "I like tea.")).await;
     assert_eq!(s, 201);
     let before = rows(&app).await;
     let (s, b) =
@@ -264,14 +263,14 @@ async fn export_and_import_are_tenant_scoped() {
         .client
         .post(app.url("/v1/episodes"))
         .header("X-API-Key", &alpha)
-        .json(&common::episode("user:a", "I live in Bergen."))
+        .json(&crate::common::episode("user:a", "I live in Bergen."))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
     let get = |key: &str, path: &str| {
         let r = app.client.get(app.url(path)).header("X-API-Key", key);
-        async move { common::split(r.send().await.unwrap()).await }
+        async move { crate::common::split(r.send().await.unwrap()).await }
     };
     // A tenant key reaches neither endpoint, not even for its own tenant.
     let (s, b) = get(&alpha, "/admin/export/user:a").await;
@@ -362,24 +361,24 @@ fn signing_keys() -> mnemo::receipts::signing::SigningKeys {
 
 async fn signed_app() -> TestApp {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
-    common::spawn_state(mnemo::RuntimeConfig::default(), embedder, signing_keys()).await
+    crate::common::spawn_state(mnemo::RuntimeConfig::default(), embedder, signing_keys()).await
 }
 
 /// A tenant with two subjects: sessions, a snapshot, metadata, a resolution, labels, a
 /// supersession and two signed receipts. Returns the receipt ids.
 async fn rich_tenant(app: &TestApp, tenant: &str) -> Vec<String> {
-    common::set_config(app, tenant, json!({"receipt_signing_key_id": "k1"})).await;
+    crate::common::set_config(app, tenant, json!({"receipt_signing_key_id": "k1"})).await;
     let subject = "user:rich";
     let texts = ["My name is Ana Lima.", "I work at Globex.", "I work at Initech now.", "I prefer green tea."];
     for text in texts {
-        let mut e = common::episode(subject, text);
+        let mut e = crate::common::episode(subject, text);
         e["session_id"] = json!("s1");
         let (s, b) = app.post_as(tenant, "/v1/episodes", &e).await;
         assert_eq!(s, 201, "{b}");
         let (s, b) = app.post_as(tenant, "/v1/memories/compile", &json!({"subject_id": subject})).await;
         assert_eq!(s, 200, "{b}");
     }
-    let (s, b) = app.post_as(tenant, "/v1/episodes", &common::episode("user:other", "I live in Oslo.")).await;
+    let (s, b) = app.post_as(tenant, "/v1/episodes", &crate::common::episode("user:other", "I live in Oslo.")).await;
     assert_eq!(s, 201, "{b}");
     app.post_as(tenant, "/v1/memories/compile", &json!({"subject_id": "user:other"})).await;
     let t = timeline(app, tenant, subject).await;
@@ -554,7 +553,7 @@ async fn every_tenant_table_is_dumped_or_left_out_on_purpose() {
 /// has not reached (so `last_compiled_at` is null for it).
 async fn streamed_subject(app: &TestApp) {
     rich_tenant(app, "rich").await;
-    let mut e = common::episode("user:rich", "Zo\u{eb} \u{1f600} \"hi\"\n\tand \\ back");
+    let mut e = crate::common::episode("user:rich", "Zo\u{eb} \u{1f600} \"hi\"\n\tand \\ back");
     e["payload"]["x"] = json!(1.0);
     e["payload"]["y"] = json!(0.00001);
     e["payload"]["big"] = json!(1.2345678901234568e17);
@@ -665,7 +664,7 @@ async fn preserved_ids_in_another_tenant_are_refused() {
 // ---- merging a mnemo subject dump into a subject that holds data ----
 
 async fn ingest(app: &TestApp, tenant: &str, subject: &str, text: &str, key: Option<&str>, session: &str) {
-    let mut e = common::episode(subject, text);
+    let mut e = crate::common::episode(subject, text);
     e["session_id"] = json!(session);
     if let Some(k) = key {
         e["idempotency_key"] = json!(k);
@@ -683,8 +682,8 @@ fn stderr_of(out: &std::process::Output) -> String {
 #[tokio::test]
 async fn merge_adds_a_subject_dump_to_an_existing_subject() {
     let (a, b) = (signed_app().await, signed_app().await);
-    common::set_config(&a, "src", json!({"receipt_signing_key_id": "k1"})).await;
-    common::set_config(&b, "src", json!({"receipt_signing_key_id": "k1"})).await;
+    crate::common::set_config(&a, "src", json!({"receipt_signing_key_id": "k1"})).await;
+    crate::common::set_config(&b, "src", json!({"receipt_signing_key_id": "k1"})).await;
     let subject = "user:m";
     ingest(&a, "src", subject, "My name is Ana Lima.", Some("k1"), "sa").await;
     ingest(&a, "src", subject, "I work at Globex.", Some("k2"), "sa").await;

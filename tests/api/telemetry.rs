@@ -3,7 +3,6 @@
 //! (children of the request's server span), and no span carries the subject, the content or the task.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,7 +17,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
 use serde_json::json;
 
-use common::spawn;
+use crate::common::spawn;
 
 type Received = Arc<Mutex<Vec<Vec<u8>>>>;
 

@@ -6,14 +6,12 @@
 //! Cases come from proptest strategies drawn with a deterministic runner, so every run sends the same requests.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::TestApp;
+use crate::common::TestApp;
 use mnemo::RuntimeConfig;
 use proptest::prelude::*;
 use proptest::strategy::{Union, ValueTree};
@@ -744,33 +742,9 @@ fn clip(s: &str, max: usize) -> String {
     }
 }
 
-/// Server-side error events (JSON lines), so a 5xx in the report comes with its logged cause.
-static SERVER_LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-struct ServerLog;
-
-impl std::io::Write for ServerLog {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        SERVER_LOG.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn capture_server_errors() {
-    let _ = tracing_subscriber::fmt()
-        .json()
-        .with_max_level(tracing_subscriber::filter::LevelFilter::ERROR)
-        .with_writer(|| ServerLog)
-        .try_init();
-}
-
 /// The `error` field the server logged for a request id.
 fn logged_cause(request_id: &str) -> Option<String> {
-    let log = SERVER_LOG.lock().unwrap();
+    let log = crate::common::SERVER_LOG.lock().unwrap();
     String::from_utf8_lossy(&log)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -820,7 +794,7 @@ impl Fuzzer {
     }
 
     async fn with_config(config: RuntimeConfig) -> Self {
-        let app = common::spawn_with(config).await;
+        let app = crate::common::spawn_with(config).await;
         let tables: Vec<String> = sqlx::query_scalar(
             "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public' \
              AND table_type = 'BASE TABLE' AND table_name NOT LIKE '\\_sqlx%' ORDER BY 1",
@@ -1185,7 +1159,7 @@ async fn seed(app: &TestApp) -> Known {
     let (s, job) = app.post("/v1/memories/compile", &json!({"subject_id": "user:2", "async": true})).await;
     assert_eq!(s, 202, "{job}");
     let r = app.client.delete(app.url("/v1/subjects/user:erased")).send().await.unwrap();
-    let (s, erased) = common::split(r).await;
+    let (s, erased) = crate::common::split(r).await;
     assert_eq!(s, 200, "{erased}");
     let bundle = json!({"bundle": "version: 1\nrules: [{id: r, when: {memory_has_any_label: [pii]}, action: redact}]"});
     let (s, stored) = app.post("/admin/policy/bundles", &bundle).await;
@@ -1200,7 +1174,7 @@ async fn seed(app: &TestApp) -> Known {
 }
 
 async fn setup() -> (Fuzzer, Known, Value, Vec<Operation>) {
-    capture_server_errors();
+    crate::common::init_logging();
     let mut fuzzer = Fuzzer::new().await;
     let known = seed(&fuzzer.app).await;
     fuzzer.resync().await;
@@ -1373,7 +1347,7 @@ const KNOWN_SERVER_FAILURES: &[&str] = &[];
 
 /// The `error` fields of server errors logged since `from` (a byte offset into the log).
 fn new_server_errors(from: usize) -> String {
-    let log = SERVER_LOG.lock().unwrap();
+    let log = crate::common::SERVER_LOG.lock().unwrap();
     String::from_utf8_lossy(&log[from.min(log.len())..])
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -1386,11 +1360,11 @@ impl Fuzzer {
     /// Sends one JSON-RPC `tools/call` and judges it by the MCP rules.
     async fn mcp_call(&mut self, tool: &str, arguments: Value) {
         let op = format!("MCP {tool}");
-        let msg = common::mcp::request(1, "tools/call", json!({"name": tool, "arguments": arguments}));
+        let msg = crate::common::mcp::request(1, "tools/call", json!({"name": tool, "arguments": arguments}));
         let started = Instant::now();
         let before = std::mem::take(&mut self.last);
-        let logged_before = SERVER_LOG.lock().unwrap().len();
-        let answer = common::mcp::try_post_with(&self.app, None, &msg, &[]).await;
+        let logged_before = crate::common::SERVER_LOG.lock().unwrap().len();
+        let answer = crate::common::mcp::try_post_with(&self.app, None, &msg, &[]).await;
         self.resync().await;
         let cause = new_server_errors(logged_before);
         let (status, body) = match answer {
@@ -1489,14 +1463,14 @@ impl Fuzzer {
 async fn mcp_tool_arguments_never_break_the_rules() {
     use mnemo::mcp::{McpConfig, Toolset};
     let started = Instant::now();
-    capture_server_errors();
+    crate::common::init_logging();
     for toolset in [Toolset::Mnemo, Toolset::Statewave] {
         let mcp = McpConfig { toolset, allow_forget: true, ..McpConfig::default() };
         let mut f = Fuzzer::with_config(RuntimeConfig { run_worker: false, mcp, ..RuntimeConfig::default() }).await;
         let known = seed(&f.app).await;
         f.resync().await;
         let doc = json!({});
-        for tool in common::mcp::tools(&f.app, None).await {
+        for tool in crate::common::mcp::tools(&f.app, None).await {
             let name = tool["name"].as_str().unwrap().to_string();
             let schema = tool["inputSchema"].clone();
             let valid = from_schema(&schema, &doc, "arguments", Mode::Typical);
@@ -1527,7 +1501,7 @@ async fn mcp_tool_arguments_never_break_the_rules() {
             assert!(f.count(&label, 400..500) > refused, "{label}: no mutated arguments were refused");
         }
         let any_call =
-            common::mcp::request(1, "tools/call", json!({"name": "timeline", "arguments": {"subject_id": SEEDED}}));
+            crate::common::mcp::request(1, "tools/call", json!({"name": "timeline", "arguments": {"subject_id": SEEDED}}));
         for _ in 0..cases() / 2 {
             let (r, ct) = f.draw(&(raw(), content_type()));
             let bytes = raw_bytes(&any_call, &r, &json!({}), &doc);

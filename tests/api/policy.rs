@@ -4,9 +4,8 @@
 //! every context call (a change through another server or by SQL is seen by the next call).
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::{spawn, spawn_replica, TestApp};
+use crate::common::{spawn, spawn_replica, TestApp};
 use mnemo::RuntimeConfig;
 use serde_json::{json, Value};
 
@@ -26,7 +25,7 @@ rules:
 
 async fn setup(app: &TestApp) -> String {
     for text in ["My name is Kari Nordmann.", "I live in Bergen.", "I work at Globex."] {
-        app.post_as("acme", "/v1/episodes", &common::episode("u", text)).await;
+        app.post_as("acme", "/v1/episodes", &crate::common::episode("u", text)).await;
     }
     app.post_as("acme", "/v1/memories/compile", &json!({"subject_id": "u"})).await;
     for m in app.memories_as("acme", "u").await {
@@ -126,14 +125,14 @@ async fn log_only_records_and_enforce_drops_and_redacts() {
     // The enforced receipt replays to the same bytes under the bundle it recorded.
     let id = b["receipt_id"].as_str().unwrap();
     let r = app.client.post(app.url(&format!("/v1/receipts/{id}/replay"))).header("X-Tenant-ID", "acme");
-    let (s, replay) = common::split(r.send().await.unwrap()).await;
+    let (s, replay) = crate::common::split(r.send().await.unwrap()).await;
     assert_eq!(s, 200, "{replay}");
     assert_eq!(replay["reproduced"], true, "{replay}");
 }
 
 #[tokio::test]
 async fn admin_tenant_parameter_is_checked_like_the_header() {
-    let app = common::spawn().await;
+    let app = crate::common::spawn().await;
     let (s, b) = app.get_as("acme", "/admin/policy/active?tenant_id=").await;
     assert_eq!(s, 422, "an empty tenant_id must not name the tenant \"\": {b}");
     let (s, _) = app.get_as("acme", "/admin/policy/bundles?tenant_id=acme").await;
@@ -152,7 +151,7 @@ rules:
 /// Two facts of subject `u` in tenant acme, the Globex one labelled secret.
 async fn cached_facts(app: &TestApp) {
     for text in ["My name is Kari Nordmann.", "I work at Globex."] {
-        app.post_as("acme", "/v1/episodes", &common::episode("u", text)).await;
+        app.post_as("acme", "/v1/episodes", &crate::common::episode("u", text)).await;
     }
     app.post_as("acme", "/v1/memories/compile", &json!({"subject_id": "u"})).await;
     for m in app.memories_as("acme", "u").await {
@@ -177,7 +176,7 @@ async fn cached_context(app: &TestApp, tenant: &str, identified: bool) -> (u16, 
 
 async fn patch_config(app: &TestApp, config: Value) {
     let r = app.client.patch(app.url("/admin/tenants/acme/config")).json(&config);
-    let (s, b) = common::split(r.send().await.unwrap()).await;
+    let (s, b) = crate::common::split(r.send().await.unwrap()).await;
     assert_eq!(s, 200, "{b}");
 }
 

@@ -1,9 +1,8 @@
 //! Episode ingest through HTTP: creation, idempotency, batches, and bad input that writes nothing.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::{episode, spawn};
+use crate::common::{episode, spawn};
 use serde_json::json;
 
 #[tokio::test]
@@ -63,7 +62,7 @@ async fn concurrent_retries_with_one_key_store_one_row() {
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..16 {
         let (client, url, body) = (app.client.clone(), app.url("/v1/episodes"), body.clone());
-        set.spawn(async move { common::split(client.post(url).json(&body).send().await.unwrap()).await });
+        set.spawn(async move { crate::common::split(client.post(url).json(&body).send().await.unwrap()).await });
     }
     let results = set.join_all().await;
     let created = results.iter().filter(|(s, _)| *s == 201).count();
@@ -181,7 +180,7 @@ async fn unicode_and_nested_payloads_round_trip() {
 }
 
 /// (subject, seq) of the stored episodes with these ids, in the given order.
-async fn seqs(app: &common::TestApp, ids: &[&str]) -> Vec<(String, i64)> {
+async fn seqs(app: &crate::common::TestApp, ids: &[&str]) -> Vec<(String, i64)> {
     let mut out = Vec::new();
     for id in ids {
         let uuid: uuid::Uuid = id.parse().unwrap();

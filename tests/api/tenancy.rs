@@ -1,9 +1,8 @@
 //! Tenancy: row-level security as a second wall behind the application's tenant filters.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::{spawn, TestApp};
+use crate::common::{spawn, TestApp};
 use serde_json::json;
 
 /// Tables of the schema with a tenant_id column, from the catalog, and those without one.
@@ -24,7 +23,7 @@ async fn tables(app: &TestApp) -> (Vec<String>, Vec<String>) {
 
 async fn populate(app: &TestApp, tenant: &str) {
     for text in ["My name is Kari and I live in Bergen.", "I work at Globex."] {
-        app.post_as(tenant, "/v1/episodes", &common::episode("user:1", text)).await;
+        app.post_as(tenant, "/v1/episodes", &crate::common::episode("user:1", text)).await;
     }
     app.post_as(tenant, "/v1/memories/compile", &json!({"subject_id": "user:1"})).await;
     app.post_as(tenant, "/v1/memories/compile", &json!({"subject_id": "user:1", "async": true})).await;
@@ -33,7 +32,7 @@ async fn populate(app: &TestApp, tenant: &str) {
     assert_eq!(s, 200, "{b}");
     app.post_as(tenant, "/v1/resolutions", &json!({"subject_id": "user:1", "session_id": "s1"})).await;
     app.get_as(tenant, "/v1/subjects/user:1/health").await;
-    app.post_as(tenant, "/v1/episodes", &common::episode("user:2", "I live in Oslo.")).await;
+    app.post_as(tenant, "/v1/episodes", &crate::common::episode("user:2", "I live in Oslo.")).await;
     let r = app.client.delete(app.url("/v1/subjects/user:2")).header("X-Tenant-ID", tenant).send().await.unwrap();
     assert_eq!(r.status(), 200);
 }
@@ -46,7 +45,7 @@ async fn the_app_role_without_a_tenant_sees_no_row_of_any_table() {
         backoff_base: std::time::Duration::from_secs(600),
         ..Default::default()
     };
-    let app = common::spawn_with(mnemo::RuntimeConfig { webhooks, ..Default::default() }).await;
+    let app = crate::common::spawn_with(mnemo::RuntimeConfig { webhooks, ..Default::default() }).await;
     populate(&app, "alpha").await;
     populate(&app, "beta").await;
     let (tenant_tables, other) = tables(&app).await;
@@ -132,7 +131,7 @@ fn observable(r: &(u16, serde_json::Value)) -> (u16, serde_json::Value, serde_js
 async fn one_tenant_cannot_read_change_or_detect_another() {
     let app = spawn().await;
     let key = json!("shared-idem-key");
-    let mut ep = common::episode("user:v", "My name is Vera and I live in Trondheim.");
+    let mut ep = crate::common::episode("user:v", "My name is Vera and I live in Trondheim.");
     ep["idempotency_key"] = key.clone();
     app.post_as("victim", "/v1/episodes", &ep).await;
     app.post_as("victim", "/v1/memories/compile", &json!({"subject_id": "user:v"})).await;
@@ -143,9 +142,9 @@ async fn one_tenant_cannot_read_change_or_detect_another() {
     app.post_as("victim", "/v1/resolutions", &session).await;
     let receipt = bundle["receipt_id"].as_str().unwrap().to_string();
     let memory = app.memories_as("victim", "user:v").await[0]["id"].as_str().unwrap().to_string();
-    app.post_as("victim", "/v1/episodes", &common::episode("user:gone", "I use Rust.")).await;
+    app.post_as("victim", "/v1/episodes", &crate::common::episode("user:gone", "I use Rust.")).await;
     let r = app.client.delete(app.url("/v1/subjects/user:gone")).header("X-Tenant-ID", "victim").send().await.unwrap();
-    let erasure = common::split(r).await.1["erasure_id"].as_str().unwrap().to_string();
+    let erasure = crate::common::split(r).await.1["erasure_id"].as_str().unwrap().to_string();
     let job = job["job_id"].as_str().unwrap().to_string();
 
     let m = "mallory";
@@ -167,7 +166,7 @@ async fn one_tenant_cannot_read_change_or_detect_another() {
         let app = &app;
         async move {
             let r = app.client.post(app.url(&format!("/v1/receipts/{id}/replay"))).header("X-Tenant-ID", m);
-            common::split(r.send().await.unwrap()).await
+            crate::common::split(r.send().await.unwrap()).await
         }
     };
     assert_eq!(observable(&replay(receipt.clone()).await), observable(&replay(never_receipt.to_string()).await));
@@ -288,14 +287,14 @@ async fn lexical_lane_functions_stay_inside_the_tenant() {
 
 #[tokio::test]
 async fn mcp_tools_act_only_within_the_keys_tenant() {
-    use common::mcp;
+    use crate::common::mcp;
     use mnemo::mcp::{McpConfig, Toolset};
     let config = |toolset| mnemo::RuntimeConfig {
         mcp: McpConfig { toolset, allow_forget: true, ..McpConfig::default() },
         ..Default::default()
     };
-    let app = common::spawn_with(config(Toolset::Mnemo)).await;
-    let statewave = common::spawn_replica(&app, config(Toolset::Statewave)).await;
+    let app = crate::common::spawn_with(config(Toolset::Mnemo)).await;
+    let statewave = crate::common::spawn_replica(&app, config(Toolset::Statewave)).await;
     let alpha = mnemo::services::keys::create(&app.pool, "alpha", false, None).await.unwrap().secret;
     let beta = mnemo::services::keys::create(&app.pool, "beta", false, None).await.unwrap().secret;
     let (a, b) = (Some(alpha.as_str()), Some(beta.as_str()));

@@ -2,9 +2,8 @@
 //! (rules, audit trail, tenancy) and the tenant switch that turns suggestions off.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::{spawn, TestApp};
+use crate::common::{spawn, TestApp};
 use serde_json::{json, Value};
 
 async fn queue(app: &TestApp, tenant: &str, query: &str) -> Value {
@@ -19,7 +18,7 @@ async fn seed(app: &TestApp, tenant: &str, subject: &str) {
         "I live in Bergen.",
         "I prefer dark mode in every editor.",
     ] {
-        let (s, b) = app.post_as(tenant, "/v1/episodes", &common::episode(subject, text)).await;
+        let (s, b) = app.post_as(tenant, "/v1/episodes", &crate::common::episode(subject, text)).await;
         assert_eq!(s, 201, "{b}");
     }
     let (s, b) = app.post_as(tenant, "/v1/memories/compile", &json!({"subject_id": subject})).await;

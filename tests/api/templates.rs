@@ -1,9 +1,8 @@
 //! Memory templates: the catalogue, strict application, and what the resulting episodes compile into.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
-use common::TestApp;
+use crate::common::TestApp;
 use serde_json::{json, Value};
 
 async fn apply(app: &TestApp, id: &str, body: &Value) -> (u16, Value) {
@@ -21,7 +20,7 @@ async fn written(app: &TestApp) -> Vec<i64> {
 
 #[tokio::test]
 async fn the_catalogue_lists_and_serves_each_template() {
-    let app = common::spawn().await;
+    let app = crate::common::spawn().await;
     let (s, list) = app.get("/v1/memory-templates").await;
     assert_eq!(s, 200, "{list}");
     let templates = list["templates"].as_array().unwrap();
@@ -56,7 +55,7 @@ async fn applying_records_an_episode_that_compiles_into_clean_memories() {
         },
         ..Default::default()
     };
-    let app = common::spawn_with(config).await;
+    let app = crate::common::spawn_with(config).await;
     let body = json!({
         "subject_id": "user:7",
         "session_id": "s1",
@@ -111,7 +110,7 @@ async fn applying_records_an_episode_that_compiles_into_clean_memories() {
 
 #[tokio::test]
 async fn invalid_applications_are_422_and_write_nothing() {
-    let app = common::spawn().await;
+    let app = crate::common::spawn().await;
     let before = written(&app).await;
     let cases = [
         (

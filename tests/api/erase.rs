@@ -1,12 +1,11 @@
 //! DELETE /v1/subjects/{id}: every row of the subject goes, other subjects and tenants stay.
 #![allow(clippy::unwrap_used)]
 
-mod common;
 
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use common::{spawn, TestApp};
+use crate::common::{spawn, TestApp};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -18,11 +17,11 @@ async fn delete_removes_every_row_of_the_subject_only() {
     )
     .await;
     app.ingest_and_compile("kept", &["I live in Oslo."]).await;
-    app.post_as("acme", "/v1/episodes", &common::episode("gone", "other tenant")).await;
+    app.post_as("acme", "/v1/episodes", &crate::common::episode("gone", "other tenant")).await;
     app.post("/v1/memories/compile", &json!({"subject_id": "gone", "async": true})).await;
 
     let r = app.client.delete(app.url("/v1/subjects/gone")).send().await.unwrap();
-    let (s, b) = common::split(r).await;
+    let (s, b) = crate::common::split(r).await;
     assert_eq!(s, 200, "{b}");
     assert_eq!(b["episodes_deleted"], 3);
     assert!(b["memories_deleted"].as_u64().unwrap() >= 6);
@@ -45,13 +44,13 @@ async fn delete_removes_every_row_of_the_subject_only() {
     assert_eq!(app.memories("gone").await.len(), 2);
     // Deleting an absent subject is a 200 with zero counts.
     let r = app.client.delete(app.url("/v1/subjects/never-existed")).send().await.unwrap();
-    let (s, b) = common::split(r).await;
+    let (s, b) = crate::common::split(r).await;
     assert_eq!((s, b["episodes_deleted"].clone()), (200, json!(0)));
 }
 
 async fn delete(app: &TestApp, tenant: &str, subject: &str) -> (u16, Value) {
     let r = app.client.delete(app.url(&format!("/v1/subjects/{subject}"))).header("X-Tenant-ID", tenant);
-    common::split(r.send().await.unwrap()).await
+    crate::common::split(r.send().await.unwrap()).await
 }
 
 fn signing_keys() -> mnemo::receipts::signing::SigningKeys {
@@ -62,9 +61,9 @@ fn signing_keys() -> mnemo::receipts::signing::SigningKeys {
 #[tokio::test]
 async fn erasure_certificate_is_signed_stored_and_tenant_scoped() {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
-    let app = common::spawn_state(mnemo::RuntimeConfig::default(), embedder, signing_keys()).await;
+    let app = crate::common::spawn_state(mnemo::RuntimeConfig::default(), embedder, signing_keys()).await;
     for text in ["I live in Bergen.", "I work at Globex."] {
-        app.post_as("acme", "/v1/episodes", &common::episode("user:7", text)).await;
+        app.post_as("acme", "/v1/episodes", &crate::common::episode("user:7", text)).await;
     }
     app.post_as("acme", "/v1/memories/compile", &json!({"subject_id": "user:7"})).await;
     app.post_as("acme", "/v1/context", &json!({"subject_id": "user:7", "task": "where?", "emit_receipt": true})).await;
@@ -100,7 +99,7 @@ async fn erasure_certificate_is_signed_stored_and_tenant_scoped() {
 #[tokio::test]
 async fn cli_deletes_a_subject_and_prints_the_certificate() {
     let app = spawn().await;
-    app.post_as("acme", "/v1/episodes", &common::episode("cli-gone", "I live in Oslo.")).await;
+    app.post_as("acme", "/v1/episodes", &crate::common::episode("cli-gone", "I live in Oslo.")).await;
     app.post_as("acme", "/v1/memories/compile", &json!({"subject_id": "cli-gone"})).await;
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
         .args(["subjects", "delete", "cli-gone", "--tenant", "acme"])
@@ -130,7 +129,7 @@ async fn deletes_racing_ingests_and_compiles_never_fail_and_leave_nothing() {
         max_attempts: 1000,
         ..Default::default()
     };
-    let app = std::sync::Arc::new(common::spawn_with(mnemo::RuntimeConfig { webhooks, ..Default::default() }).await);
+    let app = std::sync::Arc::new(crate::common::spawn_with(mnemo::RuntimeConfig { webhooks, ..Default::default() }).await);
     let deadline = Instant::now() + Duration::from_secs(4);
     let mut tasks = Vec::new();
     for worker in 0..7 {
@@ -143,11 +142,11 @@ async fn deletes_racing_ingests_and_compiles_never_fail_and_leave_nothing() {
                 let (s, b) = match worker {
                     0 | 1 => {
                         let text = format!("I work at Company{worker}x{i}. My name is Kari.");
-                        app.post_as("race", "/v1/episodes", &common::episode("hot", &text)).await
+                        app.post_as("race", "/v1/episodes", &crate::common::episode("hot", &text)).await
                     }
                     2 => {
                         let batch: Vec<Value> =
-                            (0..5).map(|k| common::episode("hot", &format!("I live in Town{i}x{k}."))).collect();
+                            (0..5).map(|k| crate::common::episode("hot", &format!("I live in Town{i}x{k}."))).collect();
                         app.post_as("race", "/v1/episodes/batch", &json!({"episodes": batch})).await
                     }
                     3 => app.post_as("race", "/v1/memories/compile", &json!({"subject_id": "hot"})).await,

@@ -2,9 +2,8 @@
 //! the loopback-only rule without keys, and sessions ending with their key.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
 
-use common::TestApp;
+use crate::common::TestApp;
 use reqwest::redirect::Policy;
 
 fn client() -> reqwest::Client {
@@ -48,7 +47,7 @@ async fn sign_in(app: &TestApp, c: &reqwest::Client, key: &str, headers: &[(&str
 }
 
 async fn keyed_app() -> (TestApp, String, String) {
-    let app = common::spawn().await;
+    let app = crate::common::spawn().await;
     let admin = mnemo::services::keys::create(&app.pool, "acme", true, Some("ops")).await.unwrap().secret;
     let tenant = mnemo::services::keys::create(&app.pool, "acme", false, None).await.unwrap().secret;
     (app, admin, tenant)
@@ -167,9 +166,9 @@ fn non_loopback_ip() -> Option<std::net::IpAddr> {
 #[tokio::test]
 async fn without_any_key_the_console_is_served_on_loopback_only() {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
-    let opts = common::fresh_database().await;
-    let app = common::spawn_bound(
-        opts,
+    let db = std::sync::Arc::new(crate::common::fresh_database().await);
+    let app = crate::common::spawn_bound(
+        db,
         Default::default(),
         embedder,
         mnemo::receipts::signing::SigningKeys::empty(),
@@ -216,7 +215,7 @@ async fn without_any_key_the_console_is_served_on_loopback_only() {
 
 #[tokio::test]
 async fn console_routes_stay_out_of_the_api_document() {
-    let app = common::spawn().await;
+    let app = crate::common::spawn().await;
     let (s, doc) = app.get("/openapi.json").await;
     assert_eq!(s, 200);
     assert!(doc["paths"].as_object().unwrap().keys().all(|p| !p.starts_with("/admin/ui")));
@@ -228,9 +227,9 @@ async fn tenant_pages_keep_the_apis_residency_rule() {
         access: mnemo::services::access::AccessPolicy { region: Some("eu".into()), rate_limit_rpm: 0 },
         ..Default::default()
     };
-    let app = common::spawn_with(config).await;
+    let app = crate::common::spawn_with(config).await;
     let admin = mnemo::services::keys::create(&app.pool, "acme", true, None).await.unwrap().secret;
-    common::set_config(&app, "pinned", serde_json::json!({"region": "us"})).await;
+    crate::common::set_config(&app, "pinned", serde_json::json!({"region": "us"})).await;
     let c = client();
     let (cookie, _) = set_cookie(&sign_in(&app, &c, &admin, &[]).await, "mnemo_console").unwrap();
     let cookie = format!("mnemo_console={cookie}");

@@ -16,9 +16,7 @@
 //! runs when the model files are present (required under `MNEMO_REQUIRE_MODEL`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-#[path = "common/llm_stub.rs"]
-mod llm_stub;
+use crate::common::llm_stub;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -69,7 +67,7 @@ fn turn(t: &Value) -> (String, String) {
     }
 }
 
-async fn run_case(app: &common::TestApp, i: usize, case: &Value) -> (bool, String) {
+async fn run_case(app: &crate::common::TestApp, i: usize, case: &Value) -> (bool, String) {
     let subject = format!("upd:{i}");
     let base = chrono::DateTime::parse_from_rfc3339("2026-01-05T09:00:00Z").unwrap();
     for (k, session) in case["sessions"].as_array().unwrap().iter().enumerate() {
@@ -119,7 +117,7 @@ async fn run(embedder: Arc<dyn mnemo::embed::Embedder>, label: &str) -> Report {
 async fn run_with(config: mnemo::RuntimeConfig, embedder: Arc<dyn mnemo::embed::Embedder>, label: &str) -> Report {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/eval/updates.json");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let app = common::spawn_full(config, embedder).await;
+    let app = crate::common::spawn_full(config, embedder).await;
     let mut report = Report { by: BTreeMap::new(), failures: Vec::new() };
     for (i, case) in doc["cases"].as_array().unwrap().iter().enumerate() {
         let kind = case["kind"].as_str().unwrap().to_string();

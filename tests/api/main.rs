@@ -1,0 +1,36 @@
+//! mnemo's integration suite, one test binary: a real server (in process, or the `mnemo` binary)
+//! on port 0 against real Postgres with pgvector, through HTTP, the Statewave SDK, the MCP client
+//! and a browser. Each module is one area; `common` is the shared harness (every test gets its
+//! own database, dropped when the test's server handle is dropped).
+//!
+//! Run one area with a filter: `cargo test --test api -- episodes::`.
+
+mod common;
+
+mod auth;
+mod basics;
+mod compat_sdk;
+mod compile;
+mod console;
+mod console_http;
+mod context;
+mod episodes;
+mod erase;
+mod eval;
+mod eval_updates;
+mod fuzz_bodies;
+mod labels;
+mod llm_compiler;
+mod mcp;
+mod openapi;
+mod policy;
+mod portability;
+mod receipts;
+mod scale_out;
+mod sessions;
+mod sharding;
+mod telemetry;
+mod templates;
+mod tenancy;
+mod updates;
+mod webhooks;
