@@ -74,9 +74,12 @@ pub async fn tenant_tables(conn: &mut PgConnection) -> sqlx::Result<Vec<String>>
 pub async fn begin_snapshot(pool: &PgPool, tenant: &str) -> sqlx::Result<Transaction<'static, Postgres>> {
     let mut tx = pool.begin().await?;
     sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").execute(&mut *tx).await?;
-    sqlx::query!("SELECT set_config('mnemo.tenant', $1, true) AS tenant, set_config('TimeZone', 'UTC', true) AS tz", tenant)
-        .fetch_one(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "SELECT set_config('mnemo.tenant', $1, true) AS tenant, set_config('TimeZone', 'UTC', true) AS tz",
+        tenant
+    )
+    .fetch_one(&mut *tx)
+    .await?;
     Ok(tx)
 }
 

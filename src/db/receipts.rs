@@ -31,9 +31,10 @@ pub async fn lock_head(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<(i
     )
     .execute(&mut *conn)
     .await?;
-    let head = sqlx::query!("SELECT last_seq, last_hash FROM receipt_chain_heads WHERE tenant_id = $1 FOR UPDATE", tenant)
-        .fetch_one(conn)
-        .await?;
+    let head =
+        sqlx::query!("SELECT last_seq, last_hash FROM receipt_chain_heads WHERE tenant_id = $1 FOR UPDATE", tenant)
+            .fetch_one(conn)
+            .await?;
     Ok((head.last_seq, head.last_hash))
 }
 

@@ -15,5 +15,5 @@ pub async fn replayed(replica: &PgPool, lsn: &str) -> sqlx::Result<bool> {
         lsn
     )
     .fetch_one(replica)
-        .await
+    .await
 }

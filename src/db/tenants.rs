@@ -23,12 +23,10 @@ pub async fn config(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<Value
 
 /// The tenant's configuration row as a document (version 0 when none exists).
 pub async fn config_doc(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<ConfigDoc> {
-    let row = sqlx::query!(
-        "SELECT config, version, created_at, updated_at FROM tenant_configs WHERE tenant_id = $1",
-        tenant
-    )
-    .fetch_optional(conn)
-    .await?;
+    let row =
+        sqlx::query!("SELECT config, version, created_at, updated_at FROM tenant_configs WHERE tenant_id = $1", tenant)
+            .fetch_optional(conn)
+            .await?;
     Ok(match row {
         Some(r) => ConfigDoc {
             tenant_id: tenant.to_string(),
@@ -76,8 +74,9 @@ pub async fn write_config(
 
 /// Every tenant mnemo knows (cross-tenant: the operator's listing, through a definer function).
 pub async fn list_all(conn: &mut PgConnection) -> sqlx::Result<Vec<(String, DateTime<Utc>)>> {
-    let rows = sqlx::query!(r#"SELECT tenant_id AS "tenant_id!", created_at AS "created_at!" FROM mnemo_list_tenants()"#)
-        .fetch_all(conn)
-        .await?;
+    let rows =
+        sqlx::query!(r#"SELECT tenant_id AS "tenant_id!", created_at AS "created_at!" FROM mnemo_list_tenants()"#)
+            .fetch_all(conn)
+            .await?;
     Ok(rows.into_iter().map(|r| (r.tenant_id, r.created_at)).collect())
 }
