@@ -2,17 +2,16 @@
 //! the active set that supersession looks at, and supersession records.
 
 use chrono::{DateTime, Utc};
+use pgvector::Vector;
 use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::model::memory::{Memory, MEMORY_COLUMNS};
+use crate::model::memory::Memory;
 
 /// Takes the transaction-scoped advisory lock that serialises compile and erasure of one subject.
 pub async fn lock_subject(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<()> {
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7))")
-        .bind(tenant)
-        .bind(subject_id)
+    sqlx::query!("SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7))", tenant, subject_id)
         .execute(conn)
         .await?;
     Ok(())
@@ -20,32 +19,33 @@ pub async fn lock_subject(conn: &mut PgConnection, tenant: &str, subject_id: &st
 
 /// The last compiled seq of a subject (0 when never compiled).
 pub async fn cursor(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<i64> {
-    let seq: Option<i64> =
-        sqlx::query_scalar("SELECT compiled_seq FROM compile_cursors WHERE tenant_id = $1 AND subject_id = $2")
-            .bind(tenant)
-            .bind(subject_id)
-            .fetch_optional(conn)
-            .await?;
+    let seq: Option<i64> = sqlx::query_scalar!(
+        "SELECT compiled_seq FROM compile_cursors WHERE tenant_id = $1 AND subject_id = $2",
+        tenant,
+        subject_id
+    )
+    .fetch_optional(conn)
+    .await?;
     Ok(seq.unwrap_or(0))
 }
 
 /// Moves the cursor forward to `seq`.
 pub async fn advance_cursor(conn: &mut PgConnection, tenant: &str, subject_id: &str, seq: i64) -> sqlx::Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO compile_cursors (tenant_id, subject_id, compiled_seq) VALUES ($1, $2, $3) \
          ON CONFLICT (tenant_id, subject_id) DO UPDATE SET compiled_seq = GREATEST(compile_cursors.compiled_seq, $3), \
          updated_at = now()",
+        tenant,
+        subject_id,
+        seq
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(seq)
     .execute(conn)
     .await?;
     Ok(())
 }
 
 /// An episode waiting to be compiled.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct PendingEpisode {
     pub id: Uuid,
     pub seq: i64,
@@ -62,26 +62,29 @@ pub async fn pending(
     after_seq: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<PendingEpisode>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        PendingEpisode,
         "SELECT id, seq, source, payload, occurred_at FROM episodes \
          WHERE tenant_id = $1 AND subject_id = $2 AND seq > $3 ORDER BY seq LIMIT $4",
+        tenant,
+        subject_id,
+        after_seq,
+        limit
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(after_seq)
-    .bind(limit)
     .fetch_all(conn)
     .await
 }
 
 /// How many episodes remain after `after_seq`.
 pub async fn remaining(conn: &mut PgConnection, tenant: &str, subject_id: &str, after_seq: i64) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT count(*) FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND seq > $3")
-        .bind(tenant)
-        .bind(subject_id)
-        .bind(after_seq)
-        .fetch_one(conn)
-        .await
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND seq > $3"#,
+        tenant,
+        subject_id,
+        after_seq
+    )
+    .fetch_one(conn)
+    .await
 }
 
 /// Column arrays for a multi-row memory insert (one entry per memory).
@@ -100,8 +103,8 @@ pub struct MemoryRows {
     pub claim_bucket: Vec<Option<String>>,
     pub claim_single: Vec<bool>,
     pub order_tiebreak: Vec<String>,
-    /// pgvector text form (`[0.1,0.2,...]`), or None when not embedded.
-    pub embedding: Vec<Option<String>>,
+    /// The vector, or None when not embedded.
+    pub embedding: Vec<Option<Vector>>,
     /// Suggested sensitivity labels joined by U+001F (ragged arrays cannot be UNNESTed).
     pub suggested: Vec<String>,
 }
@@ -120,38 +123,38 @@ pub async fn insert_memories(
     if rows.ids.is_empty() {
         return Ok(());
     }
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO memories (tenant_id, subject_id, id, kind, content, summary, confidence, valid_from, valid_to, \
          asserted_valid_to, source_episode_ids, metadata, claim_key, claim_bucket, claim_single, order_at, \
          order_tiebreak, embedding, embedding_model, suggested_labels) \
          SELECT $1, $2, u.id, u.kind, u.content, u.summary, u.confidence, u.valid_from, u.valid_to, u.valid_to, \
          ARRAY[u.source], u.metadata, u.claim_key, u.claim_bucket, u.claim_single, u.valid_from, u.tiebreak, \
-         u.embedding::vector, CASE WHEN u.embedding IS NULL THEN NULL ELSE $17 END, \
+         u.embedding, CASE WHEN u.embedding IS NULL THEN NULL ELSE $17 END, \
          string_to_array(u.suggested, chr(31)) \
          FROM UNNEST($3::uuid[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::timestamptz[], \
-         $9::timestamptz[], $10::uuid[], $11::jsonb[], $12::text[], $13::text[], $14::bool[], $15::text[], $16::text[], \
-         $18::text[]) \
+         $9::timestamptz[], $10::uuid[], $11::jsonb[], $12::text[], $13::text[], $14::bool[], $15::text[], \
+         $16::vector[], $18::text[]) \
          AS u(id, kind, content, summary, confidence, valid_from, valid_to, source, metadata, claim_key, \
          claim_bucket, claim_single, tiebreak, embedding, suggested)",
+        tenant,
+        subject_id,
+        &rows.ids,
+        &rows.kinds,
+        &rows.contents,
+        &rows.summaries,
+        &rows.confidences,
+        &rows.valid_from,
+        &rows.valid_to as _,
+        &rows.source_episode,
+        &rows.metadata as _,
+        &rows.claim_key as _,
+        &rows.claim_bucket as _,
+        &rows.claim_single,
+        &rows.order_tiebreak,
+        &rows.embedding as &[Option<Vector>],
+        embedding_model,
+        &rows.suggested
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(&rows.ids)
-    .bind(&rows.kinds)
-    .bind(&rows.contents)
-    .bind(&rows.summaries)
-    .bind(&rows.confidences)
-    .bind(&rows.valid_from)
-    .bind(&rows.valid_to)
-    .bind(&rows.source_episode)
-    .bind(&rows.metadata)
-    .bind(&rows.claim_key)
-    .bind(&rows.claim_bucket)
-    .bind(&rows.claim_single)
-    .bind(&rows.order_tiebreak)
-    .bind(&rows.embedding)
-    .bind(embedding_model)
-    .bind(&rows.suggested)
     .execute(conn)
     .await?;
     Ok(())
@@ -163,30 +166,30 @@ pub async fn insert_episode_embeddings(
     tenant: &str,
     subject_id: &str,
     ids: &[Uuid],
-    vectors: &[String],
+    vectors: &[Vector],
     model: &str,
 ) -> sqlx::Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO episode_embeddings (tenant_id, subject_id, episode_id, embedding_model, embedding) \
-         SELECT $1, $2, u.id, $5, u.v::vector FROM UNNEST($3::uuid[], $4::text[]) AS u(id, v) \
+         SELECT $1, $2, u.id, $5, u.v FROM UNNEST($3::uuid[], $4::vector[]) AS u(id, v) \
          ON CONFLICT (tenant_id, subject_id, episode_id) DO UPDATE \
          SET embedding = EXCLUDED.embedding, embedding_model = EXCLUDED.embedding_model",
+        tenant,
+        subject_id,
+        ids,
+        vectors as &[Vector],
+        model
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(ids)
-    .bind(vectors)
-    .bind(model)
     .execute(conn)
     .await?;
     Ok(())
 }
 
 /// The part of an active memory that supersession looks at.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct ActiveRow {
     pub id: Uuid,
     pub kind: String,
@@ -202,34 +205,37 @@ pub struct ActiveRow {
 }
 
 /// The claim envelopes of the subject's current memories (for linking updates to them), with
-/// their vectors in pgvector's text form when they were embedded by `model`.
+/// their vectors when they were embedded by `model`.
 pub async fn current_claims(
     conn: &mut PgConnection,
     tenant: &str,
     subject_id: &str,
     model: &str,
-) -> sqlx::Result<Vec<(Value, Option<String>)>> {
-    sqlx::query_as(
-        "SELECT metadata->'claim', CASE WHEN embedding_model = $3 THEN embedding::text END FROM memories \
-         WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND claim_key IS NOT NULL \
-         AND (valid_to IS NULL OR valid_to > now()) ORDER BY order_at, order_tiebreak, id",
+) -> sqlx::Result<Vec<(Value, Option<Vector>)>> {
+    let rows = sqlx::query!(
+        r#"SELECT metadata->'claim' AS "claim!", CASE WHEN embedding_model = $3 THEN embedding END AS "embedding?: Vector"
+           FROM memories
+           WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND claim_key IS NOT NULL
+           AND (valid_to IS NULL OR valid_to > now()) ORDER BY order_at, order_tiebreak, id"#,
+        tenant,
+        subject_id,
+        model
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(model)
     .fetch_all(conn)
-    .await
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.claim, r.embedding)).collect())
 }
 
 /// Every active, unexpired memory of the subject.
 pub async fn active_rows(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<ActiveRow>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        ActiveRow,
         "SELECT id, kind, content, valid_from, valid_to, order_at, order_tiebreak, metadata->'claim' AS claim, \
          claim_bucket, metadata->>'replaces' AS replaces FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
          AND (valid_to IS NULL OR valid_to > now())",
+        tenant,
+        subject_id
     )
-    .bind(tenant)
-    .bind(subject_id)
     .fetch_all(conn)
     .await
 }
@@ -245,15 +251,15 @@ pub async fn supersede(
     if ids.is_empty() {
         return Ok(());
     }
-    sqlx::query(
+    sqlx::query!(
         "UPDATE memories m SET status = 'superseded', valid_to = u.valid_to, superseded_at = now(), updated_at = now() \
          FROM UNNEST($3::uuid[], $4::timestamptz[]) AS u(id, valid_to) \
          WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.id = u.id AND m.status = 'active'",
+        tenant,
+        subject_id,
+        ids,
+        valid_to
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(ids)
-    .bind(valid_to)
     .execute(conn)
     .await?;
     Ok(())
@@ -290,24 +296,24 @@ pub async fn insert_records(
     let scores: Vec<Option<f64>> = records.iter().map(|r| r.score).collect();
     let thresholds: Vec<Option<f64>> = records.iter().map(|r| r.threshold).collect();
     let details: Vec<sqlx::types::Json<Value>> = records.iter().map(|r| sqlx::types::Json(r.details.clone())).collect();
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO supersession_records (tenant_id, subject_id, id, superseded_memory_id, superseding_memory_id, \
          rule, claim_key, score, threshold, compile_job_id, details) \
          SELECT $1, $2, u.id, u.a, u.b, u.rule, u.key, u.score, u.threshold, $3, u.details \
          FROM UNNEST($4::uuid[], $5::uuid[], $6::uuid[], $7::text[], $8::text[], $9::float8[], $10::float8[], \
          $11::jsonb[]) AS u(id, a, b, rule, key, score, threshold, details)",
+        tenant,
+        subject_id,
+        job_id,
+        &ids,
+        &superseded,
+        &superseding,
+        &rules,
+        &keys as _,
+        &scores as _,
+        &thresholds as _,
+        &details as _
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(job_id)
-    .bind(&ids)
-    .bind(&superseded)
-    .bind(&superseding)
-    .bind(&rules)
-    .bind(&keys)
-    .bind(&scores)
-    .bind(&thresholds)
-    .bind(&details)
     .execute(conn)
     .await?;
     Ok(())
@@ -320,11 +326,17 @@ pub async fn memories_by_ids(
     subject_id: &str,
     ids: &[Uuid],
 ) -> sqlx::Result<Vec<Memory>> {
-    let sql = format!(
-        "SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND id = ANY($3) \
-         ORDER BY order_at, order_tiebreak, id"
-    );
-    sqlx::query_as(&sql).bind(tenant).bind(subject_id).bind(ids).fetch_all(conn).await
+    sqlx::query_as!(
+        Memory,
+        "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status, \
+         sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND id = ANY($3) \
+         ORDER BY order_at, order_tiebreak, id",
+        tenant,
+        subject_id,
+        ids
+    )
+    .fetch_all(conn)
+    .await
 }
 
 /// The subject's newest `limit` current claimed facts (id, content, claim envelope), newest
@@ -335,15 +347,16 @@ pub async fn current_facts(
     subject_id: &str,
     limit: i64,
 ) -> sqlx::Result<Vec<(Uuid, String, Value)>> {
-    sqlx::query_as(
-        "SELECT id, content, metadata->'claim' FROM memories \
-         WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND kind = 'profile_fact' \
-         AND claim_key IS NOT NULL AND (valid_to IS NULL OR valid_to > now()) \
-         ORDER BY order_at DESC, order_tiebreak DESC, id DESC LIMIT $3",
+    let rows = sqlx::query!(
+        r#"SELECT id, content, metadata->'claim' AS "claim!" FROM memories
+           WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND kind = 'profile_fact'
+           AND claim_key IS NOT NULL AND (valid_to IS NULL OR valid_to > now())
+           ORDER BY order_at DESC, order_tiebreak DESC, id DESC LIMIT $3"#,
+        tenant,
+        subject_id,
+        limit
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(limit)
     .fetch_all(conn)
-    .await
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.content, r.claim)).collect())
 }

@@ -16,8 +16,7 @@ pub struct SubjectRow {
     pub last_activity: Option<DateTime<Utc>>,
 }
 
-// Internal namespaces that are never listed (as in `db::subjects`).
-const HIDDEN: &str = "subject_id NOT LIKE '\\_snapshot/%' AND subject_id NOT LIKE '\\_bootstrap\\_tmp/%'";
+// Internal namespaces (`_snapshot/`, `_bootstrap_tmp/`) are never listed (as in `db::subjects`).
 
 /// Subjects whose id contains `search` (case-insensitive; all when empty), most recently active
 /// first, and how many match.
@@ -29,28 +28,39 @@ pub async fn subjects(
     offset: i64,
 ) -> sqlx::Result<(Vec<SubjectRow>, i64)> {
     let pattern = format!("%{}%", search.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-    let union = format!(
-        "SELECT subject_id, count(*) AS e, 0::bigint AS m, max(created_at) AS at FROM episodes \
-           WHERE tenant_id = $1 AND {HIDDEN} AND subject_id ILIKE $2 GROUP BY subject_id \
-         UNION ALL \
-         SELECT subject_id, 0::bigint, count(*), max(greatest(created_at, updated_at)) FROM memories \
-           WHERE tenant_id = $1 AND {HIDDEN} AND subject_id ILIKE $2 GROUP BY subject_id"
-    );
-    let rows = sqlx::query_as(&format!(
-        "SELECT subject_id, sum(e)::bigint AS episode_count, sum(m)::bigint AS memory_count, max(at) AS last_activity \
-         FROM ({union}) s GROUP BY subject_id ORDER BY max(at) DESC NULLS LAST, subject_id LIMIT $3 OFFSET $4"
-    ))
-    .bind(tenant)
-    .bind(&pattern)
-    .bind(limit)
-    .bind(offset)
+    let rows = sqlx::query_as!(
+        SubjectRow,
+        r#"SELECT subject_id AS "subject_id!", sum(e)::bigint AS "episode_count!", sum(m)::bigint AS "memory_count!",
+             max(at) AS last_activity
+           FROM (SELECT subject_id, count(*) AS e, 0::bigint AS m, max(created_at) AS at FROM episodes
+                   WHERE tenant_id = $1 AND subject_id NOT LIKE '\_snapshot/%'
+                   AND subject_id NOT LIKE '\_bootstrap\_tmp/%' AND subject_id ILIKE $2 GROUP BY subject_id
+                 UNION ALL
+                 SELECT subject_id, 0::bigint, count(*), max(greatest(created_at, updated_at)) FROM memories
+                   WHERE tenant_id = $1 AND subject_id NOT LIKE '\_snapshot/%'
+                   AND subject_id NOT LIKE '\_bootstrap\_tmp/%' AND subject_id ILIKE $2 GROUP BY subject_id) s
+           GROUP BY subject_id ORDER BY max(at) DESC NULLS LAST, subject_id LIMIT $3 OFFSET $4"#,
+        tenant,
+        pattern,
+        limit,
+        offset
+    )
     .fetch_all(&mut *conn)
     .await?;
-    let total = sqlx::query_scalar(&format!("SELECT count(DISTINCT subject_id) FROM ({union}) s"))
-        .bind(tenant)
-        .bind(&pattern)
-        .fetch_one(&mut *conn)
-        .await?;
+    let total = sqlx::query_scalar!(
+        r#"SELECT count(DISTINCT subject_id) AS "n!"
+           FROM (SELECT subject_id, count(*) AS e, 0::bigint AS m, max(created_at) AS at FROM episodes
+                   WHERE tenant_id = $1 AND subject_id NOT LIKE '\_snapshot/%'
+                   AND subject_id NOT LIKE '\_bootstrap\_tmp/%' AND subject_id ILIKE $2 GROUP BY subject_id
+                 UNION ALL
+                 SELECT subject_id, 0::bigint, count(*), max(greatest(created_at, updated_at)) FROM memories
+                   WHERE tenant_id = $1 AND subject_id NOT LIKE '\_snapshot/%'
+                   AND subject_id NOT LIKE '\_bootstrap\_tmp/%' AND subject_id ILIKE $2 GROUP BY subject_id) s"#,
+        tenant,
+        pattern
+    )
+    .fetch_one(&mut *conn)
+    .await?;
     Ok((rows, total))
 }
 
@@ -73,42 +83,45 @@ pub struct ClaimVersion {
 
 /// Every memory of the subject that carries a claim, by claim key then transaction time.
 pub async fn claim_history(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<ClaimVersion>> {
-    sqlx::query_as(
-        "SELECT m.metadata->'claim'->>'key' AS claim_key, m.id, m.content, m.metadata->'claim'->>'value' AS value, \
-                m.status, m.valid_from, m.valid_to, m.recorded_at, m.superseded_at, m.source_episode_ids, \
-                r.superseding_memory_id AS superseded_by, r.rule \
-         FROM memories m \
-         LEFT JOIN LATERAL (SELECT superseding_memory_id, rule FROM supersession_records s \
-                            WHERE s.tenant_id = m.tenant_id AND s.subject_id = m.subject_id \
-                              AND s.superseded_memory_id = m.id ORDER BY s.created_at DESC LIMIT 1) r ON true \
-         WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.metadata->'claim'->>'key' IS NOT NULL \
-         ORDER BY claim_key, m.recorded_at, m.id",
+    sqlx::query_as!(
+        ClaimVersion,
+        r#"SELECT m.metadata->'claim'->>'key' AS "claim_key!", m.id, m.content, m.metadata->'claim'->>'value' AS value,
+                m.status, m.valid_from, m.valid_to, m.recorded_at, m.superseded_at, m.source_episode_ids,
+                r.superseding_memory_id AS "superseded_by?", r.rule AS "rule?"
+         FROM memories m
+         LEFT JOIN LATERAL (SELECT superseding_memory_id, rule FROM supersession_records s
+                            WHERE s.tenant_id = m.tenant_id AND s.subject_id = m.subject_id
+                              AND s.superseded_memory_id = m.id ORDER BY s.created_at DESC LIMIT 1) r ON true
+         WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.metadata->'claim'->>'key' IS NOT NULL
+         ORDER BY 1, m.recorded_at, m.id"#,
+        tenant,
+        subject_id
     )
-    .bind(tenant)
-    .bind(subject_id)
     .fetch_all(conn)
     .await
 }
 
 /// The tenant's compile jobs, newest first.
 pub async fn jobs(conn: &mut PgConnection, tenant: &str, limit: i64) -> sqlx::Result<Vec<JobRow>> {
-    sqlx::query_as(
-        "SELECT tenant_id, subject_id, id, status, memories_created, error, attempts, created_at, heartbeat_at \
-         FROM compile_jobs WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
+    sqlx::query_as!(
+        JobRow,
+        "SELECT tenant_id, subject_id, id, status, memories_created, error, attempts, created_at, heartbeat_at, \
+         llm_tokens_in, llm_tokens_out FROM compile_jobs WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
+        tenant,
+        limit
     )
-    .bind(tenant)
-    .bind(limit)
     .fetch_all(conn)
     .await
 }
 
 /// Whether the tenant's key `key_id` is live and an admin key.
 pub async fn live_admin_key(conn: &mut PgConnection, tenant: &str, key_id: &str) -> sqlx::Result<bool> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM api_keys WHERE tenant_id = $1 AND key_id = $2 AND is_admin AND revoked_at IS NULL)",
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM api_keys WHERE tenant_id = $1 AND key_id = $2 AND is_admin
+           AND revoked_at IS NULL) AS "live!""#,
+        tenant,
+        key_id
     )
-    .bind(tenant)
-    .bind(key_id)
     .fetch_one(conn)
     .await
 }
@@ -120,14 +133,15 @@ pub async fn activity_span(
     tenant: &str,
     subject_id: &str,
 ) -> sqlx::Result<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)> {
-    sqlx::query_as(
-        "SELECT min(t), max(t) FROM ( \
+    let r = sqlx::query!(
+        "SELECT min(t) AS first, max(t) AS last FROM ( \
            SELECT created_at AS t FROM episodes WHERE tenant_id = $1 AND subject_id = $2 \
            UNION ALL SELECT recorded_at FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
            UNION ALL SELECT superseded_at FROM memories WHERE tenant_id = $1 AND subject_id = $2) s",
+        tenant,
+        subject_id
     )
-    .bind(tenant)
-    .bind(subject_id)
     .fetch_one(conn)
-    .await
+    .await?;
+    Ok((r.first, r.last))
 }

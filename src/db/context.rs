@@ -6,6 +6,7 @@
 //! it, and its validity as first asserted had not ended. Episodes are visible once recorded.
 
 use chrono::{DateTime, Utc};
+use pgvector::Vector;
 use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -35,8 +36,8 @@ pub struct Probe<'a> {
     pub as_of: DateTime<Utc>,
     /// `to_tsquery` text (lexemes joined with `|`), or None when the task has no words.
     pub tsquery: Option<String>,
-    /// The task vector in pgvector text form, with its model id, when the embedder is semantic.
-    pub vector: Option<(String, String)>,
+    /// The task vector with its model id, when the embedder is semantic.
+    pub vector: Option<(Vector, String)>,
     pub session_id: Option<&'a str>,
     /// Starts (UTC midnight) of the days the task names; episodes of those days are candidates.
     pub days: Vec<DateTime<Utc>>,
@@ -107,7 +108,7 @@ pub struct Found {
 /// (as [`crate::db::scope::begin_versioned`] returns it).
 pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: bool) -> sqlx::Result<(Found, i64)> {
     let (vector, model) = match &p.vector {
-        Some((v, m)) => (Some(v.as_str()), Some(m.as_str())),
+        Some((v, m)) => (Some(v), Some(m.as_str())),
         None => (None, None),
     };
     let iterative = p.vector.is_some() && iterative_scan(pool).await?;
@@ -121,23 +122,31 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
         APPROX_CANDIDATES,
     ]
     .map(|n| n as i32);
-    let rows: Vec<Row> =
-        sqlx::query_as("SELECT * FROM mnemo_context($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)")
-            .bind(p.tenant)
-            .bind(p.subject_id)
-            .bind(p.as_of)
-            .bind(&p.tsquery)
-            .bind(vector)
-            .bind(model)
-            .bind(p.session_id)
-            .bind(&p.days)
-            .bind(p.approx_from)
-            .bind(around)
-            .bind(sources)
-            .bind(iterative)
-            .bind(&lanes[..])
-            .fetch_all(pool)
-            .await?;
+    // The function takes the vector as text (migration 0020) and casts it back: the binary
+    // vector sent here turns into the same floats.
+    let rows: Vec<Row> = sqlx::query_as!(
+        Row,
+        r#"SELECT part AS "part!", id, kind, content, summary, confidence, valid_from, valid_to, asserted_valid_to,
+           superseded_at, source_episode_ids, metadata, status, sensitivity_labels, suggested_labels, created_at,
+           updated_at, claim_single, source, payload, provenance, session_id, occurred_at, seq, lex, sem, visible,
+           contradicted, position, prev_id
+           FROM mnemo_context($1, $2, $3, $4, $5::vector::text, $6, $7, $8, $9, $10, $11, $12, $13)"#,
+        p.tenant,
+        p.subject_id,
+        p.as_of,
+        p.tsquery.as_deref(),
+        vector as Option<&Vector>,
+        model,
+        p.session_id,
+        &p.days,
+        p.approx_from,
+        around,
+        sources,
+        iterative,
+        &lanes[..]
+    )
+    .fetch_all(pool)
+    .await?;
     let mut found = Found::default();
     let mut version = 0;
     for r in rows {
@@ -163,13 +172,13 @@ async fn iterative_scan(pool: &PgPool) -> sqlx::Result<bool> {
     static ITERATIVE: tokio::sync::OnceCell<bool> = tokio::sync::OnceCell::const_new();
     ITERATIVE
         .get_or_try_init(|| async {
-            let v: Option<bool> = sqlx::query_scalar(
+            let v: Option<Option<bool>> = sqlx::query_scalar!(
                 "SELECT (regexp_match(extversion, '^(\\d+)\\.(\\d+)'))::int[] >= '{0,8}' FROM pg_extension \
                  WHERE extname = 'vector'",
             )
             .fetch_optional(pool)
             .await?;
-            Ok(v.unwrap_or(false))
+            Ok(v.flatten().unwrap_or(false))
         })
         .await
         .copied()
@@ -177,7 +186,6 @@ async fn iterative_scan(pool: &PgPool) -> sqlx::Result<bool> {
 
 /// A row of `mnemo_context`: part 0 the settings version, 1 a memory, 2 an episode, 3 a backing
 /// fact, 4 the session's snapshot.
-#[derive(sqlx::FromRow)]
 struct Row {
     part: i16,
     id: Option<Uuid>,

@@ -59,11 +59,11 @@ pub fn table(name: &str) -> Option<&'static Table> {
 
 /// Every table of the schema with a `tenant_id` column.
 pub async fn tenant_tables(conn: &mut PgConnection) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
-        "SELECT c.relname::text FROM pg_catalog.pg_class c \
-         WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') \
-         AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid \
-                     AND a.attname = 'tenant_id' AND a.attnum > 0 AND NOT a.attisdropped) ORDER BY 1",
+    sqlx::query_scalar!(
+        r#"SELECT c.relname::text AS "relname!" FROM pg_catalog.pg_class c
+           WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
+           AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid
+                       AND a.attname = 'tenant_id' AND a.attnum > 0 AND NOT a.attisdropped) ORDER BY 1"#
     )
     .fetch_all(conn)
     .await
@@ -73,11 +73,13 @@ pub async fn tenant_tables(conn: &mut PgConnection) -> sqlx::Result<Vec<String>>
 /// the same rows always render to the same text).
 pub async fn begin_snapshot(pool: &PgPool, tenant: &str) -> sqlx::Result<Transaction<'static, Postgres>> {
     let mut tx = pool.begin().await?;
-    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").execute(&mut *tx).await?;
-    sqlx::query("SELECT set_config('mnemo.tenant', $1, true), set_config('TimeZone', 'UTC', true)")
-        .bind(tenant)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").execute(&mut *tx).await?;
+    sqlx::query!(
+        "SELECT set_config('mnemo.tenant', $1, true) AS tenant, set_config('TimeZone', 'UTC', true) AS tz",
+        tenant
+    )
+    .fetch_one(&mut *tx)
+    .await?;
     Ok(tx)
 }
 
@@ -118,12 +120,13 @@ pub fn rows<'c>(
 
 /// The columns an insert into `table` names: every stored column but the generated ones.
 pub async fn insert_columns(conn: &mut PgConnection, table: &str) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
-        "SELECT a.attname::text FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
-         WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = $1 AND a.attnum > 0 \
-         AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum",
+    sqlx::query_scalar!(
+        r#"SELECT a.attname::text AS "attname!" FROM pg_catalog.pg_attribute a
+           JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+           WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = $1 AND a.attnum > 0
+           AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum"#,
+        table
     )
-    .bind(table)
     .fetch_all(conn)
     .await
 }
@@ -140,13 +143,14 @@ pub async fn insert_rows(conn: &mut PgConnection, table: &Table, columns: &[Stri
 
 /// Whether the tenant (or the subject) already holds episodes, memories or receipts.
 pub async fn occupied(conn: &mut PgConnection, tenant: &str, subject: Option<&str>) -> sqlx::Result<bool> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM episodes WHERE tenant_id = $1 AND ($2::text IS NULL OR subject_id = $2)) \
-         OR EXISTS (SELECT 1 FROM memories WHERE tenant_id = $1 AND ($2::text IS NULL OR subject_id = $2)) \
-         OR EXISTS (SELECT 1 FROM receipts WHERE tenant_id = $1 AND ($2::text IS NULL OR subject_id = $2))",
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM episodes WHERE tenant_id = $1 AND ($2::text IS NULL OR subject_id = $2))
+           OR EXISTS (SELECT 1 FROM memories WHERE tenant_id = $1 AND ($2::text IS NULL OR subject_id = $2))
+           OR EXISTS (SELECT 1 FROM receipts WHERE tenant_id = $1 AND ($2::text IS NULL OR subject_id = $2))
+           AS "occupied!""#,
+        tenant,
+        subject
     )
-    .bind(tenant)
-    .bind(subject)
     .fetch_one(conn)
     .await
 }
@@ -154,13 +158,13 @@ pub async fn occupied(conn: &mut PgConnection, tenant: &str, subject: Option<&st
 /// After a subject import: the tenant's chain head moves to its newest receipt when that is
 /// beyond the head (new receipts then continue the chain instead of reusing a seq).
 pub async fn raise_chain_head(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO receipt_chain_heads AS h (tenant_id, last_seq, last_hash) \
          SELECT tenant_id, seq, receipt_hash FROM receipts WHERE tenant_id = $1 ORDER BY seq DESC LIMIT 1 \
          ON CONFLICT (tenant_id) DO UPDATE SET last_seq = EXCLUDED.last_seq, last_hash = EXCLUDED.last_hash \
          WHERE h.last_seq < EXCLUDED.last_seq",
+        tenant
     )
-    .bind(tenant)
     .execute(conn)
     .await?;
     Ok(())
@@ -169,25 +173,28 @@ pub async fn raise_chain_head(conn: &mut PgConnection, tenant: &str) -> sqlx::Re
 /// The subject's last seq and compile cursor, its counter row locked until commit (ingest into
 /// the subject waits, so no seq can be taken behind a merge's back).
 pub async fn lock_seq_state(conn: &mut PgConnection, tenant: &str, subject: &str) -> sqlx::Result<(i64, i64)> {
-    sqlx::query_as(
-        "SELECT COALESCE((SELECT last_seq FROM subject_counters WHERE tenant_id = $1 AND subject_id = $2 FOR UPDATE), 0), \
-         COALESCE((SELECT compiled_seq FROM compile_cursors WHERE tenant_id = $1 AND subject_id = $2), 0)",
+    let r = sqlx::query!(
+        r#"SELECT COALESCE((SELECT last_seq FROM subject_counters WHERE tenant_id = $1 AND subject_id = $2 FOR UPDATE), 0)
+             AS "last_seq!",
+           COALESCE((SELECT compiled_seq FROM compile_cursors WHERE tenant_id = $1 AND subject_id = $2), 0)
+             AS "compiled_seq!""#,
+        tenant,
+        subject
     )
-    .bind(tenant)
-    .bind(subject)
     .fetch_one(conn)
-    .await
+    .await?;
+    Ok((r.last_seq, r.compiled_seq))
 }
 
 /// Sets the subject's last seq (after a merge appended episodes).
 pub async fn set_last_seq(conn: &mut PgConnection, tenant: &str, subject: &str, last_seq: i64) -> sqlx::Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO subject_counters (tenant_id, subject_id, last_seq) VALUES ($1, $2, $3) \
          ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = EXCLUDED.last_seq",
+        tenant,
+        subject,
+        last_seq
     )
-    .bind(tenant)
-    .bind(subject)
-    .bind(last_seq)
     .execute(conn)
     .await?;
     Ok(())
@@ -195,14 +202,15 @@ pub async fn set_last_seq(conn: &mut PgConnection, tenant: &str, subject: &str, 
 
 /// Every session id the subject already uses (episodes, metadata, snapshots, resolutions).
 pub async fn subject_sessions(conn: &mut PgConnection, tenant: &str, subject: &str) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
-        "SELECT session_id FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND session_id IS NOT NULL \
-         UNION SELECT session_id FROM session_metadata WHERE tenant_id = $1 AND subject_id = $2 \
-         UNION SELECT session_id FROM session_snapshots WHERE tenant_id = $1 AND subject_id = $2 \
-         UNION SELECT session_id FROM resolutions WHERE tenant_id = $1 AND subject_id = $2",
+    sqlx::query_scalar!(
+        r#"SELECT session_id AS "session_id!" FROM episodes WHERE tenant_id = $1 AND subject_id = $2
+             AND session_id IS NOT NULL
+           UNION SELECT session_id FROM session_metadata WHERE tenant_id = $1 AND subject_id = $2
+           UNION SELECT session_id FROM session_snapshots WHERE tenant_id = $1 AND subject_id = $2
+           UNION SELECT session_id FROM resolutions WHERE tenant_id = $1 AND subject_id = $2"#,
+        tenant,
+        subject
     )
-    .bind(tenant)
-    .bind(subject)
     .fetch_all(conn)
     .await
 }
@@ -214,15 +222,16 @@ pub async fn idempotency_hits(
     subject: &str,
     keys: &[String],
 ) -> sqlx::Result<Vec<(String, String)>> {
-    sqlx::query_as(
-        "SELECT idempotency_key, id::text FROM episodes \
-         WHERE tenant_id = $1 AND subject_id = $2 AND idempotency_key = ANY($3)",
+    let rows = sqlx::query!(
+        r#"SELECT idempotency_key AS "key!", id::text AS "id!" FROM episodes
+           WHERE tenant_id = $1 AND subject_id = $2 AND idempotency_key = ANY($3)"#,
+        tenant,
+        subject,
+        keys
     )
-    .bind(tenant)
-    .bind(subject)
-    .bind(keys)
     .fetch_all(conn)
-    .await
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.key, r.id)).collect())
 }
 
 /// Which of these ids rows of `table` (one of [`TABLES`] with an `id` column) already use in
@@ -239,5 +248,5 @@ pub async fn ids_taken(
 
 /// The current transaction's start time (`now()`).
 pub async fn transaction_time(conn: &mut PgConnection) -> sqlx::Result<chrono::DateTime<chrono::Utc>> {
-    sqlx::query_scalar("SELECT now()").fetch_one(conn).await
+    sqlx::query_scalar!(r#"SELECT now() AS "now!""#).fetch_one(conn).await
 }

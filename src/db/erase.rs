@@ -26,13 +26,13 @@ pub const SUBJECT_TABLES: &[&str] = &[
 /// is waited for; later ones wait on this transaction. Returns whether the subject had a
 /// counter (the row is deleted with the subject's other rows).
 pub async fn hold_counter(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<bool> {
-    let last_seq: i64 = sqlx::query_scalar(
+    let last_seq: i64 = sqlx::query_scalar!(
         "INSERT INTO subject_counters (tenant_id, subject_id, last_seq) VALUES ($1, $2, 0) \
          ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = subject_counters.last_seq \
          RETURNING last_seq",
+        tenant,
+        subject_id
     )
-    .bind(tenant)
-    .bind(subject_id)
     .fetch_one(conn)
     .await?;
     // Ingest counters start at 1, so 0 is the row created here.
@@ -41,11 +41,12 @@ pub async fn hold_counter(conn: &mut PgConnection, tenant: &str, subject_id: &st
 
 /// Allows episode deletes for the rest of this transaction (the append-only trigger checks it).
 pub async fn allow_episode_delete(conn: &mut PgConnection) -> sqlx::Result<()> {
-    sqlx::query("SELECT set_config('mnemo.erasure', 'on', true)").execute(conn).await?;
+    sqlx::query_scalar!("SELECT set_config('mnemo.erasure', 'on', true)").fetch_one(conn).await?;
     Ok(())
 }
 
-/// Deletes a subject's rows from one table; returns the count.
+/// Deletes a subject's rows from one table; returns the count. Dynamic SQL: the table is one of
+/// [`SUBJECT_TABLES`] (a test keeps that list equal to [`tables_with_subjects`]).
 pub async fn delete_from(conn: &mut PgConnection, table: &str, tenant: &str, subject_id: &str) -> sqlx::Result<u64> {
     let r = sqlx::query(&format!("DELETE FROM {table} WHERE tenant_id = $1 AND subject_id = $2"))
         .bind(tenant)
@@ -60,20 +61,21 @@ pub async fn delete_from(conn: &mut PgConnection, table: &str, tenant: &str, sub
 /// directly: the `information_schema` views took 10-35 ms of a 10k-episode erasure, and they
 /// hide tables the role has no privilege on (which would silently skip the check).
 pub async fn tables_with_subjects(conn: &mut PgConnection) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar(
-        "SELECT c.relname::text FROM pg_catalog.pg_class c \
-         WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') \
-         AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid \
-                     AND a.attname = 'subject_id' AND a.attnum > 0 AND NOT a.attisdropped) \
-         AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid \
-                     AND a.attname = 'tenant_id' AND a.attnum > 0 AND NOT a.attisdropped) \
-         ORDER BY 1",
+    sqlx::query_scalar!(
+        r#"SELECT c.relname::text AS "relname!" FROM pg_catalog.pg_class c
+         WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
+         AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid
+                     AND a.attname = 'subject_id' AND a.attnum > 0 AND NOT a.attisdropped)
+         AND EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid
+                     AND a.attname = 'tenant_id' AND a.attnum > 0 AND NOT a.attisdropped)
+         ORDER BY 1"#
     )
     .fetch_all(conn)
     .await
 }
 
-/// Rows of the subject left in a table.
+/// Rows of the subject left in a table. Dynamic SQL: the table comes from the catalog
+/// ([`tables_with_subjects`]), so a table added later is checked without a code change.
 pub async fn remaining(conn: &mut PgConnection, table: &str, tenant: &str, subject_id: &str) -> sqlx::Result<i64> {
     sqlx::query_scalar(&format!("SELECT count(*) FROM \"{table}\" WHERE tenant_id = $1 AND subject_id = $2"))
         .bind(tenant)

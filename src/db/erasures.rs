@@ -12,15 +12,15 @@ pub async fn insert(
     erased_at: DateTime<Utc>,
     certificate: &str,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO erasures (tenant_id, erasure_id, subject_sha256, erased_at, certificate) \
          VALUES ($1, $2, $3, $4, $5)",
+        tenant,
+        erasure_id,
+        subject_sha256,
+        erased_at,
+        certificate
     )
-    .bind(tenant)
-    .bind(erasure_id)
-    .bind(subject_sha256)
-    .bind(erased_at)
-    .bind(certificate)
     .execute(conn)
     .await?;
     Ok(())
@@ -28,9 +28,7 @@ pub async fn insert(
 
 /// The stored certificate text, if the tenant has one with this id.
 pub async fn get(conn: &mut PgConnection, tenant: &str, erasure_id: &str) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("SELECT certificate FROM erasures WHERE tenant_id = $1 AND erasure_id = $2")
-        .bind(tenant)
-        .bind(erasure_id)
+    sqlx::query_scalar!("SELECT certificate FROM erasures WHERE tenant_id = $1 AND erasure_id = $2", tenant, erasure_id)
         .fetch_optional(conn)
         .await
 }

@@ -17,12 +17,18 @@ pub struct KeyRow {
 /// The live key with this digest: (key_id, tenant, is_admin). Cross-tenant by nature (the
 /// digest is all the caller has), so it goes through the `mnemo_find_key` function.
 pub async fn find(conn: &mut PgConnection, digest: &[u8]) -> sqlx::Result<Option<(String, String, bool)>> {
-    sqlx::query_as("SELECT key_id, tenant_id, is_admin FROM mnemo_find_key($1)").bind(digest).fetch_optional(conn).await
+    let row = sqlx::query!(
+        r#"SELECT key_id AS "key_id!", tenant_id AS "tenant_id!", is_admin AS "is_admin!" FROM mnemo_find_key($1)"#,
+        digest
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| (r.key_id, r.tenant_id, r.is_admin)))
 }
 
 /// Whether any live key exists.
 pub async fn any_live(conn: &mut PgConnection) -> sqlx::Result<bool> {
-    sqlx::query_scalar("SELECT mnemo_keys_exist()").fetch_one(conn).await
+    sqlx::query_scalar!(r#"SELECT mnemo_keys_exist() AS "exists!""#).fetch_one(conn).await
 }
 
 /// Stores a new key's digest.
@@ -34,26 +40,27 @@ pub async fn insert(
     is_admin: bool,
     label: Option<&str>,
 ) -> sqlx::Result<KeyRow> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        KeyRow,
         "INSERT INTO api_keys (tenant_id, key_id, key_sha256, is_admin, label) VALUES ($1, $2, $3, $4, $5) \
          RETURNING key_id, tenant_id, is_admin, label, created_at, revoked_at",
+        tenant,
+        key_id,
+        digest,
+        is_admin,
+        label
     )
-    .bind(tenant)
-    .bind(key_id)
-    .bind(digest)
-    .bind(is_admin)
-    .bind(label)
     .fetch_one(conn)
     .await
 }
 
 /// Revokes a key of the tenant; false when no live key has this id.
 pub async fn revoke(conn: &mut PgConnection, tenant: &str, key_id: &str) -> sqlx::Result<bool> {
-    let r = sqlx::query(
+    let r = sqlx::query!(
         "UPDATE api_keys SET revoked_at = now() WHERE tenant_id = $1 AND key_id = $2 AND revoked_at IS NULL",
+        tenant,
+        key_id
     )
-    .bind(tenant)
-    .bind(key_id)
     .execute(conn)
     .await?;
     Ok(r.rows_affected() == 1)
@@ -61,11 +68,12 @@ pub async fn revoke(conn: &mut PgConnection, tenant: &str, key_id: &str) -> sqlx
 
 /// The tenant's keys, oldest first.
 pub async fn list(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<Vec<KeyRow>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        KeyRow,
         "SELECT key_id, tenant_id, is_admin, label, created_at, revoked_at FROM api_keys \
          WHERE tenant_id = $1 ORDER BY created_at, key_id",
+        tenant
     )
-    .bind(tenant)
     .fetch_all(conn)
     .await
 }

@@ -25,9 +25,6 @@ pub struct SuggestedFilter<'a> {
     pub label: Option<&'a str>,
 }
 
-const QUEUE_WHERE: &str = "WHERE tenant_id = $1 AND suggested_labels <> '{}' \
-     AND ($2::text IS NULL OR subject_id = $2) AND ($3::text IS NULL OR suggested_labels @> ARRAY[$3::text])";
-
 /// One page of the tenant's memories with suggestions, newest first, and the total count.
 pub async fn suggested_page(
     conn: &mut PgConnection,
@@ -36,21 +33,28 @@ pub async fn suggested_page(
     limit: i64,
     offset: i64,
 ) -> sqlx::Result<(Vec<SuggestedRow>, i64)> {
-    let total: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM memories {QUEUE_WHERE}"))
-        .bind(tenant)
-        .bind(filter.subject_id)
-        .bind(filter.label)
-        .fetch_one(&mut *conn)
-        .await?;
-    let rows = sqlx::query_as(&format!(
+    // Both statements select the queue with the same WHERE.
+    let total: i64 = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM memories WHERE tenant_id = $1 AND suggested_labels <> '{}'
+           AND ($2::text IS NULL OR subject_id = $2) AND ($3::text IS NULL OR suggested_labels @> ARRAY[$3::text])"#,
+        tenant,
+        filter.subject_id,
+        filter.label
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let rows = sqlx::query_as!(
+        SuggestedRow,
         "SELECT id, subject_id, kind, content, summary, suggested_labels, sensitivity_labels, created_at \
-         FROM memories {QUEUE_WHERE} ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5"
-    ))
-    .bind(tenant)
-    .bind(filter.subject_id)
-    .bind(filter.label)
-    .bind(limit)
-    .bind(offset)
+         FROM memories WHERE tenant_id = $1 AND suggested_labels <> '{}' \
+         AND ($2::text IS NULL OR subject_id = $2) AND ($3::text IS NULL OR suggested_labels @> ARRAY[$3::text]) \
+         ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5",
+        tenant,
+        filter.subject_id,
+        filter.label,
+        limit,
+        offset
+    )
     .fetch_all(conn)
     .await?;
     Ok((rows, total))
@@ -62,13 +66,14 @@ pub async fn lock_labels(
     tenant: &str,
     id: Uuid,
 ) -> sqlx::Result<Option<(Vec<String>, Vec<String>)>> {
-    sqlx::query_as(
+    let row = sqlx::query!(
         "SELECT suggested_labels, sensitivity_labels FROM memories WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        tenant,
+        id
     )
-    .bind(tenant)
-    .bind(id)
     .fetch_optional(conn)
-    .await
+    .await?;
+    Ok(row.map(|r| (r.suggested_labels, r.sensitivity_labels)))
 }
 
 /// Writes a promotion: the new label columns and one more `metadata.label_promotions` entry.
@@ -80,18 +85,18 @@ pub async fn apply_promotion(
     suggested: &[String],
     entry: &Value,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE memories SET sensitivity_labels = $3, suggested_labels = $4, updated_at = now(), \
          metadata = jsonb_set(metadata, '{label_promotions}', \
              CASE WHEN jsonb_typeof(metadata->'label_promotions') = 'array' \
                   THEN metadata->'label_promotions' ELSE '[]'::jsonb END || jsonb_build_array($5::jsonb)) \
          WHERE tenant_id = $1 AND id = $2",
+        tenant,
+        id,
+        sensitivity,
+        suggested,
+        sqlx::types::Json(entry) as _
     )
-    .bind(tenant)
-    .bind(id)
-    .bind(sensitivity)
-    .bind(suggested)
-    .bind(sqlx::types::Json(entry))
     .execute(conn)
     .await?;
     Ok(())

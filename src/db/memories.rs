@@ -1,9 +1,10 @@
 //! Queries on the `memories` table.
 
 use chrono::{DateTime, Utc};
+use pgvector::Vector;
 use sqlx::PgConnection;
 
-use crate::model::memory::{Memory, MEMORY_COLUMNS};
+use crate::model::memory::Memory;
 
 /// One page of a subject's memories in (created_at, id) order, plus whether more exist;
 /// `valid_from` bounds (inclusive, None = open) keep only memories valid from inside them.
@@ -18,22 +19,45 @@ pub async fn page(
     active_only: bool,
     valid_from: (Option<DateTime<Utc>>, Option<DateTime<Utc>>),
 ) -> sqlx::Result<(Vec<Memory>, bool)> {
-    let dir = if newest_first { "DESC" } else { "ASC" };
-    let filter = if active_only { "AND status = 'active' AND (valid_to IS NULL OR valid_to > now())" } else { "" };
-    let sql = format!(
-        "SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = $1 AND subject_id = $2 {filter} \
-         AND ($5::timestamptz IS NULL OR valid_from >= $5) AND ($6::timestamptz IS NULL OR valid_from <= $6) \
-         ORDER BY created_at {dir}, id {dir} LIMIT $3 OFFSET $4"
-    );
-    let mut rows: Vec<Memory> = sqlx::query_as(&sql)
-        .bind(tenant)
-        .bind(subject_id)
-        .bind(limit + 1)
-        .bind(offset)
-        .bind(valid_from.0)
-        .bind(valid_from.1)
+    // Two statements, one per direction (an ORDER BY direction cannot be a parameter); `$7`
+    // keeps only active, unexpired memories.
+    let mut rows: Vec<Memory> = if newest_first {
+        sqlx::query_as!(
+            Memory,
+            "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status, \
+         sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
+             AND (NOT $7::bool OR (status = 'active' AND (valid_to IS NULL OR valid_to > now()))) \
+             AND ($5::timestamptz IS NULL OR valid_from >= $5) AND ($6::timestamptz IS NULL OR valid_from <= $6) \
+             ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4",
+            tenant,
+            subject_id,
+            limit + 1,
+            offset,
+            valid_from.0,
+            valid_from.1,
+            active_only
+        )
         .fetch_all(&mut *conn)
-        .await?;
+        .await?
+    } else {
+        sqlx::query_as!(
+            Memory,
+            "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status, \
+         sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
+             AND (NOT $7::bool OR (status = 'active' AND (valid_to IS NULL OR valid_to > now()))) \
+             AND ($5::timestamptz IS NULL OR valid_from >= $5) AND ($6::timestamptz IS NULL OR valid_from <= $6) \
+             ORDER BY created_at ASC, id ASC LIMIT $3 OFFSET $4",
+            tenant,
+            subject_id,
+            limit + 1,
+            offset,
+            valid_from.0,
+            valid_from.1,
+            active_only
+        )
+        .fetch_all(&mut *conn)
+        .await?
+    };
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
     if newest_first {
@@ -52,12 +76,20 @@ pub async fn search_text(
     limit: i64,
 ) -> sqlx::Result<Vec<Memory>> {
     let pattern = q.map(|q| format!("%{}%", escape_like(q)));
-    let sql = format!(
-        "SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
+    sqlx::query_as!(
+        Memory,
+        "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status, \
+         sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
          AND (valid_to IS NULL OR valid_to > now()) AND ($3::text IS NULL OR content ILIKE $3 ESCAPE '\\') \
-         AND ($4::text IS NULL OR kind = $4) ORDER BY created_at DESC, id DESC LIMIT $5"
-    );
-    sqlx::query_as(&sql).bind(tenant).bind(subject_id).bind(pattern).bind(kind).bind(limit).fetch_all(conn).await
+         AND ($4::text IS NULL OR kind = $4) ORDER BY created_at DESC, id DESC LIMIT $5",
+        tenant,
+        subject_id,
+        pattern,
+        kind,
+        limit
+    )
+    .fetch_all(conn)
+    .await
 }
 
 /// Escapes LIKE wildcards so user text matches literally.
@@ -70,25 +102,26 @@ pub async fn nearest(
     conn: &mut PgConnection,
     tenant: &str,
     subject_id: &str,
-    query_vector: &str,
+    query_vector: &Vector,
     model: &str,
     kind: Option<&str>,
     limit: i64,
 ) -> sqlx::Result<Vec<(uuid::Uuid, f64)>> {
-    sqlx::query_as(
-        "SELECT id, 1 - (embedding <=> $3::vector) / 2 AS sim FROM memories \
-         WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND (valid_to IS NULL OR valid_to > now()) \
-         AND embedding_model = $4 AND ($5::text IS NULL OR kind = $5) \
-         ORDER BY embedding <=> $3::vector, id LIMIT $6",
+    let rows = sqlx::query!(
+        r#"SELECT id, 1 - (embedding <=> $3) / 2 AS "sim!" FROM memories
+           WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND (valid_to IS NULL OR valid_to > now())
+           AND embedding_model = $4 AND ($5::text IS NULL OR kind = $5)
+           ORDER BY embedding <=> $3, id LIMIT $6"#,
+        tenant,
+        subject_id,
+        query_vector as &Vector,
+        model,
+        kind,
+        limit
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(query_vector)
-    .bind(model)
-    .bind(kind)
-    .bind(limit)
     .fetch_all(conn)
-    .await
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.sim)).collect())
 }
 
 /// Full-text lane: (id, ts_rank_cd) of active memories matching `q`.
@@ -100,25 +133,28 @@ pub async fn full_text(
     kind: Option<&str>,
     limit: i64,
 ) -> sqlx::Result<Vec<(uuid::Uuid, f64)>> {
-    sqlx::query_as(
-        "SELECT id, ts_rank_cd(content_tsv, plainto_tsquery('english', $3))::float8 AS r FROM memories \
-         WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND (valid_to IS NULL OR valid_to > now()) \
-         AND content_tsv @@ plainto_tsquery('english', $3) AND ($4::text IS NULL OR kind = $4) \
-         ORDER BY r DESC, id LIMIT $5",
+    let rows = sqlx::query!(
+        r#"SELECT id, ts_rank_cd(content_tsv, plainto_tsquery('english', $3))::float8 AS "r!" FROM memories
+           WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' AND (valid_to IS NULL OR valid_to > now())
+           AND content_tsv @@ plainto_tsquery('english', $3) AND ($4::text IS NULL OR kind = $4)
+           ORDER BY 2 DESC, id LIMIT $5"#,
+        tenant,
+        subject_id,
+        q,
+        kind,
+        limit
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(q)
-    .bind(kind)
-    .bind(limit)
     .fetch_all(conn)
-    .await
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.r)).collect())
 }
 
 /// Memories of the tenant by id, in no particular order.
 pub async fn by_ids(conn: &mut PgConnection, tenant: &str, ids: &[uuid::Uuid]) -> sqlx::Result<Vec<Memory>> {
-    let sql = format!("SELECT {MEMORY_COLUMNS} FROM memories WHERE tenant_id = $1 AND id = ANY($2)");
-    sqlx::query_as(&sql).bind(tenant).bind(ids).fetch_all(conn).await
+    sqlx::query_as!(Memory, "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status, \
+         sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND id = ANY($2)", tenant, ids)
+        .fetch_all(conn)
+        .await
 }
 
 /// Replaces a memory's sensitivity labels; None when the tenant has no such memory.
@@ -128,11 +164,17 @@ pub async fn set_labels(
     id: uuid::Uuid,
     labels: &[String],
 ) -> sqlx::Result<Option<Memory>> {
-    let sql = format!(
+    sqlx::query_as!(
+        Memory,
         "UPDATE memories SET sensitivity_labels = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2 \
-         RETURNING {MEMORY_COLUMNS}"
-    );
-    sqlx::query_as(&sql).bind(tenant).bind(id).bind(labels).fetch_optional(conn).await
+         RETURNING id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status, \
+         sensitivity_labels, suggested_labels, created_at, updated_at",
+        tenant,
+        id,
+        labels
+    )
+    .fetch_optional(conn)
+    .await
 }
 
 /// Tombstones one memory of the tenant's subject (no longer searched or recalled; the row and
@@ -143,16 +185,22 @@ pub async fn tombstone(
     subject_id: &str,
     id: uuid::Uuid,
 ) -> sqlx::Result<Option<Memory>> {
-    let sql = format!(
+    sqlx::query_as!(
+        Memory,
         "UPDATE memories SET status = 'tombstoned', superseded_at = COALESCE(superseded_at, now()), \
          updated_at = now() WHERE tenant_id = $1 AND subject_id = $2 AND id = $3 AND status <> 'tombstoned' \
-         RETURNING {MEMORY_COLUMNS}"
-    );
-    sqlx::query_as(&sql).bind(tenant).bind(subject_id).bind(id).fetch_optional(conn).await
+         RETURNING id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status, \
+         sensitivity_labels, suggested_labels, created_at, updated_at",
+        tenant,
+        subject_id,
+        id
+    )
+    .fetch_optional(conn)
+    .await
 }
 
 /// A current fact for briefs: id, text, labels.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct FactRow {
     pub id: uuid::Uuid,
     pub content: String,
@@ -167,14 +215,15 @@ pub async fn current_facts(
     subject_id: &str,
     limit: i64,
 ) -> sqlx::Result<Vec<FactRow>> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        FactRow,
         "SELECT id, content, sensitivity_labels, source_episode_ids FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
          AND status = 'active' AND kind = 'profile_fact' AND (valid_to IS NULL OR valid_to > now()) \
          ORDER BY claim_single DESC, valid_from DESC, id DESC LIMIT $3",
+        tenant,
+        subject_id,
+        limit
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(limit)
     .fetch_all(conn)
     .await
 }

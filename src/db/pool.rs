@@ -8,11 +8,6 @@ use sqlx::{Connection, PgPool};
 /// How long a pooled connection may sit idle before it is pinged again before use.
 const IDLE_BEFORE_PING: Duration = Duration::from_secs(1);
 
-/// Whether the login must switch to mnemo_app: it is a superuser, bypasses row-level security,
-/// is not a member of mnemo_app, or owns a table (owners are exempt from row-level security).
-const NEEDS_SET_ROLE: &str = "SELECT r.rolsuper OR r.rolbypassrls OR NOT pg_has_role(r.oid, 'mnemo_app', 'USAGE') \
-     OR EXISTS (SELECT 1 FROM pg_class c WHERE c.relowner = r.oid) FROM pg_roles r WHERE r.rolname = current_user";
-
 /// The embedded migrations (plain SQL in `migrations/`).
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -51,20 +46,29 @@ pub async fn connect_app(opts: PgConnectOptions, max_connections: u32) -> sqlx::
                 // A login that already is an unprivileged member of mnemo_app (owning nothing, so
                 // row-level security applies to it) needs no SET ROLE; behind a transaction
                 // pooler it must not get one, as session state sticks to one server connection.
-                let needs_role: bool = sqlx::query_scalar(NEEDS_SET_ROLE).fetch_one(&mut *conn).await?;
+                // Whether the login must switch: it is a superuser, bypasses row-level security,
+                // is not a member of mnemo_app, or owns a table (owners are exempt from row-level security).
+                let needs_role: bool = sqlx::query_scalar!(
+                    r#"SELECT r.rolsuper OR r.rolbypassrls OR NOT pg_has_role(r.oid, 'mnemo_app', 'USAGE')
+                       OR EXISTS (SELECT 1 FROM pg_class c WHERE c.relowner = r.oid) AS "needs!"
+                       FROM pg_roles r WHERE r.rolname = current_user"#
+                )
+                .fetch_one(&mut *conn)
+                .await?;
                 if needs_role {
-                    sqlx::query("SET ROLE mnemo_app").execute(&mut *conn).await?;
+                    sqlx::query!("SET ROLE mnemo_app").execute(&mut *conn).await?;
                 }
                 Ok(())
             })
         })
         .connect_with(opts)
         .await?;
-    let (superuser, bypass): (bool, bool) =
-        sqlx::query_as("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user")
-            .fetch_one(&pool)
-            .await?;
-    if superuser || bypass {
+    let role = sqlx::query!(
+        r#"SELECT rolsuper AS "rolsuper!", rolbypassrls AS "rolbypassrls!" FROM pg_roles WHERE rolname = current_user"#
+    )
+    .fetch_one(&pool)
+    .await?;
+    if role.rolsuper || role.rolbypassrls {
         return Err(sqlx::Error::Configuration("the application role must not bypass row-level security".into()));
     }
     Ok(pool)

@@ -17,16 +17,23 @@ pub async fn take(
 ) -> sqlx::Result<(f64, bool)> {
     // Only the conflicting row's own (locked, latest) values are read in SET: a subquery would
     // read the statement's snapshot and let concurrent takes double-spend a token.
-    let refill =
-        "LEAST($3::float8, r.tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - r.updated_at)::float8) * $4::float8)";
-    let sql = format!(
+    // The refill, LEAST($3, r.tokens + elapsed seconds * $4), is spelled out three times.
+    let r = sqlx::query!(
         "INSERT INTO rate_buckets AS r (tenant_id, bucket, tokens, last_allowed, updated_at) \
          VALUES ($1, $2, $3::float8 - 1, true, now()) \
          ON CONFLICT (tenant_id, bucket) DO UPDATE SET \
-             tokens = CASE WHEN {refill} >= 1 THEN {refill} - 1 ELSE {refill} END, \
-             last_allowed = {refill} >= 1, \
+             tokens = CASE WHEN LEAST($3::float8, r.tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - r.updated_at)::float8) * $4::float8) >= 1 \
+                 THEN LEAST($3::float8, r.tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - r.updated_at)::float8) * $4::float8) - 1 \
+                 ELSE LEAST($3::float8, r.tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - r.updated_at)::float8) * $4::float8) END, \
+             last_allowed = LEAST($3::float8, r.tokens + GREATEST(0, EXTRACT(EPOCH FROM now() - r.updated_at)::float8) * $4::float8) >= 1, \
              updated_at = GREATEST(r.updated_at, now()) \
-         RETURNING tokens, last_allowed"
-    );
-    sqlx::query_as(&sql).bind(tenant).bind(bucket).bind(capacity).bind(per_sec).fetch_one(conn).await
+         RETURNING tokens, last_allowed",
+        tenant,
+        bucket,
+        capacity,
+        per_sec
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok((r.tokens, r.last_allowed))
 }

@@ -19,9 +19,6 @@ pub struct ResolutionRow {
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str =
-    "id, subject_id, session_id, status, resolution_summary, resolved_at, metadata, created_at, updated_at";
-
 /// What a POST sets.
 #[derive(Debug, Clone)]
 pub struct ResolutionWrite<'a> {
@@ -41,9 +38,10 @@ pub async fn upsert(
     id: Uuid,
     w: &ResolutionWrite<'_>,
 ) -> sqlx::Result<ResolutionRow> {
-    sqlx::query_as(&format!(
+    sqlx::query_as!(
+        ResolutionRow,
         "INSERT INTO resolutions (tenant_id, id, subject_id, session_id, status, resolution_summary, resolved_at, metadata) \
-         VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $5 = 'resolved' THEN now() END, COALESCE($7, '{{}}'::jsonb)) \
+         VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $5 = 'resolved' THEN now() END, COALESCE($7, '{}'::jsonb)) \
          ON CONFLICT (tenant_id, subject_id, session_id) DO UPDATE SET \
            status = EXCLUDED.status, \
            resolution_summary = COALESCE($6, resolutions.resolution_summary), \
@@ -51,15 +49,15 @@ pub async fn upsert(
                               WHEN resolutions.status = 'resolved' THEN resolutions.resolved_at ELSE now() END, \
            metadata = COALESCE($7, resolutions.metadata), \
            updated_at = now() \
-         RETURNING {COLUMNS}"
-    ))
-    .bind(tenant)
-    .bind(id)
-    .bind(w.subject_id)
-    .bind(w.session_id)
-    .bind(w.status)
-    .bind(w.summary)
-    .bind(w.metadata.map(sqlx::types::Json))
+         RETURNING id, subject_id, session_id, status, resolution_summary, resolved_at, metadata, created_at, updated_at",
+        tenant,
+        id,
+        w.subject_id,
+        w.session_id,
+        w.status,
+        w.summary,
+        w.metadata.map(sqlx::types::Json) as _
+    )
     .fetch_one(conn)
     .await
 }
@@ -73,15 +71,17 @@ pub async fn page(
     limit: i64,
     offset: i64,
 ) -> sqlx::Result<Vec<ResolutionRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM resolutions WHERE tenant_id = $1 AND subject_id = $2 AND ($3::text IS NULL OR status = $3) \
-         ORDER BY updated_at DESC, id DESC LIMIT $4 OFFSET $5"
-    ))
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(status)
-    .bind(limit)
-    .bind(offset)
+    sqlx::query_as!(
+        ResolutionRow,
+        "SELECT id, subject_id, session_id, status, resolution_summary, resolved_at, metadata, created_at, updated_at \
+         FROM resolutions WHERE tenant_id = $1 AND subject_id = $2 AND ($3::text IS NULL OR status = $3) \
+         ORDER BY updated_at DESC, id DESC LIMIT $4 OFFSET $5",
+        tenant,
+        subject_id,
+        status,
+        limit,
+        offset
+    )
     .fetch_all(conn)
     .await
 }
@@ -92,11 +92,14 @@ pub async fn cached_health(
     tenant: &str,
     subject_id: &str,
 ) -> sqlx::Result<Option<(String, i32)>> {
-    sqlx::query_as("SELECT last_state, last_score FROM subject_health_cache WHERE tenant_id = $1 AND subject_id = $2")
-        .bind(tenant)
-        .bind(subject_id)
-        .fetch_optional(conn)
-        .await
+    let row = sqlx::query!(
+        "SELECT last_state, last_score FROM subject_health_cache WHERE tenant_id = $1 AND subject_id = $2",
+        tenant,
+        subject_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| (r.last_state, r.last_score)))
 }
 
 /// Records the subject's current health state.
@@ -107,15 +110,15 @@ pub async fn store_health(
     state: &str,
     score: i32,
 ) -> sqlx::Result<()> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO subject_health_cache (tenant_id, subject_id, last_state, last_score) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_state = $3, last_score = $4, updated_at = now() \
          WHERE (subject_health_cache.last_state, subject_health_cache.last_score) IS DISTINCT FROM ($3, $4)",
+        tenant,
+        subject_id,
+        state,
+        score
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(state)
-    .bind(score)
     .execute(conn)
     .await?;
     Ok(())

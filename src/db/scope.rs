@@ -18,7 +18,7 @@ pub type TenantTx = Transaction<'static, Postgres>;
 /// Begins a transaction that sees (and may write) only `tenant`'s rows.
 pub async fn begin(pool: &PgPool, tenant: &str) -> sqlx::Result<TenantTx> {
     let mut tx = pool.begin().await?;
-    sqlx::query("SELECT set_config('mnemo.tenant', $1, true)").bind(tenant).execute(&mut *tx).await?;
+    sqlx::query_scalar!("SELECT set_config('mnemo.tenant', $1, true)", tenant).fetch_one(&mut *tx).await?;
     Ok(tx)
 }
 
@@ -40,6 +40,7 @@ pub async fn single(pool: &PgPool) -> sqlx::Result<PoolConnection<Postgres>> {
 /// (`tenant_versions`, 0 when it has none), read after the tenant is set, by the same statement.
 pub async fn begin_versioned(pool: &PgPool, tenant: &str) -> sqlx::Result<(TenantTx, i64)> {
     let mut tx = pool.begin().await?;
-    let version: i64 = sqlx::query_scalar("SELECT mnemo_enter_tenant($1)").bind(tenant).fetch_one(&mut *tx).await?;
+    let version: i64 =
+        sqlx::query_scalar!(r#"SELECT mnemo_enter_tenant($1) AS "version!""#, tenant).fetch_one(&mut *tx).await?;
     Ok((tx, version))
 }

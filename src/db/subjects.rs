@@ -10,8 +10,8 @@ pub struct SubjectSummary {
     pub memory_count: i64,
 }
 
-// Internal namespaces that are never listed.
-const HIDDEN: &str = "subject_id NOT LIKE '\\_snapshot/%' AND subject_id NOT LIKE '\\_bootstrap\\_tmp/%'";
+// Internal namespaces (`_snapshot/`, `_bootstrap_tmp/`) are never listed: each branch of the
+// union leaves them out.
 
 /// One page of subjects ordered by id, and the total number of subjects.
 pub async fn list(
@@ -20,20 +20,31 @@ pub async fn list(
     limit: i64,
     offset: i64,
 ) -> sqlx::Result<(Vec<SubjectSummary>, i64)> {
-    let union = format!(
-        "SELECT subject_id, count(*) AS e, 0::bigint AS m FROM episodes WHERE tenant_id = $1 AND {HIDDEN} GROUP BY subject_id \
-         UNION ALL \
-         SELECT subject_id, 0::bigint, count(*) FROM memories WHERE tenant_id = $1 AND {HIDDEN} GROUP BY subject_id"
-    );
-    let sql = format!(
-        "SELECT subject_id, sum(e)::bigint AS episode_count, sum(m)::bigint AS memory_count \
-         FROM ({union}) s GROUP BY subject_id ORDER BY subject_id LIMIT $2 OFFSET $3"
-    );
-    let rows: Vec<SubjectSummary> =
-        sqlx::query_as(&sql).bind(tenant).bind(limit).bind(offset).fetch_all(&mut *conn).await?;
-    let total: i64 = sqlx::query_scalar(&format!("SELECT count(DISTINCT subject_id) FROM ({union}) s"))
-        .bind(tenant)
-        .fetch_one(&mut *conn)
-        .await?;
+    let rows: Vec<SubjectSummary> = sqlx::query_as!(
+        SubjectSummary,
+        r#"SELECT subject_id AS "subject_id!", sum(e)::bigint AS "episode_count!", sum(m)::bigint AS "memory_count!"
+           FROM (SELECT subject_id, count(*) AS e, 0::bigint AS m FROM episodes WHERE tenant_id = $1
+                   AND subject_id NOT LIKE '\_snapshot/%' AND subject_id NOT LIKE '\_bootstrap\_tmp/%' GROUP BY subject_id
+                 UNION ALL
+                 SELECT subject_id, 0::bigint, count(*) FROM memories WHERE tenant_id = $1
+                   AND subject_id NOT LIKE '\_snapshot/%' AND subject_id NOT LIKE '\_bootstrap\_tmp/%' GROUP BY subject_id) s
+           GROUP BY subject_id ORDER BY subject_id LIMIT $2 OFFSET $3"#,
+        tenant,
+        limit,
+        offset
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let total: i64 = sqlx::query_scalar!(
+        r#"SELECT count(DISTINCT subject_id) AS "n!"
+           FROM (SELECT subject_id, count(*) AS e, 0::bigint AS m FROM episodes WHERE tenant_id = $1
+                   AND subject_id NOT LIKE '\_snapshot/%' AND subject_id NOT LIKE '\_bootstrap\_tmp/%' GROUP BY subject_id
+                 UNION ALL
+                 SELECT subject_id, 0::bigint, count(*) FROM memories WHERE tenant_id = $1
+                   AND subject_id NOT LIKE '\_snapshot/%' AND subject_id NOT LIKE '\_bootstrap\_tmp/%' GROUP BY subject_id) s"#,
+        tenant
+    )
+    .fetch_one(&mut *conn)
+    .await?;
     Ok((rows, total))
 }

@@ -26,7 +26,7 @@ pub async fn count_batch(
 ) -> sqlx::Result<()> {
     // Rows are upserted in key order, so two writers could never deadlock on them (compile
     // already serialises a subject; this keeps it true if that changes).
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO subject_terms AS s (tenant_id, subject_id, source, lexeme, df, common_since) \
          SELECT $1, $2, src, lexeme, count(*), CASE WHEN count(*) >= $6 THEN now() END FROM ( \
            SELECT 'memory' AS src, t.lexeme FROM memories m, unnest(m.content_tsv) t \
@@ -38,14 +38,14 @@ pub async fn count_batch(
          GROUP BY src, lexeme ORDER BY src, lexeme \
          ON CONFLICT (tenant_id, subject_id, source, lexeme) DO UPDATE SET df = s.df + EXCLUDED.df, \
            common_since = COALESCE(s.common_since, CASE WHEN s.df + EXCLUDED.df >= $6 THEN now() END)",
+        tenant,
+        subject_id,
+        memory_ids,
+        after_seq,
+        last_seq,
+        COMMON_TERM_DF,
+        MAX_TERM_BYTES
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(memory_ids)
-    .bind(after_seq)
-    .bind(last_seq)
-    .bind(COMMON_TERM_DF)
-    .bind(MAX_TERM_BYTES)
     .execute(conn)
     .await?;
     Ok(())

@@ -20,17 +20,18 @@ pub fn index_name(table: &str, model: &str) -> String {
 }
 
 /// Builds any missing (or invalid, from an interrupted build) HNSW index for `model`; runs as
-/// the owner role. Returns the names of the indexes it built.
+/// the owner role. Returns the names of the indexes it built. The DDL stays dynamic SQL: the
+/// index name, table, dimension count and model literal are part of its text.
 pub async fn ensure(owner: &PgPool, model: &str, dims: usize) -> sqlx::Result<Vec<String>> {
     let mut built = Vec::new();
     let literal = model.replace('\'', "''");
     for table in TABLES {
         let name = index_name(table, model);
-        let valid: Option<bool> = sqlx::query_scalar(
+        let valid: Option<bool> = sqlx::query_scalar!(
             "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid \
              WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace",
+            name
         )
-        .bind(&name)
         .fetch_optional(owner)
         .await?;
         match valid {

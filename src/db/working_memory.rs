@@ -7,10 +7,11 @@ use sqlx::types::Json;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::db::episodes::EpisodeWith;
 use crate::model::episode::Episode;
 
 /// One session of a subject: its episodes' count and time span, its metadata, its latest snapshot.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct SessionRow {
     pub session_id: String,
     pub episode_count: i64,
@@ -21,7 +22,7 @@ pub struct SessionRow {
 }
 
 /// A stored snapshot.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct SnapshotRow {
     pub id: Uuid,
     pub session_id: String,
@@ -34,31 +35,21 @@ pub struct SnapshotRow {
 }
 
 /// An episode with its place in the subject's log.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct LoggedEpisode {
-    #[sqlx(flatten)]
     pub episode: Episode,
     pub seq: i64,
 }
 
-const SNAPSHOT_COLUMNS: &str = "id, session_id, position, prev_id, summary, pinned, covers_through, created_at";
-const EPISODE_COLUMNS: &str =
-    "id, subject_id, source, type, payload, metadata, provenance, session_id, occurred_at, created_at, seq";
-
-/// The listing's select: sessions of `$1`/`$2` (tenant, subject) grouped from their episodes,
-/// restricted by `filter` (SQL on `e`).
-fn sessions_select(filter: &str) -> String {
-    format!(
-        "SELECT e.session_id, count(*) AS episode_count, min(e.occurred_at) AS first_at, \
-           max(e.occurred_at) AS last_at, COALESCE(m.metadata, '{{}}'::jsonb) AS metadata, \
-           (SELECT s.id FROM session_snapshots s WHERE s.tenant_id = $1 AND s.subject_id = $2 \
-              AND s.session_id = e.session_id ORDER BY s.position DESC LIMIT 1) AS snapshot_id \
-         FROM episodes e LEFT JOIN session_metadata m ON m.tenant_id = $1 AND m.subject_id = $2 \
-           AND m.session_id = e.session_id \
-         WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.session_id IS NOT NULL {filter} \
-         GROUP BY e.session_id, m.metadata"
-    )
+impl From<EpisodeWith<i64>> for LoggedEpisode {
+    fn from(r: EpisodeWith<i64>) -> Self {
+        let (episode, seq) = r.split();
+        LoggedEpisode { episode, seq }
+    }
 }
+
+// The session listing and the one-session read share their select: the sessions of `$1`/`$2`
+// (tenant, subject) grouped from their episodes.
 
 /// A page of the subject's sessions, the most recent activity (latest episode) first.
 pub async fn sessions_page(
@@ -68,13 +59,23 @@ pub async fn sessions_page(
     limit: i64,
     offset: i64,
 ) -> sqlx::Result<Vec<SessionRow>> {
-    sqlx::query_as(&format!("{} ORDER BY last_at DESC, e.session_id LIMIT $3 OFFSET $4", sessions_select("")))
-        .bind(tenant)
-        .bind(subject_id)
-        .bind(limit)
-        .bind(offset)
-        .fetch_all(conn)
-        .await
+    sqlx::query_as!(
+        SessionRow,
+        r#"SELECT e.session_id AS "session_id!", count(*) AS "episode_count!", min(e.occurred_at) AS "first_at!",
+           max(e.occurred_at) AS "last_at!", COALESCE(m.metadata, '{}'::jsonb) AS "metadata!",
+           (SELECT s.id FROM session_snapshots s WHERE s.tenant_id = $1 AND s.subject_id = $2
+              AND s.session_id = e.session_id ORDER BY s.position DESC LIMIT 1) AS snapshot_id
+         FROM episodes e LEFT JOIN session_metadata m ON m.tenant_id = $1 AND m.subject_id = $2
+           AND m.session_id = e.session_id
+         WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.session_id IS NOT NULL
+         GROUP BY e.session_id, m.metadata ORDER BY 4 DESC, e.session_id LIMIT $3 OFFSET $4"#,
+        tenant,
+        subject_id,
+        limit,
+        offset
+    )
+    .fetch_all(conn)
+    .await
 }
 
 /// One session, None when the subject has no episode in it.
@@ -84,12 +85,22 @@ pub async fn session(
     subject_id: &str,
     session_id: &str,
 ) -> sqlx::Result<Option<SessionRow>> {
-    sqlx::query_as(&sessions_select("AND e.session_id = $3"))
-        .bind(tenant)
-        .bind(subject_id)
-        .bind(session_id)
-        .fetch_optional(conn)
-        .await
+    sqlx::query_as!(
+        SessionRow,
+        r#"SELECT e.session_id AS "session_id!", count(*) AS "episode_count!", min(e.occurred_at) AS "first_at!",
+           max(e.occurred_at) AS "last_at!", COALESCE(m.metadata, '{}'::jsonb) AS "metadata!",
+           (SELECT s.id FROM session_snapshots s WHERE s.tenant_id = $1 AND s.subject_id = $2
+              AND s.session_id = e.session_id ORDER BY s.position DESC LIMIT 1) AS snapshot_id
+         FROM episodes e LEFT JOIN session_metadata m ON m.tenant_id = $1 AND m.subject_id = $2
+           AND m.session_id = e.session_id
+         WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.session_id IS NOT NULL AND e.session_id = $3
+         GROUP BY e.session_id, m.metadata"#,
+        tenant,
+        subject_id,
+        session_id
+    )
+    .fetch_optional(conn)
+    .await
 }
 
 /// The session's latest snapshot; with `as_of`, the latest one recorded by then.
@@ -100,15 +111,16 @@ pub async fn latest_snapshot(
     session_id: &str,
     as_of: Option<DateTime<Utc>>,
 ) -> sqlx::Result<Option<SnapshotRow>> {
-    sqlx::query_as(&format!(
-        "SELECT {SNAPSHOT_COLUMNS} FROM session_snapshots \
+    sqlx::query_as!(
+        SnapshotRow,
+        "SELECT id, session_id, position, prev_id, summary, pinned, covers_through, created_at FROM session_snapshots \
          WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND ($4::timestamptz IS NULL OR created_at <= $4) \
-         ORDER BY position DESC LIMIT 1"
-    ))
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(session_id)
-    .bind(as_of)
+         ORDER BY position DESC LIMIT 1",
+        tenant,
+        subject_id,
+        session_id,
+        as_of
+    )
     .fetch_optional(conn)
     .await
 }
@@ -132,20 +144,21 @@ pub async fn insert_snapshot(
     tenant: &str,
     w: &SnapshotWrite<'_>,
 ) -> sqlx::Result<Option<SnapshotRow>> {
-    sqlx::query_as(&format!(
+    sqlx::query_as!(
+        SnapshotRow,
         "INSERT INTO session_snapshots (tenant_id, subject_id, session_id, id, position, prev_id, summary, pinned, \
            covers_through) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-         ON CONFLICT (tenant_id, subject_id, session_id, position) DO NOTHING RETURNING {SNAPSHOT_COLUMNS}"
-    ))
-    .bind(tenant)
-    .bind(w.subject_id)
-    .bind(w.session_id)
-    .bind(w.id)
-    .bind(w.position)
-    .bind(w.prev_id)
-    .bind(w.summary)
-    .bind(w.pinned)
-    .bind(w.covers_through)
+         ON CONFLICT (tenant_id, subject_id, session_id, position) DO NOTHING RETURNING id, session_id, position, prev_id, summary, pinned, covers_through, created_at",
+        tenant,
+        w.subject_id,
+        w.session_id,
+        w.id,
+        w.position,
+        w.prev_id,
+        w.summary,
+        w.pinned,
+        w.covers_through
+    )
     .fetch_optional(conn)
     .await
 }
@@ -159,17 +172,20 @@ pub async fn episodes_after(
     after: i64,
     limit: i64,
 ) -> sqlx::Result<Vec<LoggedEpisode>> {
-    sqlx::query_as(&format!(
-        "SELECT {EPISODE_COLUMNS} FROM episodes \
-         WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND seq > $4 ORDER BY seq LIMIT $5"
-    ))
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(session_id)
-    .bind(after)
-    .bind(limit)
+    let rows = sqlx::query_as!(
+        EpisodeWith::<i64>,
+        "SELECT id, subject_id, source, type AS kind, payload, metadata, provenance, session_id, occurred_at, created_at, \
+         seq AS extra FROM episodes \
+         WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND seq > $4 ORDER BY seq LIMIT $5",
+        tenant,
+        subject_id,
+        session_id,
+        after,
+        limit
+    )
     .fetch_all(conn)
-    .await
+    .await?;
+    Ok(rows.into_iter().map(LoggedEpisode::from).collect())
 }
 
 /// The session's episodes among `ids`, in log order.
@@ -183,16 +199,19 @@ pub async fn episodes_by_id(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    sqlx::query_as(&format!(
-        "SELECT {EPISODE_COLUMNS} FROM episodes \
-         WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND id = ANY($4) ORDER BY seq"
-    ))
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(session_id)
-    .bind(ids)
+    let rows = sqlx::query_as!(
+        EpisodeWith::<i64>,
+        "SELECT id, subject_id, source, type AS kind, payload, metadata, provenance, session_id, occurred_at, created_at, \
+         seq AS extra FROM episodes \
+         WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND id = ANY($4) ORDER BY seq",
+        tenant,
+        subject_id,
+        session_id,
+        ids
+    )
     .fetch_all(conn)
-    .await
+    .await?;
+    Ok(rows.into_iter().map(LoggedEpisode::from).collect())
 }
 
 /// Whether the episode at `seq` belongs to the session.
@@ -203,14 +222,14 @@ pub async fn in_session(
     session_id: &str,
     seq: i64,
 ) -> sqlx::Result<bool> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND seq = $3 \
-           AND session_id = $4)",
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND seq = $3
+           AND session_id = $4) AS "exists!""#,
+        tenant,
+        subject_id,
+        seq,
+        session_id
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(seq)
-    .bind(session_id)
     .fetch_one(conn)
     .await
 }
@@ -224,18 +243,18 @@ pub async fn patch_metadata(
     set: &Map<String, Value>,
     remove: &[String],
 ) -> sqlx::Result<Value> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "INSERT INTO session_metadata (tenant_id, subject_id, session_id, metadata) \
          VALUES ($1, $2, $3, $4::jsonb - $5::text[]) \
          ON CONFLICT (tenant_id, subject_id, session_id) DO UPDATE \
            SET metadata = (session_metadata.metadata || $4::jsonb) - $5::text[], updated_at = now() \
          RETURNING metadata",
+        tenant,
+        subject_id,
+        session_id,
+        Json(set) as _,
+        remove
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(session_id)
-    .bind(Json(set))
-    .bind(remove)
     .fetch_one(conn)
     .await
 }
@@ -249,16 +268,16 @@ pub async fn covered_ids(
     snapshot: &SnapshotRow,
     among: Option<&[Uuid]>,
 ) -> sqlx::Result<Vec<Uuid>> {
-    sqlx::query_scalar(
+    sqlx::query_scalar!(
         "SELECT id FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND seq <= $4 \
            AND NOT (id = ANY($5)) AND ($6::uuid[] IS NULL OR id = ANY($6))",
+        tenant,
+        subject_id,
+        snapshot.session_id,
+        snapshot.covers_through,
+        &snapshot.pinned,
+        among
     )
-    .bind(tenant)
-    .bind(subject_id)
-    .bind(&snapshot.session_id)
-    .bind(snapshot.covers_through)
-    .bind(&snapshot.pinned)
-    .bind(among)
     .fetch_all(conn)
     .await
 }

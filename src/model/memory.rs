@@ -52,7 +52,3 @@ pub enum MemoryStatus {
     Superseded,
     Tombstoned,
 }
-
-/// The column list that fills a [`Memory`].
-pub const MEMORY_COLUMNS: &str = "id, subject_id, kind, content, summary, confidence, valid_from, valid_to, \
-     source_episode_ids, metadata, status, sensitivity_labels, suggested_labels, created_at, updated_at";

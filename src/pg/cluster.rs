@@ -229,18 +229,20 @@ impl Cluster {
     /// Creates `name` if missing and checks that pgvector can be enabled in it.
     pub async fn ensure_database(&self, name: &str) -> anyhow::Result<()> {
         let mut conn = self.connect_options("postgres").connect().await?;
-        let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
-            .bind(name)
-            .fetch_one(&mut conn)
-            .await?;
+        let exists: bool =
+            sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) AS "exists!""#, name)
+                .fetch_one(&mut conn)
+                .await?;
         if !exists {
+            // DDL names the database in its text: dynamic SQL.
             let quoted = name.replace('"', "\"\"");
             sqlx::query(&format!("CREATE DATABASE \"{quoted}\"")).execute(&mut conn).await?;
         }
-        let vector: bool =
-            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')")
-                .fetch_one(&mut conn)
-                .await?;
+        let vector: bool = sqlx::query_scalar!(
+            r#"SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS "available!""#
+        )
+        .fetch_one(&mut conn)
+        .await?;
         conn.close().await?;
         if !vector {
             bail!("the pgvector extension is not installed for this PostgreSQL; {INSTALL_HINT}");

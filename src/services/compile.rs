@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::Utc;
+use pgvector::Vector;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -71,18 +72,6 @@ pub struct CompileDeps<'a> {
     pub compiler: &'a Compiler,
 }
 
-/// Formats a vector in pgvector's text form.
-pub fn vector_literal(v: &[f32]) -> String {
-    let parts: Vec<String> = v.iter().map(|x| format!("{x}")).collect();
-    format!("[{}]", parts.join(","))
-}
-
-/// Reads a vector in pgvector's text form (`[0.1,0.2,…]`).
-fn parse_vector(text: &str) -> Option<Vec<f32>> {
-    let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?;
-    inner.split(',').map(|x| x.trim().parse::<f32>().ok()).collect()
-}
-
 /// Embeds texts on the blocking pool, de-duplicating identical texts.
 pub async fn embed_texts(embedder: &Arc<dyn Embedder>, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
     let mut unique: Vec<String> = Vec::new();
@@ -122,7 +111,7 @@ fn rows_from(drafts: &[MemoryDraft], vectors: &[Vec<f32>], ids: &[Uuid], suggest
         rows.claim_bucket.push(d.claim.as_ref().map(|c| c.bucket()));
         rows.claim_single.push(d.claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Single));
         rows.order_tiebreak.push(d.order_tiebreak.clone());
-        rows.embedding.push(Some(vector_literal(v)));
+        rows.embedding.push(Some(Vector::from(v.clone())));
         let labels =
             if suggest { suggest_labels(&d.content, d.claim.as_ref().map(|c| c.key.as_str())) } else { vec![] };
         rows.suggested.push(labels.join(&LABEL_SEPARATOR.to_string()));
@@ -255,7 +244,7 @@ async fn compile_in(
     let (memory_vectors, episode_vectors) = vectors.split_at(drafts.len());
     if !unlinked.is_empty() && embedder.is_semantic() {
         let with_vectors: Vec<(Current, Vec<f32>)> =
-            current_rows.into_iter().filter_map(|(c, v)| v.as_deref().and_then(parse_vector).map(|v| (c, v))).collect();
+            current_rows.into_iter().filter_map(|(c, v)| v.map(|v| (c, v.to_vec()))).collect();
         link_by_similarity(&mut drafts, &unlinked, memory_vectors, &with_vectors, &registry, SIMILARITY_THRESHOLD);
     }
 
@@ -269,7 +258,7 @@ async fn compile_in(
     )
     .await?;
     let ep_ids: Vec<Uuid> = episode_texts.iter().map(|(id, _)| *id).collect();
-    let ep_vecs: Vec<String> = episode_vectors.iter().map(|v| vector_literal(v)).collect();
+    let ep_vecs: Vec<Vector> = episode_vectors.iter().map(|v| Vector::from(v.clone())).collect();
     db::compile::insert_episode_embeddings(&mut tx, tenant, subject_id, &ep_ids, &ep_vecs, &model).await?;
 
     apply_supersession(&mut tx, &registry, tenant, subject_id, &ids, job_id).await?;

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use crate::db;
 use crate::embed::Embedder;
 use crate::model::memory::Memory;
-use crate::services::compile::{embed_texts, vector_literal};
+use crate::services::compile::embed_texts;
 use crate::telemetry::{self, MemoryOp};
 
 /// A search request after validation.
@@ -63,7 +63,7 @@ async fn search_in(
         return text_search("text_fallback").await;
     }
     let vector = match embed_texts(embedder, vec![q.to_string()]).await {
-        Ok(mut v) if !v.is_empty() => vector_literal(&v.remove(0)),
+        Ok(mut v) if !v.is_empty() => pgvector::Vector::from(v.remove(0)),
         Ok(_) | Err(_) => return text_search("text_fallback").await,
     };
     let pool_size = query.limit * 4;

@@ -13,7 +13,7 @@ use crate::db;
 use crate::db::reembed::Key;
 use crate::embed::Embedder;
 use crate::progress::Progress;
-use crate::services::compile::{embed_texts, vector_literal};
+use crate::services::compile::embed_texts;
 
 /// Re-embeds all memories and episodes not embedded with the embedder's model.
 pub async fn run(
@@ -37,7 +37,7 @@ pub async fn run(
         let vectors = embed_texts(embedder, texts).await?;
         let mut tx = pool.begin().await?;
         for (row, v) in rows.iter().zip(&vectors) {
-            db::reembed::set_memory_embedding(&mut tx, row, &vector_literal(v), &model).await?;
+            db::reembed::set_memory_embedding(&mut tx, row, &pgvector::Vector::from(v.clone()), &model).await?;
         }
         tx.commit().await?;
         progress.advance(rows.len() as u64);
@@ -60,7 +60,7 @@ pub async fn run(
                 &row.tenant_id,
                 &row.subject_id,
                 &[row.id],
-                &[vector_literal(v)],
+                &[pgvector::Vector::from(v.clone())],
                 &model,
             )
             .await?;

@@ -6,11 +6,13 @@ use std::sync::Arc;
 use quick_cache::sync::Cache;
 
 use crate::embed::Embedder;
-use crate::services::compile::{embed_texts, vector_literal};
+use pgvector::Vector;
+
+use crate::services::compile::embed_texts;
 
 /// Task vectors by (model, task): repeated tasks are embedded once. Bounded, evicting the
 /// least useful entries (S3-FIFO), so a burst of one-off tasks does not flush the hot ones.
-pub struct TaskVectorCache(Cache<(String, String), Arc<str>>);
+pub struct TaskVectorCache(Cache<(String, String), Arc<Vector>>);
 
 const CACHE_CAP: usize = 4096;
 
@@ -21,15 +23,15 @@ impl Default for TaskVectorCache {
 }
 
 impl TaskVectorCache {
-    /// The task's vector in pgvector text form, embedding it on a miss.
-    pub async fn get(&self, embedder: &Arc<dyn Embedder>, task: &str) -> anyhow::Result<String> {
+    /// The task's vector, embedding it on a miss.
+    pub async fn get(&self, embedder: &Arc<dyn Embedder>, task: &str) -> anyhow::Result<Vector> {
         let key = (embedder.model_id().to_string(), task.to_string());
         if let Some(v) = self.0.get(&key) {
-            return Ok(v.to_string());
+            return Ok(Vector::clone(&v));
         }
         let mut vs = embed_texts(embedder, vec![task.to_string()]).await?;
-        let v = vector_literal(&vs.pop().ok_or_else(|| anyhow::anyhow!("no vector for the task"))?);
-        self.0.insert(key, Arc::from(v.as_str()));
+        let v = Vector::from(vs.pop().ok_or_else(|| anyhow::anyhow!("no vector for the task"))?);
+        self.0.insert(key, Arc::new(v.clone()));
         Ok(v)
     }
 }

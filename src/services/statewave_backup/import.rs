@@ -18,7 +18,7 @@ use crate::db::backup::{EpisodeRows, MemoryRows};
 use crate::embed::Embedder;
 use crate::policy::suggest::suggest_labels;
 use crate::progress::Progress;
-use crate::services::compile::{embed_texts, registry_for, vector_literal};
+use crate::services::compile::{embed_texts, registry_for};
 use crate::services::episodes::new_id;
 
 /// Texts embedded per call (progress moves once per batch).
@@ -130,7 +130,7 @@ pub async fn import(
     let model = embedder.model_id().to_string();
     db::backup::insert_memories(&mut tx, &tenant, &subject, &rows, &model).await?;
     let ep_ids: Vec<Uuid> = episode_texts.iter().map(|(i, _)| ids.episodes[*i]).collect();
-    let ep_vecs: Vec<String> = episode_vectors.iter().map(|v| vector_literal(v)).collect();
+    let ep_vecs: Vec<pgvector::Vector> = episode_vectors.iter().map(|v| pgvector::Vector::from(v.clone())).collect();
     db::compile::insert_episode_embeddings(&mut tx, &tenant, &subject, &ep_ids, &ep_vecs, &model).await?;
     db::terms::count_batch(&mut tx, &tenant, &subject, &ids.memories, first_seq - 1, last_seq).await?;
     // Statewave compiled every episode with a `last_compiled_at`; compile resumes at the first
@@ -256,7 +256,7 @@ fn memory_rows(
         rows.claim_key.push(claim.as_ref().map(|c| c.key.clone()));
         rows.claim_bucket.push(claim.as_ref().map(Claim::bucket));
         rows.claim_single.push(claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Single));
-        rows.embedding.push(Some(vector_literal(v)));
+        rows.embedding.push(Some(pgvector::Vector::from(v.clone())));
         let labels = if suggest { suggest_labels(&m.content, claim.as_ref().map(|c| c.key.as_str())) } else { vec![] };
         rows.suggested.push(labels.join(&db::compile::LABEL_SEPARATOR.to_string()));
         rows.created_at.push(m.created_at);

@@ -133,8 +133,7 @@ impl Export {
         out.hash.update(b"], \"memories\": [");
         written = 0;
         {
-            let sql = db::backup::subject_memories_sql();
-            let mut rows = db::backup::subject_memories(&mut tx, &sql, &tenant, &subject_id);
+            let mut rows = db::backup::subject_memories(&mut tx, &tenant, &subject_id);
             while let Some(row) = rows.next().await {
                 out.record(written == 0, &MemoryRecord::of(row?, &tenant)).await?;
                 written += 1;
