@@ -58,6 +58,8 @@ fn limit_kind(msg: &str) -> &'static str {
         "too_long"
     } else if msg.starts_with("lower than") || msg.starts_with("greater than") {
         "int_range"
+    } else if msg.starts_with(ONE_OF) {
+        "enum"
     } else if msg == NUL_REFUSED {
         "string_nul"
     } else {
@@ -66,6 +68,8 @@ fn limit_kind(msg: &str) -> &'static str {
 }
 
 const NUL_REFUSED: &str = "must not contain NUL bytes";
+/// How a custom rule's message for a value outside a fixed set starts (kind `enum`).
+pub const ONE_OF: &str = "must be one of:";
 
 /// Text that may not carry U+0000 (Postgres refuses it in text and jsonb).
 pub trait Text {

@@ -3,17 +3,16 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
-use crate::error::{ApiError, ApiResult, FieldError};
-use crate::http::body::{no_nul, valid};
+use crate::error::{ApiResult, FieldError};
+use crate::http::body::{no_nul, valid, ONE_OF};
 use crate::http::context::refused;
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{object_at, subject_id_path, Query};
+use crate::http::input::{subject_id_path, Query};
 use crate::http::schema::params::{PageParams, ResolutionListParams, ResolutionStatus, SlaParams};
-use crate::http::schema::requests::ResolutionRequest;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::time::{isoformat, now_micros};
 
@@ -91,6 +90,39 @@ impl From<HandoffRequest> for handoff::HandoffRequest {
     }
 }
 
+/// `POST /v1/resolutions`. Unknown fields are ignored; optional fields may be `null` (absent).
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct ResolutionRequest {
+    #[garde(length(chars, min = 1, max = 256), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    #[garde(length(chars, min = 1, max = 256), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 256)]
+    pub session_id: String,
+    #[serde(default)]
+    #[garde(custom(resolution_status))]
+    #[schema(value_type = Option<ResolutionStatus>, inline, default = "open")]
+    pub status: Option<String>,
+    #[serde(default)]
+    #[garde(length(chars, max = 2000), custom(no_nul))]
+    #[schema(max_length = 2000)]
+    pub resolution_summary: Option<String>,
+    #[serde(default)]
+    #[garde(custom(no_nul))]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// garde rule: a status is one of [`STATUSES`] (kept a string so the 422 lists them).
+fn resolution_status(status: &Option<String>, _: &()) -> garde::Result {
+    match status {
+        Some(s) if !STATUSES.contains(&s.as_str()) => {
+            Err(garde::Error::new(format!("{ONE_OF} {}", STATUSES.join(", "))))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A session's resolution.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Resolution {
@@ -136,23 +168,10 @@ pub async fn upsert_resolution(
     Tenant(tenant): Tenant,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Resolution>> {
-    let mut errors = Vec::new();
-    let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| {
-        let subject_id = r.req_str("subject_id", 1, 256);
-        let session_id = r.req_str("session_id", 1, 256);
-        let status = r.opt_str("status", 32).unwrap_or_else(|| "open".to_string());
-        if !STATUSES.contains(&status.as_str()) {
-            let loc = r.child_loc("status");
-            r.errors().push(FieldError { loc, msg: format!("must be one of: {}", STATUSES.join(", ")), kind: "enum" });
-        }
-        let summary = r.opt_str("resolution_summary", 2000);
-        let metadata = r.raw("metadata").is_some().then(|| Value::Object(r.opt_object("metadata")));
-        (subject_id, session_id, status, summary, metadata)
-    });
-    let (subject_id, session_id, status, summary, metadata) = match parsed {
-        Some(p) if errors.is_empty() => p,
-        _ => return Err(ApiError::validation(errors)),
-    };
+    let req: ResolutionRequest = valid(body)?;
+    let (subject_id, session_id, summary) = (req.subject_id, req.session_id, req.resolution_summary);
+    let status = req.status.unwrap_or_else(|| "open".to_string());
+    let metadata = req.metadata.map(Value::Object);
     let write = ResolutionWrite {
         subject_id: &subject_id,
         session_id: &session_id,

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::params::ResolutionStatus;
 
 /// `PATCH /v1/memories/{id}/labels`.
 #[derive(ToSchema)]
@@ -124,21 +123,6 @@ pub struct ApplyTemplate {
     pub values: BTreeMap<String, String>,
     #[schema(max_length = 512)]
     pub idempotency_key: Option<String>,
-}
-
-/// `POST /v1/resolutions`.
-#[derive(ToSchema)]
-pub struct ResolutionRequest {
-    #[schema(min_length = 1, max_length = 256)]
-    pub subject_id: String,
-    #[schema(min_length = 1, max_length = 256)]
-    pub session_id: String,
-    #[schema(inline, default = "open")]
-    pub status: Option<ResolutionStatus>,
-    #[schema(max_length = 2000)]
-    pub resolution_summary: Option<String>,
-    #[schema(value_type = Option<Object>)]
-    pub metadata: serde_json::Value,
 }
 
 /// `POST /admin/import`: a Statewave backup document (`format_version` "1.0") and where it goes.
