@@ -156,7 +156,7 @@ async fn statewave_import(
         target_subject_id: args.subject.as_deref(),
         target_tenant_id: args.tenant.as_deref(),
         preserve_ids: args.preserve_ids,
-        caller_tenant: crate::http::extract::DEFAULT_TENANT,
+        caller_tenant: crate::model::text::DEFAULT_TENANT,
     };
     statewave::import(pool, embedder, req, progress).await.with_context(|| format!("{name}: nothing was imported"))
 }

@@ -8,7 +8,7 @@ use super::candidates::structured_candidates;
 use super::claims::{claim_from_parts, parse_claim, Claim, Registry};
 use super::heuristic::{extract_facts_with, summarize, LinkHint};
 use super::text::{episode_text, strip_pasted, user_statements, LOG_MARK, PASTE_MARK};
-use crate::http::input::parse_datetime;
+use crate::model::time::parse_datetime;
 
 /// What the compiler needs of an episode.
 #[derive(Debug, Clone)]

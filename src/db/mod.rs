@@ -26,6 +26,7 @@ pub mod dump;
 pub mod episodes;
 pub mod erase;
 pub mod erasures;
+pub mod health;
 pub mod jobs;
 pub mod keys;
 pub mod labels;

@@ -1,5 +1,6 @@
 //! Typed request bodies: one serde struct per body, which is also its OpenAPI schema, read
-//! with the failing field's location in the 422 (`serde_path_to_error`).
+//! with the failing field's location in the 422 (`serde_path_to_error`), then checked against
+//! the limits its `garde` attributes declare (every limit error of the body in one 422).
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -16,31 +17,225 @@ pub fn typed<T: DeserializeOwned>(body: Value) -> Result<T, ApiError> {
             serde_path_to_error::Segment::Enum { variant } => variant.clone(),
             serde_path_to_error::Segment::Unknown => "?".to_string(),
         }));
-        let msg = e.inner().to_string();
-        let kind = classify(&msg, &mut loc);
+        let (kind, msg) = classify(&e.inner().to_string(), &mut loc);
         ApiError::validation(vec![FieldError { loc, msg, kind }])
     })
 }
 
-/// The error kind of a serde message; a missing or unknown field's name joins the location.
-fn classify(msg: &str, loc: &mut Vec<String>) -> &'static str {
+/// Deserializes `body` into `T` and checks its limits; every limit error is reported at once.
+pub fn valid<T: DeserializeOwned + garde::Validate<Context = ()>>(body: Value) -> Result<T, ApiError> {
+    if !body.is_object() {
+        // serde would also read a struct from an array of its fields
+        let loc = vec!["body".to_string()];
+        return Err(ApiError::validation(vec![FieldError { loc, msg: "must be a JSON object".into(), kind: "dict_type" }]));
+    }
+    let value: T = typed(body)?;
+    value.validate().map_err(|report| ApiError::validation(limit_errors(&report, "body")))?;
+    Ok(value)
+}
+
+/// garde's report as field errors located under `root` (`body`, `query`, `arguments`).
+pub fn limit_errors(report: &garde::Report, root: &str) -> Vec<FieldError> {
+    report
+        .iter()
+        .map(|(path, e)| {
+            let mut loc = vec![root.to_string()];
+            // outermost component first (garde keeps them innermost first); a raw identifier
+            // (`r#type`) is the wire name without its prefix
+            loc.extend(path.__iter().rev().map(|(_, c)| c.trim_start_matches("r#").to_string()));
+            let msg = e.message().to_string();
+            FieldError { loc, kind: limit_kind(&msg), msg }
+        })
+        .collect()
+}
+
+/// The error kind of a limit message: the rules below word them as the hand-written reader did,
+/// with pydantic's kinds (the Statewave error list is pydantic's).
+fn limit_kind(msg: &str) -> &'static str {
+    let at_least = msg.starts_with("must have at least");
+    let at_most = msg.starts_with("must have at most");
+    let chars = msg.contains(" character");
+    if at_least && chars {
+        "string_too_short"
+    } else if at_most && chars {
+        "string_too_long"
+    } else if at_least {
+        "too_short"
+    } else if at_most {
+        "too_long"
+    } else if msg.starts_with("must be between") {
+        "int_range"
+    } else if msg.starts_with(ONE_OF) {
+        "enum"
+    } else if msg == NUL_REFUSED {
+        "string_nul"
+    } else {
+        "value_error"
+    }
+}
+
+/// A field garde measures: present text or list (absent `Option`s pass every rule).
+pub trait Measured {
+    /// Characters of text, items of a list; None when absent.
+    fn size(&self) -> Option<usize>;
+}
+
+impl Measured for String {
+    fn size(&self) -> Option<usize> {
+        Some(self.chars().count())
+    }
+}
+
+impl<T> Measured for Vec<T> {
+    fn size(&self) -> Option<usize> {
+        Some(self.len())
+    }
+}
+
+impl<T: Measured> Measured for Option<T> {
+    fn size(&self) -> Option<usize> {
+        self.as_ref().and_then(Measured::size)
+    }
+}
+
+/// garde rule `custom(chars(min, max))`: text of `min..=max` characters.
+pub fn chars<T: Measured>(min: usize, max: usize) -> impl FnOnce(&T, &()) -> garde::Result {
+    move |value, _| match value.size() {
+        Some(n) if n < min => Err(garde::Error::new(format!("must have at least {min} character(s)"))),
+        Some(n) if n > max => Err(garde::Error::new(format!("must have at most {max} characters"))),
+        _ => Ok(()),
+    }
+}
+
+/// garde rule `custom(list_len(min, max))`: a list of `min..=max` items.
+pub fn list_len<T: Measured>(min: usize, max: usize) -> impl FnOnce(&T, &()) -> garde::Result {
+    move |value, _| match value.size() {
+        Some(n) if n < min => Err(garde::Error::new(format!("must have at least {min} item(s)"))),
+        Some(n) if n > max => Err(garde::Error::new(format!("must have at most {max} items"))),
+        _ => Ok(()),
+    }
+}
+
+/// garde rule `custom(between(min, max))`: an integer in `min..=max` (absent passes).
+pub fn between<T>(min: i64, max: i64) -> impl FnOnce(&T, &()) -> garde::Result
+where
+    T: Copy + Into<Option<i64>>,
+{
+    move |value, _| match (*value).into() {
+        Some(n) if n < min || n > max => Err(garde::Error::new(format!("must be between {min} and {max}"))),
+        _ => Ok(()),
+    }
+}
+
+const NUL_REFUSED: &str = "must not contain NUL bytes";
+/// How a custom rule's message for a value outside a fixed set starts (kind `enum`).
+pub const ONE_OF: &str = "must be one of:";
+
+/// Text that may not carry U+0000 (Postgres refuses it in text and jsonb).
+pub trait Text {
+    /// True when a NUL is inside (in a JSON value: in any key or string).
+    fn has_nul(&self) -> bool;
+}
+
+impl Text for String {
+    fn has_nul(&self) -> bool {
+        self.contains('\0')
+    }
+}
+
+impl Text for Value {
+    fn has_nul(&self) -> bool {
+        crate::model::text::contains_nul(self)
+    }
+}
+
+impl Text for serde_json::Map<String, Value> {
+    fn has_nul(&self) -> bool {
+        self.iter().any(|(k, v)| k.contains('\0') || v.has_nul())
+    }
+}
+
+impl<T: Text> Text for Option<T> {
+    fn has_nul(&self) -> bool {
+        self.as_ref().is_some_and(Text::has_nul)
+    }
+}
+
+/// garde rule `custom(no_nul)`: refuses NUL characters anywhere in the field.
+pub fn no_nul<T: Text>(value: &T, _: &()) -> garde::Result {
+    if value.has_nul() {
+        Err(garde::Error::new(NUL_REFUSED))
+    } else {
+        Ok(())
+    }
+}
+
+/// An optional ISO-8601 datetime (`#[serde(default, deserialize_with = "datetime")]`);
+/// values without an offset are UTC, null is absent.
+pub fn datetime<'de, D>(d: D) -> Result<Option<chrono::DateTime<chrono::Utc>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let raw: Option<String> = serde::Deserialize::deserialize(d)?;
+    match raw {
+        None => Ok(None),
+        Some(s) => crate::model::time::parse_datetime(&s)
+            .map(Some)
+            .ok_or_else(|| serde::de::Error::custom(DATETIME_REFUSED)),
+    }
+}
+
+const DATETIME_REFUSED: &str = "must be an ISO-8601 datetime";
+
+/// The kind and message of a serde error, in pydantic's kinds and the hand-written reader's
+/// words; a missing or unknown field's name joins the location.
+fn classify(msg: &str, loc: &mut Vec<String>) -> (&'static str, String) {
     let named = |prefix: &str| msg.strip_prefix(prefix).and_then(|rest| rest.split('`').next()).map(str::to_string);
     let mut join = |field: String| {
         if loc.last() != Some(&field) {
             loc.push(field);
         }
     };
+    let said = |kind: &'static str, text: &str| (kind, text.to_string());
     if let Some(field) = named("missing field `") {
         join(field);
-        "missing"
-    } else if let Some(field) = named("unknown field `") {
-        join(field);
-        "extra_forbidden"
-    } else if msg.starts_with("invalid type") {
-        "type_error"
-    } else {
-        "value_error"
+        return said("missing", "field required");
     }
+    if let Some(field) = named("unknown field `") {
+        join(field);
+        return ("extra_forbidden", msg.to_string());
+    }
+    if msg.starts_with(DATETIME_REFUSED) {
+        return ("datetime_parsing", msg.to_string());
+    }
+    if let Some(rest) = msg.strip_prefix("invalid type: ") {
+        // A null where a value is required is a missing value, as the reader treated it.
+        if rest.starts_with("null,") {
+            return said("missing", "field required");
+        }
+        let expected = rest.split(", expected ").nth(1).unwrap_or("");
+        return match expected {
+            e if e.contains("string") || e.contains("UUID") || e.contains("uuid") => said("string_type", "must be a string"),
+            e if e.contains("bool") => said("bool_type", "must be a boolean"),
+            e if e.starts_with('i') || e.starts_with('u') || e.contains("integer") => {
+                said("int_type", "must be an integer")
+            }
+            e if e.starts_with('f') || e.contains("float") || e.contains("number") => {
+                said("float_type", "must be a number")
+            }
+            e if e.contains("sequence") || e.contains("array") || e.contains("list") => {
+                said("list_type", "must be a list")
+            }
+            e if e.contains("map") || e.contains("struct") || e.contains("object") => {
+                said("dict_type", "must be a JSON object")
+            }
+            _ => ("type_error", msg.to_string()),
+        };
+    }
+    if msg.starts_with("invalid value: integer") {
+        return ("int_range", msg.to_string());
+    }
+    ("value_error", msg.to_string())
 }
 
 /// A field that must be present but may be null (`#[serde(deserialize_with = "nullable")]`).
@@ -98,9 +293,60 @@ mod tests {
         let e = error_of(json!({"name": "a", "prev": 1, "extra": 2}));
         assert_eq!((e["loc"].clone(), e["type"].clone()), (json!(["body", "extra"]), json!("extra_forbidden")));
         let e = error_of(json!({"name": "a", "prev": 1, "tags": ["x", 3]}));
-        assert_eq!((e["loc"].clone(), e["type"].clone()), (json!(["body", "tags", 1]), json!("type_error")));
+        assert_eq!((e["loc"].clone(), e["type"].clone()), (json!(["body", "tags", 1]), json!("string_type")));
         let e = error_of(json!("not an object"));
         assert_eq!(e["loc"], json!(["body"]));
+    }
+
+    #[derive(Debug, Deserialize, garde::Validate)]
+    struct Limited {
+        #[garde(custom(chars(1, 3)), custom(no_nul))]
+        name: String,
+        #[garde(custom(between(1, 10)))]
+        n: Option<i64>,
+        #[garde(custom(list_len(0, 2)), dive)]
+        #[serde(default)]
+        items: Vec<Item>,
+        #[garde(skip)]
+        #[serde(default, deserialize_with = "datetime")]
+        at: Option<chrono::DateTime<chrono::Utc>>,
+    }
+
+    #[derive(Debug, Deserialize, garde::Validate)]
+    struct Item {
+        #[garde(custom(chars(0, 2)))]
+        s: String,
+    }
+
+    fn errors_of(v: Value) -> Vec<(Value, Value)> {
+        match valid::<Limited>(v) {
+            Err(ApiError::Client { details: Some(d), .. }) => {
+                d.as_array().unwrap().iter().map(|e| (e["loc"].clone(), e["type"].clone())).collect()
+            }
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_limit_error_is_reported_with_its_location() {
+        let ok: Limited = valid(json!({"name": "ab", "n": null, "at": "2026-03-02T10:00:00"})).unwrap();
+        assert!(ok.n.is_none() && ok.at.is_some());
+        let mut got = errors_of(json!({"name": "a\u{0000}", "n": 11, "items": [{"s": "abc"}]}));
+        got.sort_by_key(|(l, _)| l.to_string());
+        assert_eq!(
+            got,
+            vec![
+                (json!(["body", "items", 0, "s"]), json!("string_too_long")),
+                (json!(["body", "n"]), json!("int_range")),
+                (json!(["body", "name"]), json!("string_nul")),
+            ]
+        );
+        assert_eq!(errors_of(json!({"name": ""})), vec![(json!(["body", "name"]), json!("string_too_short"))]);
+        assert_eq!(errors_of(json!(["ab"])), vec![(json!(["body"]), json!("dict_type"))]);
+        assert_eq!(
+            errors_of(json!({"name": "a", "at": "yesterday"})),
+            vec![(json!(["body", "at"]), json!("datetime_parsing"))]
+        );
     }
 
     #[test]

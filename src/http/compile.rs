@@ -4,14 +4,13 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::db;
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::object_at;
-use crate::http::schema::requests::CompileRequest;
+use crate::http::body::{chars, no_nul, valid};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::memory::Memory;
 use crate::services::compile::{compile_batch_for, CompileError};
@@ -28,6 +27,19 @@ pub(crate) fn compile_error(e: CompileError) -> ApiError {
         }
         CompileError::Db(e) => ApiError::Internal(e.into()),
     }
+}
+
+/// `POST /v1/memories/compile`.
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct CompileRequest {
+    #[garde(custom(chars(1, 256)), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    /// Queue a job and answer 202 instead of compiling one batch now.
+    #[serde(rename = "async", default)]
+    #[garde(skip)]
+    #[schema(default = false)]
+    pub is_async: Option<bool>,
 }
 
 /// What one synchronous batch compiled.
@@ -124,13 +136,8 @@ pub async fn compile(
     Tenant(tenant): Tenant,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let mut errors = Vec::new();
-    let parsed = object_at(&body, vec!["body".into()], &mut errors)
-        .map(|mut r| (r.req_str("subject_id", 1, 256), r.opt_bool("async").unwrap_or(false)));
-    let (subject_id, is_async) = match parsed {
-        Some(p) if errors.is_empty() => p,
-        _ => return Err(ApiError::validation(errors)),
-    };
+    let req: CompileRequest = valid(body)?;
+    let (subject_id, is_async) = (req.subject_id, req.is_async.unwrap_or(false));
     if is_async {
         let (job, attached) = jobs::submit(&st.pool, &tenant, &subject_id, st.config.job_stale_secs).await?;
         st.job_notify.notify_one();

@@ -3,24 +3,72 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Serialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{object_at, Reader};
-use crate::http::schema::requests::ContextRequest as ContextBody;
+use crate::http::body::{between, chars, datetime, no_nul, valid};
+use crate::http::input::Reader;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
-use crate::services::context::{provenance, Bundle, ContextRequest, SessionInfo};
+use crate::services::context::{self as assemble, provenance, Bundle, SessionInfo};
 use crate::services::context_call::{context_call, CallError};
 use crate::services::receipts::ReceiptMeta;
 use crate::state::AppState;
 
 /// Default budget when the request names none.
 pub const DEFAULT_MAX_TOKENS: i64 = 4000;
+
+/// `POST /v1/context`. Unknown fields are ignored; optional fields may be `null` (absent).
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct ContextRequest {
+    #[garde(custom(chars(1, 256)), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    #[garde(custom(chars(1, 4000)), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 4000)]
+    pub task: String,
+    #[serde(default)]
+    #[garde(custom(between(1, 128_000)))]
+    #[schema(minimum = 1, maximum = 128000, default = 4000)]
+    pub max_tokens: Option<i64>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 256)), custom(no_nul))]
+    #[schema(max_length = 256)]
+    pub session_id: Option<String>,
+    /// mnemo extension: assemble from what was believed at this instant
+    #[serde(default, deserialize_with = "datetime")]
+    #[garde(skip)]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub as_of: Option<DateTime<Utc>>,
+    #[serde(default)]
+    #[garde(skip)]
+    pub emit_receipt: Option<bool>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 64)), custom(no_nul))]
+    #[schema(max_length = 64)]
+    pub query_id: Option<String>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 64)), custom(no_nul))]
+    #[schema(max_length = 64)]
+    pub task_id: Option<String>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 26)), custom(no_nul))]
+    #[schema(max_length = 26)]
+    pub parent_receipt_id: Option<String>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 256)), custom(no_nul))]
+    #[schema(max_length = 256)]
+    pub caller_id: Option<String>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 64)), custom(no_nul))]
+    #[schema(max_length = 64)]
+    pub caller_type: Option<String>,
+}
 
 /// The bundle an agent reads: ranked facts, procedures and episodes, and their rendering.
 #[derive(Debug, Serialize, ToSchema)]
@@ -87,31 +135,30 @@ pub(crate) fn refused(e: CallError) -> ApiError {
 
 /// Validates the request, applies the caller-identity gate, assembles the bundle.
 #[utoipa::path(post, path = "/v1/context", tag = "context", summary = "Ranked, token-bounded context bundle",
-    params(TenantHeader), request_body = ContextBody,
+    params(TenantHeader), request_body = ContextRequest,
     responses((status = 200, description = "Bundle", body = ContextBundle), CommonErrors))]
 pub async fn context(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<ContextBundle>> {
-    let mut errors = Vec::new();
-    let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| {
-        let req = ContextRequest {
-            subject_id: r.req_str("subject_id", 1, 256),
-            task: r.req_str("task", 1, 4000),
-            max_tokens: r.opt_int("max_tokens", 1, 128_000).unwrap_or(DEFAULT_MAX_TOKENS) as usize,
-            session_id: r.opt_str("session_id", 256),
-            as_of: r.opt_datetime("as_of").map(crate::model::time::truncate_micros),
-            options: Default::default(),
-            policy: Default::default(),
-        };
-        let emit_receipt = r.opt_bool("emit_receipt");
-        let meta = receipt_meta(&mut r);
-        (req, emit_receipt, meta)
-    });
-    let (req, emit_receipt, meta) = match parsed {
-        Some(p) if errors.is_empty() => p,
-        _ => return Err(ApiError::validation(errors)),
+    let body: ContextRequest = valid(body)?;
+    let meta = ReceiptMeta {
+        query_id: body.query_id,
+        task_id: body.task_id,
+        parent_receipt_id: body.parent_receipt_id,
+        caller_id: body.caller_id,
+        caller_type: body.caller_type,
+    };
+    let emit_receipt = body.emit_receipt;
+    let req = assemble::ContextRequest {
+        subject_id: body.subject_id,
+        task: body.task,
+        max_tokens: body.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize,
+        session_id: body.session_id,
+        as_of: body.as_of.map(crate::model::time::truncate_micros),
+        options: Default::default(),
+        policy: Default::default(),
     };
     let (bundle, receipt_id) = match context_call(&st, &tenant, &req, emit_receipt, &meta).await {
         Ok(done) => done,

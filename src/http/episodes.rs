@@ -4,64 +4,85 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
-use serde_json::Value;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult, Envelope};
+use crate::error::{ApiResult, Envelope};
+use crate::http::body::{chars, datetime, list_len, no_nul, valid};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{object_at, Reader};
-use crate::http::schema::requests::{CreateEpisode, EpisodeBatchRequest};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::episode::{Episode, Inserted, NewEpisode, MAX_IDEMPOTENCY_KEY};
 use crate::services::episodes as svc;
 use crate::state::AppState;
 
-/// Maximum episodes in one batch.
+/// Maximum episodes in one batch (`EpisodeBatchRequest::episodes`).
 pub const MAX_BATCH: usize = 100;
 
-/// Reads one episode request object.
-pub fn read_episode(r: &mut Reader<'_>) -> NewEpisode {
-    NewEpisode {
-        subject_id: r.req_str("subject_id", 1, 256),
-        source: r.req_str("source", 1, 256),
-        kind: r.req_str("type", 1, 128),
-        payload: r.req_object("payload"),
-        metadata: r.opt_object("metadata"),
-        provenance: r.opt_object("provenance"),
-        session_id: r.opt_str("session_id", 256),
-        occurred_at: r.opt_datetime("occurred_at"),
-        idempotency_key: r.opt_str("idempotency_key", MAX_IDEMPOTENCY_KEY).filter(|k| !k.is_empty()),
-    }
+/// One episode (`POST /v1/episodes`, and each item of a batch). Unknown fields are ignored;
+/// optional fields may be `null`, which is the same as absent.
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct CreateEpisode {
+    #[garde(custom(chars(1, 256)), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    #[garde(custom(chars(1, 256)), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 256)]
+    pub source: String,
+    // a raw identifier, so limit errors name the wire field
+    #[garde(custom(chars(1, 128)), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 128)]
+    pub r#type: String,
+    #[garde(custom(no_nul))]
+    #[schema(value_type = Object)]
+    pub payload: Map<String, Value>,
+    #[serde(default)]
+    #[garde(custom(no_nul))]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    #[garde(custom(no_nul))]
+    #[schema(value_type = Option<Object>)]
+    pub provenance: Option<Map<String, Value>>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 256)), custom(no_nul))]
+    #[schema(max_length = 256)]
+    pub session_id: Option<String>,
+    /// When it happened (ISO-8601; without an offset, UTC); default now.
+    #[serde(default, deserialize_with = "datetime")]
+    #[garde(skip)]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub occurred_at: Option<DateTime<Utc>>,
+    /// Replays with the same key return the stored episode (an empty key is no key).
+    #[serde(default)]
+    #[garde(custom(chars(0, MAX_IDEMPOTENCY_KEY)), custom(no_nul))]
+    #[schema(max_length = 512)]
+    pub idempotency_key: Option<String>,
 }
 
-fn parse_one(body: &Value) -> ApiResult<NewEpisode> {
-    let mut errors = Vec::new();
-    let episode = object_at(body, vec!["body".into()], &mut errors).map(|mut r| read_episode(&mut r));
-    match episode {
-        Some(e) if errors.is_empty() => Ok(e),
-        _ => Err(ApiError::validation(errors)),
-    }
-}
-
-fn parse_batch(body: &Value) -> ApiResult<Vec<NewEpisode>> {
-    let mut errors = Vec::new();
-    let items = match object_at(body, vec!["body".into()], &mut errors) {
-        Some(mut r) => r.req_array("episodes", 1, MAX_BATCH),
-        None => Vec::new(),
-    };
-    let mut out = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let loc = vec!["body".into(), "episodes".into(), i.to_string()];
-        if let Some(mut r) = object_at(item, loc, &mut errors) {
-            out.push(read_episode(&mut r));
+impl From<CreateEpisode> for NewEpisode {
+    fn from(e: CreateEpisode) -> Self {
+        NewEpisode {
+            subject_id: e.subject_id,
+            source: e.source,
+            kind: e.r#type,
+            payload: e.payload,
+            metadata: e.metadata.unwrap_or_default(),
+            provenance: e.provenance.unwrap_or_default(),
+            session_id: e.session_id,
+            occurred_at: e.occurred_at,
+            idempotency_key: e.idempotency_key.filter(|k| !k.is_empty()),
         }
     }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(ApiError::validation(errors))
-    }
+}
+
+/// `POST /v1/episodes/batch`.
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct EpisodeBatchRequest {
+    #[garde(custom(list_len(1, MAX_BATCH)), dive)]
+    #[schema(min_items = 1, max_items = 100)]
+    pub episodes: Vec<CreateEpisode>,
 }
 
 /// The episodes a batch recorded.
@@ -82,7 +103,7 @@ pub async fn create(
     Tenant(tenant): Tenant,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let input = parse_one(&body)?;
+    let input: NewEpisode = valid::<CreateEpisode>(body)?.into();
     let (row, inserted) = svc::ingest_one(&st.pool, &st.tenants, &st.webhooks, &tenant, &input).await?;
     let status = match inserted {
         Inserted::New => StatusCode::CREATED,
@@ -100,7 +121,8 @@ pub async fn create_batch(
     Tenant(tenant): Tenant,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
-    let inputs = parse_batch(&body)?;
+    let inputs: Vec<NewEpisode> =
+        valid::<EpisodeBatchRequest>(body)?.episodes.into_iter().map(NewEpisode::from).collect();
     let (rows, created) = svc::ingest_batch(&st.pool, &st.tenants, &st.webhooks, &tenant, &inputs).await?;
     Ok((StatusCode::CREATED, Json(EpisodeBatch { episodes_created: created, episodes: rows })).into_response())
 }

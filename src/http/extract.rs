@@ -10,8 +10,7 @@ use crate::error::{ApiError, FieldError};
 
 /// The header that selects the tenant.
 pub const TENANT_HEADER: &str = "x-tenant-id";
-/// The tenant used when a request names none.
-pub const DEFAULT_TENANT: &str = "default";
+pub use crate::model::text::{valid_tenant_id, DEFAULT_TENANT};
 
 /// Who is calling: set by the authentication middleware on every non-public request.
 #[derive(Debug, Clone)]
@@ -54,11 +53,6 @@ pub fn header_tenant(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
         return Err(ApiError::bad_request("invalid_tenant", "X-Tenant-ID must be 1-256 printable characters"));
     }
     Ok(Some(value.to_string()))
-}
-
-/// A tenant id is 1-256 bytes without control characters (header or path alike).
-pub fn valid_tenant_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 256 && !id.chars().any(char::is_control)
 }
 
 /// A JSON body parsed to a value; size-limited, syntax errors reported as 422.

@@ -1,10 +1,12 @@
 //! Reading JSON bodies and query strings into typed inputs with field-precise errors
 //! ("parse, don't validate": handlers receive values that are already checked).
 
-use chrono::{DateTime, NaiveDateTime, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::error::FieldError;
+pub use crate::model::text::contains_nul;
+pub use crate::model::time::parse_datetime;
 
 /// Collects field errors while reading one object.
 pub struct Reader<'a> {
@@ -186,38 +188,6 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// True if any string or key inside `v` contains U+0000 (Postgres rejects it in jsonb).
-pub fn contains_nul(v: &Value) -> bool {
-    match v {
-        Value::String(s) => s.contains('\0'),
-        Value::Array(a) => a.iter().any(contains_nul),
-        Value::Object(m) => m.iter().any(|(k, v)| k.contains('\0') || contains_nul(v)),
-        _ => false,
-    }
-}
-
-/// Parses an ISO-8601 timestamp; naive values are UTC. Years outside 1..=9999 are refused
-/// (Postgres cannot store every year chrono can parse).
-pub fn parse_datetime(s: &str) -> Option<DateTime<Utc>> {
-    use chrono::Datelike;
-    parse_any_datetime(s).filter(|t| (1..=9999).contains(&t.year()))
-}
-
-fn parse_any_datetime(s: &str) -> Option<DateTime<Utc>> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Some(t.with_timezone(&Utc));
-    }
-    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M"] {
-        if let Ok(n) = NaiveDateTime::parse_from_str(s, fmt) {
-            return Some(n.and_utc());
-        }
-    }
-    if let Ok(t) = DateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f%:z") {
-        return Some(t.with_timezone(&Utc));
-    }
-    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|n| n.and_utc())
-}
-
 /// A subject id from the path (1-256 characters without NUL), or a 422 naming `path.subject_id`.
 pub fn subject_id_path(subject_id: &str) -> Result<(), crate::error::ApiError> {
     text_id_path("subject_id", subject_id)
@@ -376,7 +346,7 @@ impl Query {
     /// `?tenant_id=` for admin routes that may name any tenant (checked like the header), else `caller`.
     pub fn target_tenant(&mut self, caller: String) -> String {
         match self.opt_str("tenant_id", 256) {
-            Some(t) if crate::http::extract::valid_tenant_id(&t) => t,
+            Some(t) if crate::model::text::valid_tenant_id(&t) => t,
             Some(_) => {
                 self.push("tenant_id", "must be 1-256 printable characters", "string_length");
                 caller
@@ -413,23 +383,6 @@ mod tests {
         }
         let locs: Vec<String> = errors.iter().map(FieldError::loc_string).collect();
         assert_eq!(locs, vec!["subject_id", "source", "type", "payload"]);
-    }
-
-    #[test]
-    fn nul_is_found_in_nested_keys_and_values() {
-        assert!(contains_nul(&json!({"a": [{"b": "x\u{0000}"}]})));
-        assert!(contains_nul(&json!({"a\u{0000}": 1})));
-        assert!(!contains_nul(&json!({"a": "fine"})));
-    }
-
-    #[test]
-    fn datetimes_parse_with_and_without_offset() {
-        let a = parse_datetime("2026-03-02T10:00:00Z").unwrap();
-        let b = parse_datetime("2026-03-02T10:00:00").unwrap();
-        let c = parse_datetime("2026-03-02T12:00:00+02:00").unwrap();
-        assert_eq!(a, b);
-        assert_eq!(a, c);
-        assert!(parse_datetime("yesterday").is_none());
     }
 
     #[test]

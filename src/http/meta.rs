@@ -92,7 +92,7 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
     }
     let started = Instant::now();
     let probe =
-        tokio::time::timeout(Duration::from_secs(2), sqlx::query_scalar::<_, i32>("SELECT 1").fetch_one(&st.pool))
+        tokio::time::timeout(Duration::from_secs(2), crate::db::health::ping(&st.pool))
             .await;
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     let (ok, detail) = match probe {

@@ -2,21 +2,22 @@
 
 use axum::extract::{Path, RawQuery, State};
 use axum::Json;
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
-use crate::error::{ApiError, ApiResult, FieldError};
-use crate::http::context::{receipt_meta, refused};
+use crate::error::{ApiResult, FieldError};
+use crate::http::body::{between, chars, no_nul, valid, ONE_OF};
+use crate::http::context::refused;
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{object_at, subject_id_path, Query};
+use crate::http::input::{subject_id_path, Query};
 use crate::http::schema::params::{PageParams, ResolutionListParams, ResolutionStatus, SlaParams};
-use crate::http::schema::requests::{HandoffRequest as HandoffBody, ResolutionRequest};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::time::{isoformat, now_micros};
 
-use crate::services::handoff::{handoff as build_handoff, HandoffRequest, HandoffView};
+use crate::services::handoff::{self, handoff as build_handoff, HandoffView};
+use crate::services::receipts::ReceiptMeta;
 use crate::services::sessions as svc;
 use crate::sessions::health::Health;
 use crate::sessions::sla::{SlaSummary, Thresholds};
@@ -26,6 +27,101 @@ const STATUSES: [&str; 3] = ["open", "resolved", "unresolved"];
 /// Default and largest handoff budget.
 const HANDOFF_DEFAULT_TOKENS: i64 = 4000;
 const HANDOFF_MAX_TOKENS: i64 = 16_000;
+
+/// `POST /v1/handoff`. Unknown fields are ignored; optional fields may be `null` (absent).
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct HandoffRequest {
+    #[garde(custom(chars(1, 256)), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    #[garde(custom(chars(1, 256)), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 256)]
+    pub session_id: String,
+    /// An empty reason is the default.
+    #[serde(default)]
+    #[garde(custom(chars(0, 256)), custom(no_nul))]
+    #[schema(max_length = 256, default = "escalation")]
+    pub reason: Option<String>,
+    #[serde(default)]
+    #[garde(custom(between(1, HANDOFF_MAX_TOKENS)))]
+    #[schema(minimum = 1, maximum = 16000, default = 4000)]
+    pub max_tokens: Option<i64>,
+    #[serde(default)]
+    #[garde(skip)]
+    pub emit_receipt: Option<bool>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 64)), custom(no_nul))]
+    #[schema(max_length = 64)]
+    pub query_id: Option<String>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 64)), custom(no_nul))]
+    #[schema(max_length = 64)]
+    pub task_id: Option<String>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 26)), custom(no_nul))]
+    #[schema(max_length = 26)]
+    pub parent_receipt_id: Option<String>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 256)), custom(no_nul))]
+    #[schema(max_length = 256)]
+    pub caller_id: Option<String>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 64)), custom(no_nul))]
+    #[schema(max_length = 64)]
+    pub caller_type: Option<String>,
+}
+
+impl From<HandoffRequest> for handoff::HandoffRequest {
+    fn from(b: HandoffRequest) -> Self {
+        handoff::HandoffRequest {
+            subject_id: b.subject_id,
+            session_id: b.session_id,
+            reason: b.reason.filter(|s| !s.is_empty()).unwrap_or_else(|| "escalation".to_string()),
+            max_tokens: b.max_tokens.unwrap_or(HANDOFF_DEFAULT_TOKENS) as usize,
+            emit_receipt: b.emit_receipt,
+            meta: ReceiptMeta {
+                query_id: b.query_id,
+                task_id: b.task_id,
+                parent_receipt_id: b.parent_receipt_id,
+                caller_id: b.caller_id,
+                caller_type: b.caller_type,
+            },
+        }
+    }
+}
+
+/// `POST /v1/resolutions`. Unknown fields are ignored; optional fields may be `null` (absent).
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct ResolutionRequest {
+    #[garde(custom(chars(1, 256)), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    #[garde(custom(chars(1, 256)), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 256)]
+    pub session_id: String,
+    #[serde(default)]
+    #[garde(custom(resolution_status))]
+    #[schema(value_type = Option<ResolutionStatus>, inline, default = "open")]
+    pub status: Option<String>,
+    #[serde(default)]
+    #[garde(custom(chars(0, 2000)), custom(no_nul))]
+    #[schema(max_length = 2000)]
+    pub resolution_summary: Option<String>,
+    #[serde(default)]
+    #[garde(custom(no_nul))]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// garde rule: a status is one of [`STATUSES`] (kept a string so the 422 lists them).
+fn resolution_status(status: &Option<String>, _: &()) -> garde::Result {
+    match status {
+        Some(s) if !STATUSES.contains(&s.as_str()) => {
+            Err(garde::Error::new(format!("{ONE_OF} {}", STATUSES.join(", "))))
+        }
+        _ => Ok(()),
+    }
+}
 
 /// A session's resolution.
 #[derive(Debug, Serialize, ToSchema)]
@@ -72,23 +168,10 @@ pub async fn upsert_resolution(
     Tenant(tenant): Tenant,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Resolution>> {
-    let mut errors = Vec::new();
-    let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| {
-        let subject_id = r.req_str("subject_id", 1, 256);
-        let session_id = r.req_str("session_id", 1, 256);
-        let status = r.opt_str("status", 32).unwrap_or_else(|| "open".to_string());
-        if !STATUSES.contains(&status.as_str()) {
-            let loc = r.child_loc("status");
-            r.errors().push(FieldError { loc, msg: format!("must be one of: {}", STATUSES.join(", ")), kind: "enum" });
-        }
-        let summary = r.opt_str("resolution_summary", 2000);
-        let metadata = r.raw("metadata").is_some().then(|| Value::Object(r.opt_object("metadata")));
-        (subject_id, session_id, status, summary, metadata)
-    });
-    let (subject_id, session_id, status, summary, metadata) = match parsed {
-        Some(p) if errors.is_empty() => p,
-        _ => return Err(ApiError::validation(errors)),
-    };
+    let req: ResolutionRequest = valid(body)?;
+    let (subject_id, session_id, summary) = (req.subject_id, req.session_id, req.resolution_summary);
+    let status = req.status.unwrap_or_else(|| "open".to_string());
+    let metadata = req.metadata.map(Value::Object);
     let write = ResolutionWrite {
         subject_id: &subject_id,
         session_id: &session_id,
@@ -192,26 +275,14 @@ pub async fn sla(
 
 /// The handoff brief for a session.
 #[utoipa::path(post, path = "/v1/handoff", tag = "sessions", summary = "A handoff brief for whoever takes over a session",
-    params(TenantHeader), request_body = HandoffBody,
+    params(TenantHeader), request_body = HandoffRequest,
     responses((status = 200, description = "Handoff", body = HandoffView), CommonErrors))]
 pub async fn handoff(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<HandoffView>> {
-    let mut errors = Vec::new();
-    let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| HandoffRequest {
-        subject_id: r.req_str("subject_id", 1, 256),
-        session_id: r.req_str("session_id", 1, 256),
-        reason: r.opt_str("reason", 256).filter(|s| !s.is_empty()).unwrap_or_else(|| "escalation".to_string()),
-        max_tokens: r.opt_int("max_tokens", 1, HANDOFF_MAX_TOKENS).unwrap_or(HANDOFF_DEFAULT_TOKENS) as usize,
-        emit_receipt: r.opt_bool("emit_receipt"),
-        meta: receipt_meta(&mut r),
-    });
-    let req = match parsed {
-        Some(p) if errors.is_empty() => p,
-        _ => return Err(ApiError::validation(errors)),
-    };
+    let req: handoff::HandoffRequest = valid::<HandoffRequest>(body)?.into();
     match build_handoff(&st, &tenant, &req).await {
         Ok(h) => Ok(Json(h.view(&req))),
         Err(e) => Err(refused(e)),

@@ -178,7 +178,9 @@ mod tests {
 
     use super::*;
     use crate::http::schema::params::{SearchParams, TimelineParams};
-    use crate::http::schema::requests::{CompileRequest, ContextRequest, CreateEpisode};
+    use crate::http::compile::CompileRequest;
+    use crate::http::context::ContextRequest;
+    use crate::http::episodes::CreateEpisode;
 
     fn body_fields<T: PartialSchema>() -> Vec<String> {
         let v = serde_json::to_value(T::schema()).unwrap_or_default();

@@ -3,4 +3,5 @@
 pub mod episode;
 pub mod memory;
 pub mod tenant_config;
+pub mod text;
 pub mod time;

@@ -1,6 +1,6 @@
 //! Timestamps on the wire: ISO-8601 UTC with microseconds and a `Z` suffix.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::Serializer;
 
 /// Formats a timestamp the way every response does.
@@ -47,9 +47,41 @@ pub fn truncate_micros(t: DateTime<Utc>) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(micros).unwrap_or(t)
 }
 
+/// Parses an ISO-8601 timestamp; naive values are UTC. Years outside 1..=9999 are refused
+/// (Postgres cannot store every year chrono can parse).
+pub fn parse_datetime(s: &str) -> Option<DateTime<Utc>> {
+    use chrono::Datelike;
+    parse_any_datetime(s).filter(|t| (1..=9999).contains(&t.year()))
+}
+
+fn parse_any_datetime(s: &str) -> Option<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M"] {
+        if let Ok(n) = NaiveDateTime::parse_from_str(s, fmt) {
+            return Some(n.and_utc());
+        }
+    }
+    if let Ok(t) = DateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f%:z") {
+        return Some(t.with_timezone(&Utc));
+    }
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|n| n.and_utc())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn datetimes_parse_with_and_without_offset() {
+        let a = parse_datetime("2026-03-02T10:00:00Z").unwrap();
+        let b = parse_datetime("2026-03-02T10:00:00").unwrap();
+        let c = parse_datetime("2026-03-02T12:00:00+02:00").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a, c);
+        assert!(parse_datetime("yesterday").is_none());
+    }
 
     #[test]
     fn formats_with_micros_and_z() {

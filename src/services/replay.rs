@@ -12,7 +12,7 @@ use sqlx::PgPool;
 
 use crate::db;
 use crate::embed::Embedder;
-use crate::http::input::parse_datetime;
+use crate::model::time::parse_datetime;
 use crate::policy::eval::PolicyMode;
 use crate::receipts::exact_json::parse_exact;
 use crate::receipts::signing::SigningKeys;

@@ -85,7 +85,7 @@ pub fn parse_patch(body: &Value, server_region: Option<&str>) -> Result<Patch, P
     let mut errors = Vec::new();
     for (k, v) in obj {
         // Postgres cannot store NUL in jsonb text: refuse it here rather than fail the write.
-        if crate::http::input::contains_nul(v) {
+        if crate::model::text::contains_nul(v) {
             errors.push(field(k, "must not contain NUL bytes (\\u0000)", "string_nul"));
             continue;
         }

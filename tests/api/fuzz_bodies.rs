@@ -1422,12 +1422,21 @@ impl Fuzzer {
         case.content_type = content_type;
         let op = "MCP raw".to_string();
         let started = Instant::now();
-        let mut req =
-            self.app.client.post(self.app.url("/mcp")).header("Accept", "application/json, text/event-stream");
-        if let Some(ct) = content_type {
-            req = req.header(CONTENT_TYPE, ct);
+        let send = || {
+            let mut req =
+                self.app.client.post(self.app.url("/mcp")).header("Accept", "application/json, text/event-stream");
+            if let Some(ct) = content_type {
+                req = req.header(CONTENT_TYPE, ct);
+            }
+            req.body(case.body.clone().unwrap_or_default()).send()
+        };
+        let mut answer = send().await;
+        // A pooled keep-alive connection the server had just closed fails before any byte of
+        // an answer: sent again once, on another connection. A server that never answers this
+        // input fails the second time too.
+        if answer.as_ref().is_err_and(|e| !e.is_timeout() && e.status().is_none()) {
+            answer = send().await;
         }
-        let answer = req.body(case.body.clone().unwrap_or_default()).send().await;
         *self.elapsed.entry(op.clone()).or_default() += started.elapsed();
         self.sent += 1;
         let problem = match answer {

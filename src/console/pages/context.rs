@@ -11,7 +11,7 @@ use maud::html;
 
 use crate::console::{html, layout, seg, Ctx, PageError, PageResult};
 use crate::db;
-use crate::http::input::parse_datetime;
+use crate::model::time::parse_datetime;
 use crate::policy::eval::PolicyMode;
 use crate::services::context::{assemble, ContextRequest, PolicyContext};
 use crate::state::AppState;

@@ -14,7 +14,7 @@ pub mod tenants;
 pub mod webhooks;
 
 use crate::console::PageError;
-use crate::http::extract::valid_tenant_id;
+use crate::model::text::valid_tenant_id;
 
 /// A tenant id from the path, checked as the API checks the header.
 pub fn tenant(raw: &str) -> Result<&str, PageError> {

@@ -12,8 +12,8 @@ use crate::state::AppState;
 /// The tenant list (the default tenant always, even before it wrote anything).
 pub async fn list(State(st): State<AppState>, Extension(ctx): Extension<Ctx>) -> PageResult {
     let mut tenants = tenant_config::list_tenants(&st.pool).await?;
-    if !tenants.iter().any(|(t, _)| t == crate::http::extract::DEFAULT_TENANT) {
-        tenants.insert(0, (crate::http::extract::DEFAULT_TENANT.to_string(), chrono::Utc::now()));
+    if !tenants.iter().any(|(t, _)| t == crate::model::text::DEFAULT_TENANT) {
+        tenants.insert(0, (crate::model::text::DEFAULT_TENANT.to_string(), chrono::Utc::now()));
     }
     let body = html! {
         h1 { "Tenants" }

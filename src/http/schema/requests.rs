@@ -6,76 +6,6 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::params::ResolutionStatus;
-
-/// One episode (`POST /v1/episodes`, and each item of a batch).
-#[derive(ToSchema)]
-pub struct CreateEpisode {
-    #[schema(min_length = 1, max_length = 256)]
-    pub subject_id: String,
-    #[schema(min_length = 1, max_length = 256)]
-    pub source: String,
-    #[schema(rename = "type", min_length = 1, max_length = 128)]
-    pub kind: String,
-    #[schema(value_type = Object)]
-    pub payload: serde_json::Value,
-    #[schema(value_type = Option<Object>)]
-    pub metadata: serde_json::Value,
-    #[schema(value_type = Option<Object>)]
-    pub provenance: serde_json::Value,
-    #[schema(max_length = 256)]
-    pub session_id: Option<String>,
-    /// When it happened (ISO-8601; without an offset, UTC); default now.
-    #[schema(format = DateTime)]
-    pub occurred_at: Option<String>,
-    /// Replays with the same key return the stored episode (an empty key is no key).
-    #[schema(max_length = 512)]
-    pub idempotency_key: Option<String>,
-}
-
-/// `POST /v1/episodes/batch`.
-#[derive(ToSchema)]
-pub struct EpisodeBatchRequest {
-    #[schema(min_items = 1, max_items = 100)]
-    pub episodes: Vec<CreateEpisode>,
-}
-
-/// `POST /v1/context`.
-#[derive(ToSchema)]
-pub struct ContextRequest {
-    #[schema(min_length = 1, max_length = 256)]
-    pub subject_id: String,
-    #[schema(min_length = 1, max_length = 4000)]
-    pub task: String,
-    #[schema(minimum = 1, maximum = 128000, default = 4000)]
-    pub max_tokens: Option<i64>,
-    #[schema(max_length = 256)]
-    pub session_id: Option<String>,
-    /// mnemo extension: assemble from what was believed at this instant
-    #[schema(format = DateTime)]
-    pub as_of: Option<String>,
-    pub emit_receipt: Option<bool>,
-    #[schema(max_length = 64)]
-    pub query_id: Option<String>,
-    #[schema(max_length = 64)]
-    pub task_id: Option<String>,
-    #[schema(max_length = 26)]
-    pub parent_receipt_id: Option<String>,
-    #[schema(max_length = 256)]
-    pub caller_id: Option<String>,
-    #[schema(max_length = 64)]
-    pub caller_type: Option<String>,
-}
-
-/// `POST /v1/memories/compile`.
-#[derive(ToSchema)]
-pub struct CompileRequest {
-    #[schema(min_length = 1, max_length = 256)]
-    pub subject_id: String,
-    /// Queue a job and answer 202 instead of compiling one batch now.
-    #[schema(rename = "async", default = false)]
-    pub is_async: Option<bool>,
-}
 
 /// `PATCH /v1/memories/{id}/labels`.
 #[derive(ToSchema)]
@@ -193,45 +123,6 @@ pub struct ApplyTemplate {
     pub values: BTreeMap<String, String>,
     #[schema(max_length = 512)]
     pub idempotency_key: Option<String>,
-}
-
-/// `POST /v1/resolutions`.
-#[derive(ToSchema)]
-pub struct ResolutionRequest {
-    #[schema(min_length = 1, max_length = 256)]
-    pub subject_id: String,
-    #[schema(min_length = 1, max_length = 256)]
-    pub session_id: String,
-    #[schema(inline, default = "open")]
-    pub status: Option<ResolutionStatus>,
-    #[schema(max_length = 2000)]
-    pub resolution_summary: Option<String>,
-    #[schema(value_type = Option<Object>)]
-    pub metadata: serde_json::Value,
-}
-
-/// `POST /v1/handoff`.
-#[derive(ToSchema)]
-pub struct HandoffRequest {
-    #[schema(min_length = 1, max_length = 256)]
-    pub subject_id: String,
-    #[schema(min_length = 1, max_length = 256)]
-    pub session_id: String,
-    #[schema(max_length = 256, default = "escalation")]
-    pub reason: Option<String>,
-    #[schema(minimum = 1, maximum = 16000, default = 4000)]
-    pub max_tokens: Option<i64>,
-    pub emit_receipt: Option<bool>,
-    #[schema(max_length = 64)]
-    pub query_id: Option<String>,
-    #[schema(max_length = 64)]
-    pub task_id: Option<String>,
-    #[schema(max_length = 26)]
-    pub parent_receipt_id: Option<String>,
-    #[schema(max_length = 256)]
-    pub caller_id: Option<String>,
-    #[schema(max_length = 64)]
-    pub caller_type: Option<String>,
 }
 
 /// `POST /admin/import`: a Statewave backup document (`format_version` "1.0") and where it goes.

@@ -10,7 +10,8 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::http::input::{contains_nul, parse_datetime};
+use crate::model::text::contains_nul;
+use crate::model::time::parse_datetime;
 use crate::model::time::truncate_micros;
 use crate::receipts::canonical::{python_sorted, sha256_hex};
 
@@ -166,7 +167,7 @@ pub fn read(
         },
     };
     if let Some(t) = &tenant {
-        if !crate::http::extract::valid_tenant_id(t) {
+        if !crate::model::text::valid_tenant_id(t) {
             return Err(field("tenant_id".into(), "must be 1-256 printable characters"));
         }
     }
