@@ -217,35 +217,6 @@ pub fn memory_id_path(id: &str) -> Result<uuid::Uuid, crate::error::ApiError> {
     })
 }
 
-/// A body `{<field>: [label, ...]}`: strings of at most 128 characters without NUL (not yet
-/// normalised), or a 422 naming each bad item.
-pub fn label_list_body(body: &Value, field: &str) -> Result<Vec<String>, crate::error::ApiError> {
-    let mut errors = Vec::new();
-    let mut labels = Vec::new();
-    if let Some(mut r) = object_at(body, vec!["body".into()], &mut errors) {
-        let loc = r.child_loc(field);
-        for (i, v) in r.req_array(field, 0, 1000).iter().enumerate() {
-            match v.as_str() {
-                Some(s) if s.chars().count() <= 128 && !s.contains('\0') => labels.push(s.to_string()),
-                _ => {
-                    let mut l = loc.clone();
-                    l.push(i.to_string());
-                    r.errors().push(FieldError {
-                        loc: l,
-                        msg: "must be a string of at most 128 characters".into(),
-                        kind: "string_type",
-                    });
-                }
-            }
-        }
-    }
-    if errors.is_empty() {
-        Ok(labels)
-    } else {
-        Err(crate::error::ApiError::validation(errors))
-    }
-}
-
 /// A parsed query string with typed, validated accessors.
 pub struct Query {
     pairs: Vec<(String, String)>,

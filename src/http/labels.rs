@@ -3,15 +3,15 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::db::labels::SuggestedFilter;
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{label_list_body, memory_id_path, Query};
+use crate::http::body::{chars, list_len, no_nul, valid};
+use crate::http::input::{memory_id_path, Query};
 use crate::http::schema::params::{SuggestedLabelParams, TargetTenant};
-use crate::http::schema::requests::PromoteLabels;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::time::isoformat;
 use crate::policy::suggest::{CatalogueEntry, CATALOGUE};
@@ -91,6 +91,16 @@ pub async fn list(
     Ok(Json(ReviewQueue { memories, total: page.total, limit, offset, catalogue: CATALOGUE.to_vec() }))
 }
 
+
+/// `POST /admin/memories/{memory_id}/promote-labels`. Unknown fields are ignored.
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct PromoteLabels {
+    /// Each must be currently suggested on the memory; each is at most 128 characters.
+    #[garde(custom(list_len(0, 1000)), inner(custom(chars(0, 128)), custom(no_nul)))]
+    #[schema(max_items = 1000)]
+    pub labels: Vec<String>,
+}
+
 /// Promotes suggested labels of one memory to its sensitivity labels.
 #[utoipa::path(post, path = "/admin/memories/{memory_id}/promote-labels", tag = "admin",
     summary = "Promote suggested labels to sensitivity labels",
@@ -109,7 +119,7 @@ pub async fn promote(
     let tenant = q.target_tenant(caller);
     q.finish()?;
     let memory_id = memory_id_path(&id)?;
-    let labels = label_list_body(&body, "labels")?;
+    let labels = valid::<PromoteLabels>(body)?.labels;
     match svc::promote(&st.pool, &tenant, memory_id, &labels).await {
         Ok(p) => Ok(Json(Promoted {
             memory_id: memory_id.to_string(),

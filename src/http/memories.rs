@@ -3,14 +3,14 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{label_list_body, memory_id_path, Query};
+use crate::http::body::{chars, list_len, no_nul, valid};
+use crate::http::input::{memory_id_path, Query};
 use crate::http::schema::params::SearchParams;
-use crate::http::schema::requests::SetLabels;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::memory::Memory;
 use crate::policy::labels::{normalise_labels, MAX_LABELS};
@@ -61,6 +61,17 @@ pub async fn search(
     Ok(Json(SearchResults { memories, search_mode: mode }))
 }
 
+
+/// `PATCH /v1/memories/{id}/labels`. Unknown fields are ignored.
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct SetLabels {
+    /// Normalised and de-duplicated; more than 32 after that is a 400. Each label is at most
+    /// 128 characters.
+    #[garde(custom(list_len(0, 1000)), inner(custom(chars(0, 128)), custom(no_nul)))]
+    #[schema(max_items = 1000)]
+    pub sensitivity_labels: Vec<String>,
+}
+
 /// Replaces a memory's sensitivity labels (normalised and sorted).
 #[utoipa::path(patch, path = "/v1/memories/{id}/labels", tag = "memories",
     summary = "Replace a memory's sensitivity labels",
@@ -75,7 +86,7 @@ pub async fn set_labels(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Memory>> {
     let id = memory_id_path(&id)?;
-    let labels = label_list_body(&body, "sensitivity_labels")?;
+    let labels = valid::<SetLabels>(body)?.sensitivity_labels;
     let labels = normalise_labels(labels)
         .map_err(|_| ApiError::bad_request("too_many_labels", format!("at most {MAX_LABELS} labels per memory")))?;
     match svc::set_labels(&st.pool, &tenant, id, &labels).await? {

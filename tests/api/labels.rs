@@ -120,3 +120,31 @@ async fn tenants_can_turn_suggestions_off() {
     let (s, _) = app.patch_as("acme", "/admin/tenants/acme/config", &json!({"auto_labeling": "yes"})).await;
     assert_eq!(s, 422);
 }
+
+#[tokio::test]
+async fn label_bodies_report_each_bad_label_where_it_is() {
+    let app = crate::common::spawn().await;
+    let id = uuid::Uuid::nil();
+    let long = "x".repeat(129);
+    let body = json!({"sensitivity_labels": ["pii", long, "a\u{0000}b"]});
+    let (s, b) = app.patch_as("acme", &format!("/v1/memories/{id}/labels"), &body).await;
+    assert_eq!(s, 422, "{b}");
+    let mut got: Vec<(Value, Value)> =
+        b["error"]["details"].as_array().unwrap().iter().map(|e| (e["loc"].clone(), e["type"].clone())).collect();
+    got.sort_by_key(|(l, _)| l.to_string());
+    assert_eq!(
+        got,
+        vec![
+            (json!(["body", "sensitivity_labels", 1]), json!("string_too_long")),
+            (json!(["body", "sensitivity_labels", 2]), json!("string_nul")),
+        ]
+    );
+    let (s, b) = app.post_as("acme", &format!("/admin/memories/{id}/promote-labels"), &json!({})).await;
+    assert_eq!((s, b["error"]["details"][0]["type"].clone()), (422, json!("missing")), "{b}");
+    let (s, b) = app.post_as("acme", &format!("/admin/memories/{id}/promote-labels"), &json!({"labels": [1]})).await;
+    assert_eq!(
+        (s, b["error"]["details"][0]["loc"].clone(), b["error"]["details"][0]["type"].clone()),
+        (422, json!(["body", "labels", 0]), json!("string_type")),
+        "{b}"
+    );
+}

@@ -7,22 +7,6 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 
-/// `PATCH /v1/memories/{id}/labels`.
-#[derive(ToSchema)]
-pub struct SetLabels {
-    /// Normalised and de-duplicated; more than 32 after that is a 400.
-    #[schema(max_items = 1000)]
-    pub sensitivity_labels: Vec<String>,
-}
-
-/// `POST /admin/memories/{memory_id}/promote-labels`.
-#[derive(ToSchema)]
-pub struct PromoteLabels {
-    /// Each must be currently suggested on the memory.
-    #[schema(max_items = 1000)]
-    pub labels: Vec<String>,
-}
-
 /// When receipts are written.
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
