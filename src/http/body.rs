@@ -67,6 +67,10 @@ fn limit_kind(msg: &str) -> &'static str {
         "int_range"
     } else if msg.starts_with(ONE_OF) {
         "enum"
+    } else if msg == REQUIRED {
+        "missing"
+    } else if msg == NOT_TEXT {
+        "string_type"
     } else if msg == NUL_REFUSED {
         "string_nul"
     } else {
@@ -128,6 +132,10 @@ where
 }
 
 const NUL_REFUSED: &str = "must not contain NUL bytes";
+/// A custom rule's message for a required value that is null (kind `missing`).
+pub const REQUIRED: &str = "field required";
+/// A custom rule's message for a value that must be text (kind `string_type`).
+pub const NOT_TEXT: &str = "must be a string";
 /// How a custom rule's message for a value outside a fixed set starts (kind `enum`).
 pub const ONE_OF: &str = "must be one of:";
 

@@ -4,15 +4,15 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{object_at, Query};
+use crate::http::body::{chars, no_nul, valid, NOT_TEXT, REQUIRED};
+use crate::http::input::Query;
 use crate::http::schema::params::TargetTenant;
-use crate::http::schema::requests::{PolicyActivation, PolicyUpload};
 use crate::http::schema::CommonErrors;
 use crate::services::policy as svc;
 use crate::state::AppState;
@@ -53,6 +53,40 @@ pub struct Reloaded {
     pub cached: bool,
 }
 
+/// `POST /admin/policy/bundles`. Unknown fields are ignored.
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct PolicyUpload {
+    #[serde(default)]
+    #[garde(custom(chars(0, 256)), custom(no_nul))]
+    #[schema(max_length = 256)]
+    pub tenant_id: Option<String>,
+    /// YAML or JSON text, or a JSON object.
+    #[garde(custom(text_or_object))]
+    #[schema(value_type = Value)]
+    pub bundle: Value,
+}
+
+/// garde rule: a bundle is text or a JSON object (null is a missing bundle).
+fn text_or_object(bundle: &Value, _: &()) -> garde::Result {
+    match bundle {
+        Value::String(_) | Value::Object(_) => Ok(()),
+        Value::Null => Err(garde::Error::new(REQUIRED)),
+        _ => Err(garde::Error::new(NOT_TEXT)),
+    }
+}
+
+/// `POST /admin/policy/activate`. Unknown fields are ignored.
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct PolicyActivation {
+    #[serde(default)]
+    #[garde(custom(chars(0, 256)), custom(no_nul))]
+    #[schema(max_length = 256)]
+    pub tenant_id: Option<String>,
+    #[garde(custom(chars(1, 64)), custom(no_nul))]
+    #[schema(min_length = 1, max_length = 64)]
+    pub bundle_hash: String,
+}
+
 /// Stores a bundle (YAML or JSON text, or a JSON object); 400 when it does not load.
 #[utoipa::path(post, path = "/admin/policy/bundles", tag = "admin",
     summary = "Upload a policy bundle (YAML or JSON text in `bundle`); 400 policy.invalid_bundle when it does not load",
@@ -64,23 +98,12 @@ pub async fn upload(
     Tenant(caller): Tenant,
     JsonBody(body): JsonBody,
 ) -> ApiResult<(StatusCode, Json<StoredBundle>)> {
-    let mut errors = Vec::new();
-    let parsed = object_at(&body, vec!["body".into()], &mut errors).map(|mut r| {
-        let tenant = r.opt_str("tenant_id", 256);
-        let text = match r.raw("bundle") {
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(v @ Value::Object(_)) => Some(v.to_string()),
-            _ => {
-                r.req_str("bundle", 1, crate::policy::bundle::MAX_BUNDLE_BYTES);
-                None
-            }
-        };
-        (tenant, text)
-    });
-    let (tenant, Some(text)) = parsed.filter(|_| errors.is_empty()).ok_or_else(|| ApiError::validation(errors))? else {
-        return Err(ApiError::bad_request("policy.invalid_bundle", "bundle must be YAML or JSON text"));
+    let upload: PolicyUpload = valid(body)?;
+    let text = match upload.bundle {
+        Value::String(s) => s,
+        object => object.to_string(),
     };
-    let tenant = tenant.unwrap_or(caller);
+    let tenant = upload.tenant_id.unwrap_or(caller);
     let (hash, bundle) = svc::store(&st.pool, &tenant, &text)
         .await?
         .map_err(|e| ApiError::bad_request("policy.invalid_bundle", e.to_string()))?;
@@ -129,11 +152,8 @@ pub async fn activate(
     Tenant(caller): Tenant,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Value>> {
-    let mut errors = Vec::new();
-    let parsed = object_at(&body, vec!["body".into()], &mut errors)
-        .map(|mut r| (r.opt_str("tenant_id", 256), r.req_str("bundle_hash", 1, 64)));
-    let (tenant, hash) = parsed.filter(|_| errors.is_empty()).ok_or_else(|| ApiError::validation(errors))?;
-    let tenant = tenant.unwrap_or(caller);
+    let activation: PolicyActivation = valid(body)?;
+    let (tenant, hash) = (activation.tenant_id.unwrap_or(caller), activation.bundle_hash);
     Ok(Json(svc::activate(&st.pool, &tenant, &hash).await?.ok_or_else(bundle_not_found)?))
 }
 

@@ -265,3 +265,23 @@ async fn every_settings_change_bumps_only_its_tenants_version() {
         .unwrap_err();
     assert!(err.to_string().contains("row-level security"), "{err}");
 }
+
+#[tokio::test]
+async fn policy_bodies_are_typed_with_located_errors() {
+    let app = spawn().await;
+    let kind = |b: &Value| (b["error"]["details"][0]["loc"].clone(), b["error"]["details"][0]["type"].clone());
+    let (s, b) = app.post_as("acme", "/admin/policy/bundles", &json!({"bundle": 7})).await;
+    assert_eq!((s, kind(&b)), (422, (json!(["body", "bundle"]), json!("string_type"))), "{b}");
+    let (s, b) = app.post_as("acme", "/admin/policy/bundles", &json!({"bundle": null})).await;
+    assert_eq!((s, kind(&b)), (422, (json!(["body", "bundle"]), json!("missing"))), "{b}");
+    let (s, b) = app.post_as("acme", "/admin/policy/bundles", &json!({"tenant_id": "t".repeat(257), "bundle": BUNDLE})).await;
+    assert_eq!((s, kind(&b)), (422, (json!(["body", "tenant_id"]), json!("string_too_long"))), "{b}");
+    // A JSON object is a bundle too, stored as its JSON text.
+    let object = json!({"version": 1, "rules": [{"id": "r", "when": {"caller_id": "x"}, "action": "deny"}]});
+    let (s, b) = app.post_as("acme", "/admin/policy/bundles", &json!({"bundle": object})).await;
+    assert_eq!(s, 201, "{b}");
+    let (s, b) = app.post_as("acme", "/admin/policy/activate", &json!({})).await;
+    assert_eq!((s, kind(&b)), (422, (json!(["body", "bundle_hash"]), json!("missing"))), "{b}");
+    let (s, b) = app.post_as("acme", "/admin/policy/activate", &json!({"bundle_hash": ""})).await;
+    assert_eq!((s, kind(&b)), (422, (json!(["body", "bundle_hash"]), json!("string_too_short"))), "{b}");
+}

@@ -76,25 +76,6 @@ pub struct TenantConfigPatch {
     pub force_region_pin: Option<bool>,
 }
 
-/// `POST /admin/policy/bundles`.
-#[derive(ToSchema)]
-pub struct PolicyUpload {
-    #[schema(max_length = 256)]
-    pub tenant_id: Option<String>,
-    /// YAML or JSON text, or a JSON object.
-    #[schema(value_type = Value)]
-    pub bundle: serde_json::Value,
-}
-
-/// `POST /admin/policy/activate`.
-#[derive(ToSchema)]
-pub struct PolicyActivation {
-    #[schema(max_length = 256)]
-    pub tenant_id: Option<String>,
-    #[schema(min_length = 1, max_length = 64)]
-    pub bundle_hash: String,
-}
-
 /// `POST /v1/memory-templates/{template_id}/apply`.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
