@@ -8,11 +8,15 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tracing::Instrument;
 
-use crate::error::{ApiError, ApiResult, Envelope, FieldError};
-use crate::http::extract::{valid_tenant_id, JsonBody, Tenant};
-use crate::http::input::{object_at, subject_id_path, Query};
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ApiResult, Envelope};
+use crate::http::body::{chars, no_nul, tenant_id, valid, NOT_OBJECT, REQUIRED};
+use crate::http::extract::{JsonBody, Tenant};
+use crate::http::input::{subject_id_path, Query};
 use crate::http::schema::params::TargetTenant;
-use crate::http::schema::requests::BackupImport;
 use crate::http::schema::CommonErrors;
 use crate::progress::Silent;
 use crate::services::statewave_backup::{self as svc, ExportDocument, ImportError, ImportRequest, Imported};
@@ -57,6 +61,40 @@ pub async fn export(
     Ok(([(header::CONTENT_TYPE, "application/json")], Body::from_stream(chunks)).into_response())
 }
 
+/// `POST /admin/import`: a Statewave backup document (`format_version` "1.0") and where it goes.
+/// Unknown fields are ignored.
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+pub struct BackupImport {
+    /// The export document, as a JSON object.
+    #[garde(custom(json_object))]
+    #[schema(value_type = Object)]
+    pub document: Value,
+    /// Replaces the document's `subject_id` when non-empty.
+    #[serde(default)]
+    #[garde(custom(chars(0, 256)), custom(no_nul))]
+    #[schema(max_length = 256)]
+    pub target_subject_id: Option<String>,
+    /// Replaces the document's `tenant_id` when given (absent in both: the caller's tenant).
+    #[serde(default)]
+    #[garde(custom(tenant_id))]
+    #[schema(max_length = 256)]
+    pub target_tenant_id: Option<String>,
+    /// Keep the record ids (refused when the tenant already uses one), or give every row a new id.
+    #[serde(default)]
+    #[garde(skip)]
+    #[schema(default = true)]
+    pub preserve_ids: Option<bool>,
+}
+
+/// garde rule: the document is a JSON object (null is a missing document).
+fn json_object(document: &Value, _: &()) -> garde::Result {
+    match document {
+        Value::Object(_) => Ok(()),
+        Value::Null => Err(garde::Error::new(REQUIRED)),
+        _ => Err(garde::Error::new(NOT_OBJECT)),
+    }
+}
+
 /// Imports a backup document into one subject, in one transaction; any refusal writes nothing.
 #[utoipa::path(post, path = "/admin/import", tag = "admin",
     summary = "Import a Statewave backup document into one subject (admin key); nothing is written on any refusal",
@@ -70,38 +108,13 @@ pub async fn import(
     Tenant(caller): Tenant,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Imported>> {
-    let document = body.get("document").filter(|v| !v.is_null());
-    let mut errors = Vec::new();
-    let (subject, tenant, preserve) = match object_at(&body, vec!["body".into()], &mut errors) {
-        Some(mut r) => {
-            if !document.is_some_and(serde_json::Value::is_object) {
-                let msg = if document.is_some() { "must be a JSON object" } else { "field required" };
-                let loc = r.child_loc("document");
-                r.errors().push(FieldError { loc, msg: msg.into(), kind: "dict_type" });
-            }
-            let subject = r.opt_str("target_subject_id", 256);
-            let tenant = r.opt_str("target_tenant_id", 256);
-            if tenant.as_deref().is_some_and(|t| !valid_tenant_id(t)) {
-                let loc = r.child_loc("target_tenant_id");
-                r.errors().push(FieldError {
-                    loc,
-                    msg: "must be 1-256 printable characters".into(),
-                    kind: "string_length",
-                });
-            }
-            (subject, tenant, r.opt_bool("preserve_ids").unwrap_or(true))
-        }
-        None => (None, None, true),
-    };
-    let document = match document {
-        Some(d) if errors.is_empty() => d,
-        _ => return Err(ApiError::validation(errors)),
-    };
+    let body: BackupImport = valid(body)?;
+    let (subject, tenant) = (body.target_subject_id, body.target_tenant_id);
     let req = ImportRequest {
-        document,
+        document: &body.document,
         target_subject_id: subject.as_deref(),
         target_tenant_id: tenant.as_deref(),
-        preserve_ids: preserve,
+        preserve_ids: body.preserve_ids.unwrap_or(true),
         caller_tenant: &caller,
     };
     svc::import(&st.pool, &st.embedder, req, &Silent).await.map(Json).map_err(|e| match e {

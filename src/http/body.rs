@@ -71,6 +71,10 @@ fn limit_kind(msg: &str) -> &'static str {
         "missing"
     } else if msg == NOT_TEXT {
         "string_type"
+    } else if msg == NOT_OBJECT {
+        "dict_type"
+    } else if msg == NOT_TENANT {
+        "string_length"
     } else if msg == NUL_REFUSED {
         "string_nul"
     } else {
@@ -136,6 +140,17 @@ const NUL_REFUSED: &str = "must not contain NUL bytes";
 pub const REQUIRED: &str = "field required";
 /// A custom rule's message for a value that must be text (kind `string_type`).
 pub const NOT_TEXT: &str = "must be a string";
+/// A custom rule's message for a value that must be a JSON object (kind `dict_type`).
+pub const NOT_OBJECT: &str = "must be a JSON object";
+const NOT_TENANT: &str = "must be 1-256 printable characters";
+
+/// garde rule `custom(tenant_id)`: a tenant id (1-256 printable characters), absent passes.
+pub fn tenant_id(value: &Option<String>, _: &()) -> garde::Result {
+    match value {
+        Some(t) if !crate::model::text::valid_tenant_id(t) => Err(garde::Error::new(NOT_TENANT)),
+        _ => Ok(()),
+    }
+}
 /// How a custom rule's message for a value outside a fixed set starts (kind `enum`).
 pub const ONE_OF: &str = "must be one of:";
 

@@ -776,3 +776,18 @@ async fn merge_adds_a_subject_dump_to_an_existing_subject() {
     let out = cli(&b, &["import", &whole, "--merge"]);
     assert!(!out.status.success() && stderr_of(&out).contains("subject dump"), "{}", stderr_of(&out));
 }
+
+#[tokio::test]
+async fn import_body_errors_are_located_and_write_nothing() {
+    let app = spawn().await;
+    let first = |b: &Value| (b["error"]["details"][0]["loc"].clone(), b["error"]["details"][0]["type"].clone());
+    let (s, b) = app.post("/admin/import", &json!({})).await;
+    assert_eq!((s, first(&b)), (422, (json!(["body", "document"]), json!("missing"))), "{b}");
+    let (s, b) = app.post("/admin/import", &json!({"document": [1, 2]})).await;
+    assert_eq!((s, first(&b)), (422, (json!(["body", "document"]), json!("dict_type"))), "{b}");
+    let (s, b) = app.post("/admin/import", &json!({"document": {}, "target_tenant_id": "a\tb"})).await;
+    assert_eq!((s, first(&b)), (422, (json!(["body", "target_tenant_id"]), json!("string_length"))), "{b}");
+    let (s, b) = app.post("/admin/import", &json!({"document": {}, "preserve_ids": "yes"})).await;
+    assert_eq!((s, first(&b)), (422, (json!(["body", "preserve_ids"]), json!("bool_type"))), "{b}");
+    assert_eq!(app.count("episodes").await + app.count("memories").await, 0);
+}

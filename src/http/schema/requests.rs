@@ -90,19 +90,3 @@ pub struct ApplyTemplate {
     pub idempotency_key: Option<String>,
 }
 
-/// `POST /admin/import`: a Statewave backup document (`format_version` "1.0") and where it goes.
-#[derive(ToSchema)]
-pub struct BackupImport {
-    /// The export document, as a JSON object.
-    #[schema(value_type = Object)]
-    pub document: serde_json::Value,
-    /// Replaces the document's `subject_id` when non-empty.
-    #[schema(max_length = 256)]
-    pub target_subject_id: Option<String>,
-    /// Replaces the document's `tenant_id` when given (absent in both: the caller's tenant).
-    #[schema(max_length = 256)]
-    pub target_tenant_id: Option<String>,
-    /// Keep the record ids (refused when the tenant already uses one), or give every row a new id.
-    #[schema(default = true)]
-    pub preserve_ids: Option<bool>,
-}
