@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::model::memory::Memory;
+use crate::model::memory::{Memory, MemoryStatus};
 
 /// Takes the transaction-scoped advisory lock that serialises compile and erasure of one subject.
 pub async fn lock_subject(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<()> {
@@ -328,7 +328,7 @@ pub async fn memories_by_ids(
 ) -> sqlx::Result<Vec<Memory>> {
     sqlx::query_as!(
         Memory,
-        "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status, \
+        "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
          sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND id = ANY($3) \
          ORDER BY order_at, order_tiebreak, id",
         tenant,

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::db::working_memory::SnapshotRow;
 use crate::model::episode::Episode;
-use crate::model::memory::Memory;
+use crate::model::memory::{Memory, MemoryStatus};
 
 /// Lane sizes: each lane contributes at most this many candidates.
 pub const LEXICAL_LANE: i64 = 100;
@@ -233,7 +233,7 @@ impl Row {
                 valid_to: self.valid_to,
                 source_episode_ids: need(self.source_episode_ids, "source_episode_ids")?,
                 metadata: need(self.metadata, "metadata")?,
-                status: need(self.status, "status")?,
+                status: need(self.status.as_deref().and_then(MemoryStatus::parse), "status")?,
                 sensitivity_labels: need(self.sensitivity_labels, "sensitivity_labels")?,
                 suggested_labels: need(self.suggested_labels, "suggested_labels")?,
                 created_at: need(self.created_at, "created_at")?,

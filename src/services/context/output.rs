@@ -16,7 +16,7 @@ use crate::context::render::{episode_line, memory_line, turn_line, Line, Place, 
 use crate::context::tokens;
 use crate::db::context::{EpisodeCandidate, MemoryCandidate};
 use crate::db::working_memory::SnapshotRow;
-use crate::model::memory::Memory;
+use crate::model::memory::{Memory, MemoryStatus};
 
 /// What packing needs from the request.
 pub struct PackRequest<'a> {
@@ -174,8 +174,8 @@ pub fn summary_line(s: &SnapshotRow, session_id: &str, max_tokens: usize) -> Lin
 fn as_believed(c: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
     let mut m = c.memory.clone();
     let superseded_then = c.superseded_at.is_some_and(|t| t <= as_of);
-    if m.status == "superseded" && !superseded_then {
-        m.status = "active".to_string();
+    if m.status == MemoryStatus::Superseded && !superseded_then {
+        m.status = MemoryStatus::Active;
         m.valid_to = c.asserted_valid_to;
     }
     m

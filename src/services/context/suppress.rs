@@ -192,7 +192,7 @@ mod tests {
                 valid_to: None,
                 source_episode_ids: vec![Uuid::from_u128(of)],
                 metadata: json!({}),
-                status: "active".into(),
+                status: crate::model::memory::MemoryStatus::Active,
                 sensitivity_labels: vec![],
                 suggested_labels: vec![],
                 created_at: at,

@@ -82,7 +82,7 @@ impl MemoryRecord {
         MemoryRecord {
             id: m.id.to_string(),
             tenant_id: tenant_id.to_string(),
-            status: status_to_statewave(&m.status).to_string(),
+            status: status_to_statewave(m.status.as_str()).to_string(),
             valid_from: ts(&m.valid_from),
             valid_to: m.valid_to.as_ref().map(ts),
             source_episode_ids: m.source_episode_ids.iter().map(Uuid::to_string).collect(),
