@@ -51,11 +51,33 @@ impl From<EpisodeWith<i64>> for LoggedEpisode {
 // The session listing and the one-session read share their select: the sessions of `$1`/`$2`
 // (tenant, subject) grouped from their episodes.
 
-/// A page of the subject's sessions, the most recent activity (latest episode) first.
+/// A page of the subject's sessions, most recent activity first.
 pub async fn sessions_page(
     conn: &mut PgConnection,
     tenant: &str,
     subject_id: &str,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<Vec<SessionRow>> {
+    sessions(conn, tenant, subject_id, None, limit, offset).await
+}
+
+/// One session, None when the subject has no episode in it.
+pub async fn session(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    session_id: &str,
+) -> sqlx::Result<Option<SessionRow>> {
+    Ok(sessions(conn, tenant, subject_id, Some(session_id), 1, 0).await?.pop())
+}
+
+/// The subject's sessions (only `only` when given), most recent activity first.
+async fn sessions(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    only: Option<&str>,
     limit: i64,
     offset: i64,
 ) -> sqlx::Result<Vec<SessionRow>> {
@@ -68,38 +90,15 @@ pub async fn sessions_page(
          FROM episodes e LEFT JOIN session_metadata m ON m.tenant_id = $1 AND m.subject_id = $2
            AND m.session_id = e.session_id
          WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.session_id IS NOT NULL
-         GROUP BY e.session_id, m.metadata ORDER BY 4 DESC, e.session_id LIMIT $3 OFFSET $4"#,
+           AND ($3::text IS NULL OR e.session_id = $3)
+         GROUP BY e.session_id, m.metadata ORDER BY 4 DESC, e.session_id LIMIT $4 OFFSET $5"#,
         tenant,
         subject_id,
+        only,
         limit,
         offset
     )
     .fetch_all(conn)
-    .await
-}
-
-/// One session, None when the subject has no episode in it.
-pub async fn session(
-    conn: &mut PgConnection,
-    tenant: &str,
-    subject_id: &str,
-    session_id: &str,
-) -> sqlx::Result<Option<SessionRow>> {
-    sqlx::query_as!(
-        SessionRow,
-        r#"SELECT e.session_id AS "session_id!", count(*) AS "episode_count!", min(e.occurred_at) AS "first_at!",
-           max(e.occurred_at) AS "last_at!", COALESCE(m.metadata, '{}'::jsonb) AS "metadata!",
-           (SELECT s.id FROM session_snapshots s WHERE s.tenant_id = $1 AND s.subject_id = $2
-              AND s.session_id = e.session_id ORDER BY s.position DESC LIMIT 1) AS snapshot_id
-         FROM episodes e LEFT JOIN session_metadata m ON m.tenant_id = $1 AND m.subject_id = $2
-           AND m.session_id = e.session_id
-         WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.session_id IS NOT NULL AND e.session_id = $3
-         GROUP BY e.session_id, m.metadata"#,
-        tenant,
-        subject_id,
-        session_id
-    )
-    .fetch_optional(conn)
     .await
 }
 
