@@ -20,11 +20,45 @@ static BPE: LazyLock<CoreBPE> =
 
 /// Token count of `text` under cl100k_base (or the documented byte estimate when the tokenizer panics).
 ///
-/// Counts of short texts are memoised: the packer prices every candidate line (and the same
-/// headers) on every context call, and a subject's lines recur from call to call, while BPE
-/// encoding through the pre-tokenising regex was the largest CPU cost of a call. Counting is a
-/// pure function of the text, so the memo never changes a result.
+/// The text is counted line by line ([`seams`]) and the counts of short lines are memoised: the
+/// packer prices every candidate line and then the whole bundle on every context call, a
+/// subject's lines recur from call to call, and BPE encoding through the pre-tokenising regex was
+/// the largest CPU cost of a call. The sum is exact, not an estimate: cl100k_base encodes each
+/// piece its pre-tokenising regex cuts separately, and no piece can cross a seam (see [`seams`]),
+/// so the pieces of the whole text are the pieces of its lines. Counting is a pure function of
+/// the text, so the memo never changes a result.
 pub fn count(text: &str) -> usize {
+    let mut total = 0;
+    let mut start = 0;
+    for end in seams(text).chain(std::iter::once(text.len())) {
+        total += count_line(&text[start..end]);
+        start = end;
+    }
+    total
+}
+
+/// The byte offsets where `text` may be cut without changing its token count: just after a
+/// newline that a letter, a digit or ASCII punctuation follows.
+///
+/// Why no pre-tokenised piece crosses such a seam: tiktoken-rs's cl100k_base pattern is
+/// `'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s`.
+/// Only the punctuation form and the whitespace forms can hold a newline, and each ends at a
+/// newline or at whitespace, so none reaches past the seam's newline into the letter, digit or
+/// punctuation mark after it. Nor does what follows change where the piece before the seam ends:
+/// a whitespace run ending in the seam's newline is one piece either way (`\s++$` when the line
+/// stands alone; `\s*[\r\n]`, which backtracks to the run's last newline, when more follows),
+/// and the lookahead `(?!\S)` is never reached for it. The pattern has no lookbehind, so the
+/// pieces after the seam are those of the rest alone. The property test below checks the sum
+/// against whole-text counts, so a tokenizer upgrade that broke this would fail it.
+fn seams(text: &str) -> impl Iterator<Item = usize> + '_ {
+    text.match_indices('\n').filter_map(move |(i, _)| {
+        let next = text[i + 1..].chars().next()?;
+        (next.is_alphanumeric() || next.is_ascii_punctuation()).then_some(i + 1)
+    })
+}
+
+/// Token count of one line (memoised when short).
+fn count_line(text: &str) -> usize {
     if text.is_empty() {
         return 0;
     }
@@ -133,6 +167,34 @@ mod tests {
         for t in ["hello world", "## Task\n", "- [2026-03-02] I work at Initech\n", long.as_str()] {
             assert_eq!(count(t), count_uncached(t));
             assert_eq!(count(t), count_uncached(t));
+        }
+    }
+
+    #[test]
+    fn counts_by_line_equal_whole_text_counts() {
+        // Seams after newlines, and the places where none may be made: blank lines, indented and
+        // whitespace-led lines, punctuation before a newline, CR LF, non-ASCII starts.
+        let texts = [
+            "## Task\nT\n\n## Recent interactions\n### Session s1 · 2026-01-01\n- [chat/message] hi\n",
+            "a.\n\nb!\n\n\n- c?\n's\n'tis\n123\n4567\n",
+            "x \n  y\n\t z\n \n w\n",
+            "end.\r\nnext\r\n\r\n#h\n",
+            "日本語\n漢字です。\nÜber\n😀 face\n—dash\n",
+            "\n\nleading\n",
+            "trailing spaces   \n   \n",
+        ];
+        for t in texts {
+            assert_eq!(count(t), count_uncached(t), "{t:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn counts_by_line_equal_whole_text_counts_on_any_text(
+            lines in proptest::collection::vec("[ \\t\\r\\na-zA-Z0-9.,!?'#\\-\\[\\]:·é日😀]{0,24}", 0..12),
+        ) {
+            let text = lines.join("\n");
+            proptest::prop_assert_eq!(count(&text), count_uncached(&text));
         }
     }
 
