@@ -1,11 +1,19 @@
 //! Timestamps on the wire: ISO-8601 UTC with microseconds and a `Z` suffix.
 
+use std::sync::LazyLock;
+
+use chrono::format::{Item, StrftimeItems};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::Serializer;
 
+/// The wire format, parsed once: `DateTime::format` parses its pattern again on every call, and
+/// a context response formats a few hundred timestamps.
+static WIRE: LazyLock<Vec<Item<'static>>> =
+    LazyLock::new(|| crate::patterns::built("timestamp format", StrftimeItems::new("%Y-%m-%dT%H:%M:%S%.6fZ").parse()));
+
 /// Formats a timestamp the way every response does.
 pub fn format(t: &DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+    t.format_with_items(WIRE.iter()).to_string()
 }
 
 /// Serde helper for `DateTime<Utc>` fields.
