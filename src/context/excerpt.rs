@@ -8,10 +8,11 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
+use crate::context::tokens::{memo_key, MemoKey};
 use crate::services::query_terms::content_words;
 
 const ELLIPSIS: &str = "…";
@@ -22,7 +23,8 @@ const ELLIPSIS: &str = "…";
 /// recur across turns, and Snowball stemming was the largest single cost of a call at 660 turns
 /// (a sixth of the server's CPU). Each distinct word is stemmed once per call.
 pub struct TaskStems {
-    stems: BTreeSet<String>,
+    /// The [`memo_key`]s of the task's stems (the stems themselves are not needed).
+    stems: Vec<MemoKey>,
     stemmer: Stemmer,
     /// Lower-cased word -> the index of its stem among `stems`, or None when it stems to none.
     seen: RefCell<HashMap<String, Option<usize>>>,
@@ -32,7 +34,8 @@ impl TaskStems {
     /// The stems of the task's content words.
     pub fn new(task: &str) -> Self {
         let stemmer = Stemmer::create(Algorithm::English);
-        let stems = content_words(task).iter().map(|w| stemmer.stem(w).into_owned()).collect();
+        let stems: BTreeSet<String> = content_words(task).iter().map(|w| stemmer.stem(w).into_owned()).collect();
+        let stems = stems.iter().map(|s| memo_key(s)).collect();
         TaskStems { stems, stemmer, seen: RefCell::new(HashMap::new()) }
     }
 
@@ -42,34 +45,31 @@ impl TaskStems {
         if let Some(hit) = self.seen.borrow().get(&lower) {
             return *hit;
         }
-        let stem = stem(&self.stemmer, &lower);
-        let hit = self.stems.iter().position(|s| **s == *stem);
+        let stem = stem_key(&self.stemmer, &lower);
+        let hit = self.stems.iter().position(|s| *s == stem);
         self.seen.borrow_mut().insert(lower, hit);
         hit
     }
 }
 
-/// The English Snowball stem of a lower-cased word, memoised across calls: a subject's turns
-/// bring back the same words call after call, and stemming stayed a tenth of a context call's
-/// CPU with the per-call memo alone. Stemming is a pure function, so the memo never changes a
-/// result.
-fn stem(stemmer: &Stemmer, lower: &str) -> Arc<str> {
-    static MEMO: LazyLock<quick_cache::sync::Cache<String, Arc<str>>> =
+/// The [`memo_key`] of a lower-cased word's English Snowball stem, memoised across calls by the
+/// word's key: a subject's turns bring back the same words call after call, and stemming stayed
+/// a tenth of a context call's CPU with the per-call memo alone. Stemming is a pure function, so
+/// the memo never changes a result, and it holds keys only, no words.
+fn stem_key(stemmer: &Stemmer, lower: &str) -> MemoKey {
+    static MEMO: LazyLock<quick_cache::sync::Cache<MemoKey, MemoKey>> =
         LazyLock::new(|| quick_cache::sync::Cache::new(STEM_MEMO_ENTRIES));
-    if let Some(hit) = MEMO.get(lower) {
+    let word = memo_key(lower);
+    if let Some(hit) = MEMO.get(&word) {
         return hit;
     }
-    let stem: Arc<str> = Arc::from(stemmer.stem(lower).as_ref());
-    if lower.len() <= STEM_MEMO_MAX_LEN {
-        MEMO.insert(lower.to_owned(), stem.clone());
-    }
+    let stem = memo_key(&stemmer.stem(lower));
+    MEMO.insert(word, stem);
     stem
 }
 
-/// Distinct words whose stems are kept (a few MiB at most).
+/// Distinct words whose stems are kept (about 2 MiB).
 const STEM_MEMO_ENTRIES: usize = 50_000;
-/// Longer "words" (hashes, URLs without separators) are stemmed every time.
-const STEM_MEMO_MAX_LEN: usize = 40;
 
 /// One message of a turn: its speaker prefix ("Maria: ", or "" for plain text) and its text.
 pub struct Part<'a> {

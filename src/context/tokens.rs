@@ -65,12 +65,40 @@ fn count_line(text: &str) -> usize {
     if text.len() > MEMO_MAX_LEN {
         return count_uncached(text);
     }
-    if let Some(n) = memo().get(text) {
+    let key = memo_key(text);
+    if let Some(n) = memo().get(&key) {
         return n;
     }
     let n = count_uncached(text);
-    memo().insert(text.to_owned(), n);
+    memo().insert(key, n);
     n
+}
+
+/// Texts up to this many bytes are memoised (a rendered line shows at most ~150 chars of text).
+const MEMO_MAX_LEN: usize = 1024;
+/// Entries kept (bounds memory at about a MiB; the least useful go first, S3-FIFO).
+const MEMO_MAX_ENTRIES: usize = 20_000;
+
+/// Token counts of short texts by their [`memo_key`], shared by all threads.
+fn memo() -> &'static quick_cache::sync::Cache<MemoKey, usize> {
+    static MEMO: LazyLock<quick_cache::sync::Cache<MemoKey, usize>> =
+        LazyLock::new(|| quick_cache::sync::Cache::new(MEMO_MAX_ENTRIES));
+    &MEMO
+}
+
+/// The key of a text in a process-wide memo.
+pub type MemoKey = [u8; 16];
+
+/// A text's key in a process-wide memo: the first 128 bits of its SHA-256. Memos hold keys, not
+/// text, so nothing of a subject's content stays in the server's memory after its request (an
+/// erased subject leaves no line or word behind in a cache); a collision, which would be needed
+/// for a memo to answer for the wrong text, is as unlikely as one of SHA-256 itself.
+pub fn memo_key(text: &str) -> MemoKey {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&digest[..16]);
+    key
 }
 
 fn count_uncached(text: &str) -> usize {
@@ -78,18 +106,6 @@ fn count_uncached(text: &str) -> usize {
         Some(tokens) => tokens.len(),
         None => estimate(text),
     }
-}
-
-/// Texts up to this many bytes are memoised (a rendered line shows at most ~150 chars of text).
-const MEMO_MAX_LEN: usize = 1024;
-/// Entries kept (bounds memory at a few MiB; the least useful go first, S3-FIFO).
-const MEMO_MAX_ENTRIES: usize = 20_000;
-
-/// Token counts of short texts, shared by all threads.
-fn memo() -> &'static quick_cache::sync::Cache<String, usize> {
-    static MEMO: LazyLock<quick_cache::sync::Cache<String, usize>> =
-        LazyLock::new(|| quick_cache::sync::Cache::new(MEMO_MAX_ENTRIES));
-    &MEMO
 }
 
 /// The longest prefix of `text` (on a char boundary) whose token count is at most `max_tokens`.
