@@ -8,11 +8,13 @@ use quick_cache::sync::Cache;
 use crate::embed::Embedder;
 use pgvector::Vector;
 
+use crate::context::tokens::{memo_key, MemoKey};
 use crate::services::compile::embed_texts;
 
 /// Task vectors by (model, task): repeated tasks are embedded once. Bounded, evicting the
 /// least useful entries (S3-FIFO), so a burst of one-off tasks does not flush the hot ones.
-pub struct TaskVectorCache(Cache<(String, String), Arc<Vector>>);
+/// Keyed by [`memo_key`] of model and task, so the cache holds no task text.
+pub struct TaskVectorCache(Cache<MemoKey, Arc<Vector>>);
 
 const CACHE_CAP: usize = 4096;
 
@@ -25,7 +27,7 @@ impl Default for TaskVectorCache {
 impl TaskVectorCache {
     /// The task's vector, embedding it on a miss.
     pub async fn get(&self, embedder: &Arc<dyn Embedder>, task: &str) -> anyhow::Result<Vector> {
-        let key = (embedder.model_id().to_string(), task.to_string());
+        let key = memo_key(&format!("{}\u{0}{task}", embedder.model_id()));
         if let Some(v) = self.0.get(&key) {
             return Ok(Vector::clone(&v));
         }
