@@ -14,7 +14,7 @@ use crate::http::schema::params::SearchParams;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::memory::Memory;
 use crate::policy::labels::{normalise_labels, MAX_LABELS};
-use crate::services::memories::{self as svc, search as run_search, SearchQuery};
+use crate::services::memories::{self as svc, search as run_search, KindFilter, SearchQuery};
 use crate::state::AppState;
 
 /// Search results and the mode that produced them.
@@ -48,7 +48,7 @@ pub async fn search(
     let query = SearchQuery {
         subject_id: q.req_str("subject_id", 1, 256),
         q: q.opt_str("q", 4000).filter(|s| !s.is_empty()),
-        kind: q.opt_str("kind", 64).filter(|s| !s.is_empty()),
+        kind: KindFilter::from_param(q.opt_str("kind", 64).as_deref()),
         semantic: q.bool("semantic", false),
         hybrid: q.bool("hybrid", true),
         limit: q.int("limit", 1, 500, 20),

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use crate::db;
 use crate::embed::Embedder;
-use crate::model::memory::Memory;
+use crate::model::memory::{Memory, MemoryKind};
 use crate::services::compile::embed_texts;
 use crate::telemetry::{self, MemoryOp};
 
@@ -16,10 +16,41 @@ use crate::telemetry::{self, MemoryOp};
 pub struct SearchQuery {
     pub subject_id: String,
     pub q: Option<String>,
-    pub kind: Option<String>,
+    pub kind: KindFilter,
     pub semantic: bool,
     pub hybrid: bool,
     pub limit: i64,
+}
+
+/// The `kind` a search keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum KindFilter {
+    /// No filter (absent or empty).
+    #[default]
+    Any,
+    /// Only memories of this kind.
+    Only(MemoryKind),
+    /// A kind no memory has: the search finds nothing (not an error).
+    Unknown,
+}
+
+impl KindFilter {
+    /// The filter of a request's `kind` (already length-checked).
+    pub fn from_param(kind: Option<&str>) -> Self {
+        match kind.filter(|k| !k.is_empty()) {
+            None => KindFilter::Any,
+            Some(k) => MemoryKind::parse(k).map_or(KindFilter::Unknown, KindFilter::Only),
+        }
+    }
+
+    /// The lanes' `kind` argument (None = any); None when nothing can match.
+    fn lane(self) -> Option<Option<MemoryKind>> {
+        match self {
+            KindFilter::Any => Some(None),
+            KindFilter::Only(k) => Some(Some(k)),
+            KindFilter::Unknown => None,
+        }
+    }
 }
 
 /// Weight of the semantic lane in hybrid search (the full-text lane gets the rest).
@@ -45,15 +76,10 @@ async fn search_in(
     let mut conn = db::scope::begin(pool, tenant).await?;
     let text_search = |mode| async move {
         let mut conn = db::scope::begin(pool, tenant).await?;
-        let rows = db::memories::search_text(
-            &mut conn,
-            tenant,
-            &query.subject_id,
-            query.q.as_deref(),
-            query.kind.as_deref(),
-            query.limit,
-        )
-        .await?;
+        let Some(kind) = query.kind.lane() else { return anyhow::Ok((Vec::new(), mode)) };
+        let rows =
+            db::memories::search_text(&mut conn, tenant, &query.subject_id, query.q.as_deref(), kind, query.limit)
+                .await?;
         anyhow::Ok((rows, mode))
     };
     let Some(q) = query.q.as_deref().filter(|q| query.semantic && !q.trim().is_empty()) else {
@@ -66,8 +92,8 @@ async fn search_in(
         Ok(mut v) if !v.is_empty() => pgvector::Vector::from(v.remove(0)),
         Ok(_) | Err(_) => return text_search("text_fallback").await,
     };
+    let Some(kind) = query.kind.lane() else { return Ok((Vec::new(), "semantic")) };
     let pool_size = query.limit * 4;
-    let kind = query.kind.as_deref();
     let semantic =
         db::memories::nearest(&mut conn, tenant, &query.subject_id, &vector, embedder.model_id(), kind, pool_size)
             .await?;
@@ -114,4 +140,19 @@ async fn forget_in(pool: &PgPool, tenant: &str, subject_id: &str, id: Uuid) -> s
     let forgotten = db::memories::tombstone(&mut tx, tenant, subject_id, id).await?;
     tx.commit().await?;
     Ok(forgotten)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_filters_of_params() {
+        assert_eq!(KindFilter::from_param(None), KindFilter::Any);
+        assert_eq!(KindFilter::from_param(Some("")), KindFilter::Any);
+        assert_eq!(KindFilter::from_param(Some("procedure")), KindFilter::Only(MemoryKind::Procedure));
+        assert_eq!(KindFilter::from_param(Some("Procedure")), KindFilter::Unknown);
+        assert_eq!(KindFilter::Unknown.lane(), None);
+        assert_eq!(KindFilter::Any.lane(), Some(None));
+    }
 }
