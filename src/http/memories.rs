@@ -14,24 +14,15 @@ use crate::http::schema::params::SearchParams;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::memory::Memory;
 use crate::policy::labels::{normalise_labels, MAX_LABELS};
-use crate::services::memories::{self as svc, search as run_search, KindFilter, SearchQuery};
+use crate::services::memories::{self as svc, search as run_search, KindFilter, SearchMode, SearchQuery};
 use crate::state::AppState;
 
 /// Search results and the mode that produced them.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SearchResults {
     pub memories: Vec<Memory>,
-    #[schema(value_type = SearchMode, inline)]
-    pub search_mode: &'static str,
-}
-
-/// Which search ran (`text_fallback`: semantic was asked for but unavailable).
-#[derive(ToSchema)]
-#[schema(rename_all = "snake_case")]
-pub enum SearchMode {
-    Text,
-    Semantic,
-    TextFallback,
+    #[schema(inline)]
+    pub search_mode: SearchMode,
 }
 
 /// Searches a subject's active memories.

@@ -2,7 +2,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use serde::Serialize;
 use sqlx::PgPool;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::db;
@@ -53,16 +55,25 @@ impl KindFilter {
     }
 }
 
+/// Which search ran (`text_fallback`: semantic was asked for but unavailable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    Text,
+    Semantic,
+    TextFallback,
+}
+
 /// Weight of the semantic lane in hybrid search (the full-text lane gets the rest).
 const SEMANTIC_WEIGHT: f64 = 0.6;
 
-/// Runs a search; returns the memories and which mode ran (`text`, `semantic`, `text_fallback`).
+/// Runs a search; returns the memories and which mode ran.
 pub async fn search(
     pool: &PgPool,
     embedder: &std::sync::Arc<dyn Embedder>,
     tenant: &str,
     query: &SearchQuery,
-) -> anyhow::Result<(Vec<Memory>, &'static str)> {
+) -> anyhow::Result<(Vec<Memory>, SearchMode)> {
     let span = telemetry::memory_span(MemoryOp::Search, tenant);
     telemetry::traced(span, search_in(pool, embedder, tenant, query), |(rows, _)| rows.len()).await
 }
@@ -72,7 +83,7 @@ async fn search_in(
     embedder: &std::sync::Arc<dyn Embedder>,
     tenant: &str,
     query: &SearchQuery,
-) -> anyhow::Result<(Vec<Memory>, &'static str)> {
+) -> anyhow::Result<(Vec<Memory>, SearchMode)> {
     let mut conn = db::scope::begin(pool, tenant).await?;
     let text_search = |mode| async move {
         let mut conn = db::scope::begin(pool, tenant).await?;
@@ -83,16 +94,16 @@ async fn search_in(
         anyhow::Ok((rows, mode))
     };
     let Some(q) = query.q.as_deref().filter(|q| query.semantic && !q.trim().is_empty()) else {
-        return text_search("text").await;
+        return text_search(SearchMode::Text).await;
     };
     if !embedder.is_semantic() {
-        return text_search("text_fallback").await;
+        return text_search(SearchMode::TextFallback).await;
     }
     let vector = match embed_texts(embedder, vec![q.to_string()]).await {
         Ok(mut v) if !v.is_empty() => pgvector::Vector::from(v.remove(0)),
-        Ok(_) | Err(_) => return text_search("text_fallback").await,
+        Ok(_) | Err(_) => return text_search(SearchMode::TextFallback).await,
     };
-    let Some(kind) = query.kind.lane() else { return Ok((Vec::new(), "semantic")) };
+    let Some(kind) = query.kind.lane() else { return Ok((Vec::new(), SearchMode::Semantic)) };
     let pool_size = query.limit * 4;
     let semantic =
         db::memories::nearest(&mut conn, tenant, &query.subject_id, &vector, embedder.model_id(), kind, pool_size)
@@ -117,7 +128,7 @@ async fn search_in(
     let mut by_id: BTreeMap<Uuid, Memory> =
         db::memories::by_ids(&mut conn, tenant, &ids).await?.into_iter().map(|m| (m.id, m)).collect();
     let rows = ids.iter().filter_map(|id| by_id.remove(id)).collect();
-    Ok((rows, "semantic"))
+    Ok((rows, SearchMode::Semantic))
 }
 
 /// Replaces a memory's (already normalised) labels; None when the tenant has no such memory.
@@ -154,5 +165,11 @@ mod tests {
         assert_eq!(KindFilter::from_param(Some("Procedure")), KindFilter::Unknown);
         assert_eq!(KindFilter::Unknown.lane(), None);
         assert_eq!(KindFilter::Any.lane(), Some(None));
+    }
+
+    #[test]
+    fn search_modes_keep_their_wire_names() {
+        let names = [SearchMode::Text, SearchMode::Semantic, SearchMode::TextFallback].map(|m| serde_json::json!(m));
+        assert_eq!(names, ["text", "semantic", "text_fallback"]);
     }
 }
