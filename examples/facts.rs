@@ -14,6 +14,7 @@ use uuid::Uuid;
 use mnemo::compile::claims::{Cardinality, Registry};
 use mnemo::compile::link::{link_drafts, Current};
 use mnemo::compile::pipeline::{compile_episode, EpisodeInput};
+use mnemo::model::memory::MemoryKind;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -46,7 +47,7 @@ fn main() {
                 let mut cur: Vec<Current> = current.iter().map(|(c, _)| c.clone()).collect();
                 link_drafts(&mut drafts, &mut cur, &registry);
                 log.push(format!("  s{k}: {text}"));
-                for d in drafts.iter().filter(|d| d.kind == "profile_fact") {
+                for d in drafts.iter().filter(|d| d.kind == MemoryKind::ProfileFact) {
                     let claim = d.claim.as_ref().map(|c| format!("{}={}", c.key, c.value)).unwrap_or("-".into());
                     log.push(format!("      fact [{}] {:?} claim {claim}", d.metadata["rule"], d.content));
                     if let Some(c) = &d.claim {

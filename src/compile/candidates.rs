@@ -6,13 +6,15 @@
 
 use serde_json::{Map, Value};
 
+use crate::model::memory::MemoryKind;
+
 /// Confidence assumed when a candidate gives none (or gives a non-number).
 const DEFAULT_CONFIDENCE: f64 = 0.9;
 
 /// One memory proposed by the agent, with its kind already mapped to a mnemo kind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
-    pub kind: &'static str,
+    pub kind: MemoryKind,
     pub text: String,
     pub metadata: Map<String, Value>,
     pub claim: Option<Value>,
@@ -28,13 +30,12 @@ pub fn structured_candidates(payload: &Value) -> Option<Vec<Candidate>> {
     list.iter().map(candidate).collect()
 }
 
-/// Maps an agent-facing kind name to a mnemo memory kind (exact, lower-case).
-fn map_kind(kind: &str) -> Option<&'static str> {
+/// Maps an agent-facing kind name to a mnemo memory kind (exact, lower-case); an agent
+/// cannot propose an `artifact_ref`.
+fn map_kind(kind: &str) -> Option<MemoryKind> {
     match kind {
-        "domain_fact" | "fact" | "profile_fact" => Some("profile_fact"),
-        "episode_summary" => Some("episode_summary"),
-        "procedure" => Some("procedure"),
-        _ => None,
+        "domain_fact" | "fact" => Some(MemoryKind::ProfileFact),
+        _ => MemoryKind::parse(kind).filter(|k| *k != MemoryKind::ArtifactRef),
     }
 }
 
@@ -84,7 +85,7 @@ mod tests {
         let got = parse(&p);
         assert_eq!(got.len(), 1);
         let c = &got[0];
-        assert_eq!(c.kind, "profile_fact");
+        assert_eq!(c.kind, MemoryKind::ProfileFact);
         assert_eq!(c.text, "User works at Globex");
         assert_eq!(c.metadata.get("source"), Some(&json!("agent")));
         assert_eq!(c.claim, Some(json!({"key": "employment.current_employer", "value": "Globex"})));
@@ -94,11 +95,11 @@ mod tests {
     #[test]
     fn kind_map() {
         let cases = [
-            ("domain_fact", "profile_fact"),
-            ("fact", "profile_fact"),
-            ("profile_fact", "profile_fact"),
-            ("episode_summary", "episode_summary"),
-            ("procedure", "procedure"),
+            ("domain_fact", MemoryKind::ProfileFact),
+            ("fact", MemoryKind::ProfileFact),
+            ("profile_fact", MemoryKind::ProfileFact),
+            ("episode_summary", MemoryKind::EpisodeSummary),
+            ("procedure", MemoryKind::Procedure),
         ];
         for (input, want) in cases {
             let p = wrap(json!([{"kind": input, "text": "x"}]));
@@ -108,7 +109,7 @@ mod tests {
 
     #[test]
     fn unmappable_kinds_fall_back() {
-        for bad in [json!("Fact"), json!("PROCEDURE"), json!("summary"), json!(""), json!(1)] {
+        for bad in [json!("Fact"), json!("PROCEDURE"), json!("summary"), json!("artifact_ref"), json!(""), json!(1)] {
             let p = wrap(json!([{"kind": bad, "text": "x"}]));
             assert_eq!(structured_candidates(&p), None, "{bad}");
         }

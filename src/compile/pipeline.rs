@@ -8,6 +8,7 @@ use super::candidates::structured_candidates;
 use super::claims::{claim_from_parts, parse_claim, Claim, Registry};
 use super::heuristic::{extract_facts_with, summarize, LinkHint};
 use super::text::{episode_text, strip_pasted, user_statements, LOG_MARK, PASTE_MARK};
+use crate::model::memory::MemoryKind;
 use crate::model::time::parse_datetime;
 
 /// What the compiler needs of an episode.
@@ -23,7 +24,7 @@ pub struct EpisodeInput {
 /// A memory about to be written.
 #[derive(Debug, Clone)]
 pub struct MemoryDraft {
-    pub kind: &'static str,
+    pub kind: MemoryKind,
     pub content: String,
     pub summary: String,
     pub confidence: f64,
@@ -136,7 +137,7 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
     }
     let (content, summary) = summarize(&text);
     let mut drafts = vec![MemoryDraft {
-        kind: "episode_summary",
+        kind: MemoryKind::EpisodeSummary,
         content,
         summary,
         confidence: SUMMARY_CONFIDENCE,
@@ -163,7 +164,7 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
             }
             let i = drafts.len();
             drafts.push(MemoryDraft {
-                kind: "profile_fact",
+                kind: MemoryKind::ProfileFact,
                 summary: fact.content.chars().take(200).collect(),
                 content: fact.content,
                 confidence: FACT_CONFIDENCE,
@@ -202,7 +203,7 @@ mod tests {
     fn heuristic_gives_a_summary_and_claimed_facts() {
         let drafts =
             compile_episode(&ep(user("Hi! I work at Globex and my name is Dana Reyes.")), &Registry::builtin());
-        assert_eq!(drafts[0].kind, "episode_summary");
+        assert_eq!(drafts[0].kind, MemoryKind::EpisodeSummary);
         let claims: Vec<(String, String)> =
             drafts.iter().filter_map(|d| d.claim.as_ref().map(|c| (c.key.clone(), c.value.clone()))).collect();
         assert!(claims.contains(&("employment.current_employer".into(), "globex".into())));
@@ -235,9 +236,9 @@ mod tests {
         ]}});
         let drafts = compile_episode(&ep(payload), &Registry::builtin());
         assert_eq!(drafts.len(), 2, "no catch-all summary");
-        assert_eq!(drafts[0].kind, "profile_fact");
+        assert_eq!(drafts[0].kind, MemoryKind::ProfileFact);
         assert_eq!(drafts[0].claim.as_ref().unwrap().key, "employment.current_employer");
-        assert_eq!(drafts[1].kind, "procedure");
+        assert_eq!(drafts[1].kind, MemoryKind::Procedure);
         assert_eq!(drafts[1].confidence, 1.0);
         assert_eq!(drafts[0].confidence, 0.9);
     }

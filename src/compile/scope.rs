@@ -13,9 +13,10 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use uuid::Uuid;
 
 use super::supersede::{lexical_tokens, MemoryView, DEFAULT_THRESHOLD, PROFILE_FACT_THRESHOLD};
+use crate::model::memory::MemoryKind;
 
-fn threshold(kind: &str) -> f64 {
-    if kind == "profile_fact" {
+fn threshold(kind: MemoryKind) -> f64 {
+    if kind == MemoryKind::ProfileFact {
         PROFILE_FACT_THRESHOLD
     } else {
         DEFAULT_THRESHOLD
@@ -37,7 +38,7 @@ pub fn related(views: Vec<MemoryView>, new_ids: &HashSet<Uuid>) -> Vec<MemoryVie
         .iter()
         .map(|v| new_ids.contains(&v.id) || v.claim.as_ref().is_some_and(|c| buckets.contains(&c.bucket())))
         .collect();
-    let new_kinds: BTreeSet<&str> = views.iter().filter(|v| new_ids.contains(&v.id)).map(|v| v.kind.as_str()).collect();
+    let new_kinds: HashSet<MemoryKind> = views.iter().filter(|v| new_ids.contains(&v.id)).map(|v| v.kind).collect();
     for kind in new_kinds {
         let rows: Vec<usize> = (0..views.len()).filter(|&i| views[i].kind == kind).collect();
         let mut df: HashMap<&str, usize> = HashMap::new();
@@ -71,11 +72,11 @@ mod tests {
     use chrono::{DateTime, Utc};
     use proptest::prelude::*;
 
-    fn view(id: u128, kind: &str, content: &str) -> MemoryView {
+    fn view(id: u128, kind: MemoryKind, content: &str) -> MemoryView {
         let t: DateTime<Utc> = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
         MemoryView {
             id: Uuid::from_u128(id),
-            kind: kind.into(),
+            kind,
             content: content.into(),
             valid_from: Some(t),
             valid_to: None,
@@ -88,10 +89,10 @@ mod tests {
     #[test]
     fn keeps_only_old_rows_that_can_pair_with_a_new_one() {
         let views = vec![
-            view(1, "profile_fact", "I use Vim daily"),
-            view(2, "profile_fact", "completely unrelated words"),
-            view(3, "episode_summary", "I use Vim daily"),
-            view(4, "profile_fact", "I use Vim"),
+            view(1, MemoryKind::ProfileFact, "I use Vim daily"),
+            view(2, MemoryKind::ProfileFact, "completely unrelated words"),
+            view(3, MemoryKind::EpisodeSummary, "I use Vim daily"),
+            view(4, MemoryKind::ProfileFact, "I use Vim"),
         ];
         let new: HashSet<Uuid> = [Uuid::from_u128(4)].into();
         let kept: Vec<u128> = related(views, &new).iter().map(|v| v.id.as_u128()).collect();
@@ -102,10 +103,18 @@ mod tests {
     fn shared_common_words_alone_do_not_pair_summaries() {
         let mut views: Vec<MemoryView> = (0..200)
             .map(|i| {
-                view(i, "episode_summary", &format!("user: thanks the answer was good topic{i} detail{i} extra{i}"))
+                view(
+                    i,
+                    MemoryKind::EpisodeSummary,
+                    &format!("user: thanks the answer was good topic{i} detail{i} extra{i}"),
+                )
             })
             .collect();
-        views.push(view(1000, "episode_summary", "user: thanks the answer was good topic1000 detail1000 extra1000"));
+        views.push(view(
+            1000,
+            MemoryKind::EpisodeSummary,
+            "user: thanks the answer was good topic1000 detail1000 extra1000",
+        ));
         let new: HashSet<Uuid> = [Uuid::from_u128(1000)].into();
         assert_eq!(related(views, &new).len(), 1);
     }
@@ -117,7 +126,7 @@ mod tests {
             docs in proptest::collection::vec(proptest::collection::vec(0u8..12, 1..9), 2..30),
             kind_fact in any::<bool>(),
         ) {
-            let kind = if kind_fact { "profile_fact" } else { "episode_summary" };
+            let kind = if kind_fact { MemoryKind::ProfileFact } else { MemoryKind::EpisodeSummary };
             let views: Vec<MemoryView> = docs
                 .iter()
                 .enumerate()

@@ -19,13 +19,14 @@
 //!   (order, id), then the winner's (order, id).
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
 use super::claims::{Cardinality, Claim};
+use crate::model::memory::MemoryKind;
 
 /// Lexical threshold for `profile_fact` memories, which restate facts in short sentences.
 pub const PROFILE_FACT_THRESHOLD: f64 = 0.6;
@@ -37,8 +38,8 @@ pub const DEFAULT_THRESHOLD: f64 = 0.8;
 pub struct MemoryView {
     /// Memory id.
     pub id: Uuid,
-    /// Memory kind, e.g. `profile_fact` or `episode_summary`.
-    pub kind: String,
+    /// Memory kind.
+    pub kind: MemoryKind,
     /// Memory text (only used for token sets; never copied into decisions).
     pub content: String,
     /// Row validity start.
@@ -242,13 +243,14 @@ fn replacement_pass<'a>(rows: &[&'a MemoryView], taken: &BTreeSet<Uuid>) -> Vec<
 }
 
 fn lexical_pass<'a>(rows: &[&'a MemoryView], claim_losers: &BTreeSet<Uuid>) -> Vec<Pending<'a>> {
-    let mut by_kind: BTreeMap<&str, Vec<&'a MemoryView>> = BTreeMap::new();
+    // Group order does not matter: `resolve` sorts the decisions.
+    let mut by_kind: HashMap<MemoryKind, Vec<&'a MemoryView>> = HashMap::new();
     for &m in rows {
-        by_kind.entry(m.kind.as_str()).or_default().push(m);
+        by_kind.entry(m.kind).or_default().push(m);
     }
     let mut out = Vec::new();
     for (kind, group) in by_kind {
-        let threshold = if kind == "profile_fact" { PROFILE_FACT_THRESHOLD } else { DEFAULT_THRESHOLD };
+        let threshold = if kind == MemoryKind::ProfileFact { PROFILE_FACT_THRESHOLD } else { DEFAULT_THRESHOLD };
         let tokens: Vec<BTreeSet<String>> = group.iter().map(|m| lexical_tokens(&m.content)).collect();
         for (i, &older) in group.iter().enumerate() {
             if claim_losers.contains(&older.id) {
@@ -384,10 +386,10 @@ mod tests {
     }
 
     /// A claimless memory whose order and row valid_from are both `at`.
-    fn mem(n: u128, kind: &str, content: &str, at: DateTime<Utc>) -> MemoryView {
+    fn mem(n: u128, kind: MemoryKind, content: &str, at: DateTime<Utc>) -> MemoryView {
         MemoryView {
             id: Uuid::from_u128(n),
-            kind: kind.into(),
+            kind,
             content: content.into(),
             valid_from: Some(at),
             valid_to: None,
@@ -405,7 +407,7 @@ mod tests {
     }
 
     fn fact(n: u128, content: &str, at: DateTime<Utc>) -> MemoryView {
-        mem(n, "profile_fact", content, at)
+        mem(n, MemoryKind::ProfileFact, content, at)
     }
 
     fn employer(n: u128, value: &str, at: DateTime<Utc>, window: (Bound, Bound)) -> MemoryView {
@@ -580,7 +582,7 @@ mod tests {
         assert_eq!((d.score, d.threshold, d.new_valid_to), (Some(0.65), Some(0.6), Some(t1)));
         assert_eq!(d.claim_key, None);
 
-        let summary = |n, text: &str, at| mem(n, "episode_summary", text, at);
+        let summary = |n, text: &str, at| mem(n, MemoryKind::EpisodeSummary, text, at);
         assert_eq!(resolve(&[summary(1, &older, t0), summary(2, &newer, t1)], now()), vec![]);
 
         let (older, newer) = overlap_texts(17, 2, 1); // 0.85
@@ -680,8 +682,8 @@ mod tests {
             fact(6, "User lives in Berlin since March 2021 with partner", day(2022, 1, 1)),
             fact(7, "User lives in Berlin since March 2021", day(2022, 2, 1)),
             fact(8, "User lives in Berlin since March 2021 with partner Sam", day(2022, 3, 1)),
-            mem(9, "episode_summary", &lex_a, day(2022, 1, 1)),
-            mem(10, "episode_summary", &lex_b, day(2022, 2, 1)),
+            mem(9, MemoryKind::EpisodeSummary, &lex_a, day(2022, 1, 1)),
+            mem(10, MemoryKind::EpisodeSummary, &lex_b, day(2022, 2, 1)),
             fact(11, "works at acme number 2", day(2020, 6, 1)),
         ]
     }
@@ -827,7 +829,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, (s, summary, claim, month))| {
                     let at = day(2024, 1, 1) + chrono::Duration::days(30 * month);
-                    let kind = if summary { "episode_summary" } else { "profile_fact" };
+                    let kind = if summary { MemoryKind::EpisodeSummary } else { MemoryKind::ProfileFact };
                     let mut m = mem(i as u128 + 1, kind, SENTENCES[s], at);
                     m.order.1 = format!("ep{month}:{i}");
                     match claim {

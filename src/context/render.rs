@@ -11,6 +11,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::tokens;
+use crate::model::memory::MemoryKind;
 
 /// Bundle section; bundles render sections in this declaration order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -108,9 +109,9 @@ pub fn header_line_cost(header: &str) -> usize {
 }
 
 /// Memory line: "- " + optional "[YYYY-MM-DD] " (valid_from's date; omitted when None or when the body already contains a year matching \b20[1-9]\d\b) + body.
-/// For kind "episode_summary" the body is cleaned first: strip a leading "user:", "assistant:" or "system:" from each line, drop empty lines, then if ≤2 parts remain join with " → ", else first + " → " + last. Newlines never survive into a line.
-pub fn memory_line(kind: &str, body: &str, valid_from: Option<DateTime<Utc>>) -> String {
-    let body = if kind == "episode_summary" { summary_body(body) } else { single_line(body) };
+/// For an episode summary the body is cleaned first: strip a leading "user:", "assistant:" or "system:" from each line, drop empty lines, then if ≤2 parts remain join with " → ", else first + " → " + last. Newlines never survive into a line.
+pub fn memory_line(kind: MemoryKind, body: &str, valid_from: Option<DateTime<Utc>>) -> String {
+    let body = if kind == MemoryKind::EpisodeSummary { summary_body(body) } else { single_line(body) };
     let has_year = YEAR.is_match(&body);
     let mut line = String::from("- ");
     if let (Some(at), false) = (valid_from, has_year) {
@@ -284,31 +285,34 @@ mod tests {
         }
     }
 
+    const FACT: MemoryKind = MemoryKind::ProfileFact;
+    const SUMMARY: MemoryKind = MemoryKind::EpisodeSummary;
+
     fn day(y: i32, m: u32, d: u32) -> Option<DateTime<Utc>> {
         Utc.with_ymd_and_hms(y, m, d, 12, 0, 0).single()
     }
 
     #[test]
     fn memory_line_dates() {
-        assert_eq!(memory_line("fact", "I work at Initech", day(2026, 3, 2)), "- [2026-03-02] I work at Initech");
-        assert_eq!(memory_line("fact", "I work at Initech", None), "- I work at Initech");
-        assert_eq!(memory_line("fact", "Moved to Oslo in 2024", day(2026, 3, 2)), "- Moved to Oslo in 2024");
+        assert_eq!(memory_line(FACT, "I work at Initech", day(2026, 3, 2)), "- [2026-03-02] I work at Initech");
+        assert_eq!(memory_line(FACT, "I work at Initech", None), "- I work at Initech");
+        assert_eq!(memory_line(FACT, "Moved to Oslo in 2024", day(2026, 3, 2)), "- Moved to Oslo in 2024");
         // Not a year: part of a longer number, or outside 2010–2099.
-        assert_eq!(memory_line("fact", "ticket 120245", day(2026, 1, 5)), "- [2026-01-05] ticket 120245");
-        assert_eq!(memory_line("fact", "born 2005", day(2026, 1, 5)), "- [2026-01-05] born 2005");
-        assert_eq!(memory_line("fact", "line one\n  line two\r\n", None), "- line one line two");
-        assert_eq!(memory_line("fact", "", None), "-");
+        assert_eq!(memory_line(FACT, "ticket 120245", day(2026, 1, 5)), "- [2026-01-05] ticket 120245");
+        assert_eq!(memory_line(FACT, "born 2005", day(2026, 1, 5)), "- [2026-01-05] born 2005");
+        assert_eq!(memory_line(FACT, "line one\n  line two\r\n", None), "- line one line two");
+        assert_eq!(memory_line(FACT, "", None), "-");
     }
 
     #[test]
     fn memory_line_summaries() {
         let two = "user: How do I reset?\nassistant: Use the admin panel.";
-        assert_eq!(memory_line("episode_summary", two, None), "- How do I reset? → Use the admin panel.");
+        assert_eq!(memory_line(SUMMARY, two, None), "- How do I reset? → Use the admin panel.");
         let many = "system: setup\n\nuser: first\nassistant: middle\nuser:   \nassistant: last";
-        assert_eq!(memory_line("episode_summary", many, day(2026, 2, 1)), "- [2026-02-01] setup → last");
-        assert_eq!(memory_line("episode_summary", "just one", None), "- just one");
+        assert_eq!(memory_line(SUMMARY, many, day(2026, 2, 1)), "- [2026-02-01] setup → last");
+        assert_eq!(memory_line(SUMMARY, "just one", None), "- just one");
         // Only summaries are cleaned.
-        assert_eq!(memory_line("fact", "user: likes tea", None), "- user: likes tea");
+        assert_eq!(memory_line(FACT, "user: likes tea", None), "- user: likes tea");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::db::episodes::EpisodeWith;
 use crate::model::episode::Episode;
-use crate::model::memory::{Memory, MemoryStatus};
+use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 
 /// A stored episode with its seq.
 #[derive(Debug)]
@@ -65,7 +65,7 @@ pub fn subject_memories<'c>(
 ) -> BoxStream<'c, sqlx::Result<Memory>> {
     sqlx::query_as!(
         Memory,
-        "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
+        "SELECT id, subject_id, kind AS \"kind: MemoryKind\", content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
          sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
          ORDER BY created_at, order_at, order_tiebreak, id",
         tenant,
@@ -184,7 +184,7 @@ pub async fn insert_episodes(
 #[derive(Debug, Default)]
 pub struct MemoryRows {
     pub ids: Vec<Uuid>,
-    pub kinds: Vec<String>,
+    pub kinds: Vec<MemoryKind>,
     pub contents: Vec<String>,
     pub summaries: Vec<String>,
     pub confidences: Vec<f64>,
@@ -240,7 +240,7 @@ pub async fn insert_memories(
         subject_id,
         embedding_model,
         &rows.ids,
-        &rows.kinds,
+        &rows.kinds as &[MemoryKind],
         &rows.contents,
         &rows.summaries,
         &rows.confidences,

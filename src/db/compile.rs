@@ -7,7 +7,7 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::model::memory::{Memory, MemoryStatus};
+use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 
 /// Takes the transaction-scoped advisory lock that serialises compile and erasure of one subject.
 pub async fn lock_subject(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<()> {
@@ -91,7 +91,7 @@ pub async fn remaining(conn: &mut PgConnection, tenant: &str, subject_id: &str, 
 #[derive(Debug, Default)]
 pub struct MemoryRows {
     pub ids: Vec<Uuid>,
-    pub kinds: Vec<String>,
+    pub kinds: Vec<MemoryKind>,
     pub contents: Vec<String>,
     pub summaries: Vec<String>,
     pub confidences: Vec<f64>,
@@ -139,7 +139,7 @@ pub async fn insert_memories(
         tenant,
         subject_id,
         &rows.ids,
-        &rows.kinds,
+        &rows.kinds as &[MemoryKind],
         &rows.contents,
         &rows.summaries,
         &rows.confidences,
@@ -192,7 +192,7 @@ pub async fn insert_episode_embeddings(
 #[derive(Debug, Clone)]
 pub struct ActiveRow {
     pub id: Uuid,
-    pub kind: String,
+    pub kind: MemoryKind,
     pub content: String,
     pub valid_from: DateTime<Utc>,
     pub valid_to: Option<DateTime<Utc>>,
@@ -230,7 +230,7 @@ pub async fn current_claims(
 pub async fn active_rows(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<ActiveRow>> {
     sqlx::query_as!(
         ActiveRow,
-        "SELECT id, kind, content, valid_from, valid_to, order_at, order_tiebreak, metadata->'claim' AS claim, \
+        "SELECT id, kind AS \"kind: MemoryKind\", content, valid_from, valid_to, order_at, order_tiebreak, metadata->'claim' AS claim, \
          claim_bucket, metadata->>'replaces' AS replaces FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
          AND (valid_to IS NULL OR valid_to > now())",
         tenant,
@@ -328,7 +328,7 @@ pub async fn memories_by_ids(
 ) -> sqlx::Result<Vec<Memory>> {
     sqlx::query_as!(
         Memory,
-        "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
+        "SELECT id, subject_id, kind AS \"kind: MemoryKind\", content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
          sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND id = ANY($3) \
          ORDER BY order_at, order_tiebreak, id",
         tenant,

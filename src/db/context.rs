@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::db::working_memory::SnapshotRow;
 use crate::model::episode::Episode;
-use crate::model::memory::{Memory, MemoryStatus};
+use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 
 /// Lane sizes: each lane contributes at most this many candidates.
 pub const LEXICAL_LANE: i64 = 100;
@@ -189,6 +189,7 @@ async fn iterative_scan(pool: &PgPool) -> sqlx::Result<bool> {
 struct Row {
     part: i16,
     id: Option<Uuid>,
+    /// A memory's kind (part 1) or an episode's type (part 2): text, parsed per part.
     kind: Option<String>,
     content: Option<String>,
     summary: Option<String>,
@@ -225,7 +226,7 @@ impl Row {
             memory: Memory {
                 id: need(self.id, "id")?,
                 subject_id: subject_id.to_string(),
-                kind: need(self.kind, "kind")?,
+                kind: need(self.kind.as_deref().and_then(MemoryKind::parse), "kind")?,
                 content: need(self.content, "content")?,
                 summary: need(self.summary, "summary")?,
                 confidence: need(self.confidence, "confidence")?,

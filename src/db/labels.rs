@@ -5,12 +5,14 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::model::memory::MemoryKind;
+
 /// A memory waiting for label review.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SuggestedRow {
     pub id: Uuid,
     pub subject_id: String,
-    pub kind: String,
+    pub kind: MemoryKind,
     pub content: String,
     pub summary: String,
     pub suggested_labels: Vec<String>,
@@ -45,7 +47,7 @@ pub async fn suggested_page(
     .await?;
     let rows = sqlx::query_as!(
         SuggestedRow,
-        "SELECT id, subject_id, kind, content, summary, suggested_labels, sensitivity_labels, created_at \
+        "SELECT id, subject_id, kind AS \"kind: MemoryKind\", content, summary, suggested_labels, sensitivity_labels, created_at \
          FROM memories WHERE tenant_id = $1 AND suggested_labels <> '{}' \
          AND ($2::text IS NULL OR subject_id = $2) AND ($3::text IS NULL OR suggested_labels @> ARRAY[$3::text]) \
          ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5",

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use pgvector::Vector;
 use sqlx::PgConnection;
 
-use crate::model::memory::{Memory, MemoryStatus};
+use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 
 /// One page of a subject's memories in (created_at, id) order, plus whether more exist;
 /// `valid_from` bounds (inclusive, None = open) keep only memories valid from inside them.
@@ -24,7 +24,7 @@ pub async fn page(
     let mut rows: Vec<Memory> = if newest_first {
         sqlx::query_as!(
             Memory,
-            "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
+            "SELECT id, subject_id, kind AS \"kind: MemoryKind\", content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
          sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
              AND (NOT $7::bool OR (status = 'active' AND (valid_to IS NULL OR valid_to > now()))) \
              AND ($5::timestamptz IS NULL OR valid_from >= $5) AND ($6::timestamptz IS NULL OR valid_from <= $6) \
@@ -42,7 +42,7 @@ pub async fn page(
     } else {
         sqlx::query_as!(
             Memory,
-            "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
+            "SELECT id, subject_id, kind AS \"kind: MemoryKind\", content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
          sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
              AND (NOT $7::bool OR (status = 'active' AND (valid_to IS NULL OR valid_to > now()))) \
              AND ($5::timestamptz IS NULL OR valid_from >= $5) AND ($6::timestamptz IS NULL OR valid_from <= $6) \
@@ -72,20 +72,20 @@ pub async fn search_text(
     tenant: &str,
     subject_id: &str,
     q: Option<&str>,
-    kind: Option<&str>,
+    kind: Option<MemoryKind>,
     limit: i64,
 ) -> sqlx::Result<Vec<Memory>> {
     let pattern = q.map(|q| format!("%{}%", escape_like(q)));
     sqlx::query_as!(
         Memory,
-        "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
+        "SELECT id, subject_id, kind AS \"kind: MemoryKind\", content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
          sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
          AND (valid_to IS NULL OR valid_to > now()) AND ($3::text IS NULL OR content ILIKE $3 ESCAPE '\\') \
          AND ($4::text IS NULL OR kind = $4) ORDER BY created_at DESC, id DESC LIMIT $5",
         tenant,
         subject_id,
         pattern,
-        kind,
+        kind as Option<MemoryKind>,
         limit
     )
     .fetch_all(conn)
@@ -104,7 +104,7 @@ pub async fn nearest(
     subject_id: &str,
     query_vector: &Vector,
     model: &str,
-    kind: Option<&str>,
+    kind: Option<MemoryKind>,
     limit: i64,
 ) -> sqlx::Result<Vec<(uuid::Uuid, f64)>> {
     let rows = sqlx::query!(
@@ -116,7 +116,7 @@ pub async fn nearest(
         subject_id,
         query_vector as &Vector,
         model,
-        kind,
+        kind as Option<MemoryKind>,
         limit
     )
     .fetch_all(conn)
@@ -130,7 +130,7 @@ pub async fn full_text(
     tenant: &str,
     subject_id: &str,
     q: &str,
-    kind: Option<&str>,
+    kind: Option<MemoryKind>,
     limit: i64,
 ) -> sqlx::Result<Vec<(uuid::Uuid, f64)>> {
     let rows = sqlx::query!(
@@ -141,7 +141,7 @@ pub async fn full_text(
         tenant,
         subject_id,
         q,
-        kind,
+        kind as Option<MemoryKind>,
         limit
     )
     .fetch_all(conn)
@@ -151,7 +151,7 @@ pub async fn full_text(
 
 /// Memories of the tenant by id, in no particular order.
 pub async fn by_ids(conn: &mut PgConnection, tenant: &str, ids: &[uuid::Uuid]) -> sqlx::Result<Vec<Memory>> {
-    sqlx::query_as!(Memory, "SELECT id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
+    sqlx::query_as!(Memory, "SELECT id, subject_id, kind AS \"kind: MemoryKind\", content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
          sensitivity_labels, suggested_labels, created_at, updated_at FROM memories WHERE tenant_id = $1 AND id = ANY($2)", tenant, ids)
         .fetch_all(conn)
         .await
@@ -167,7 +167,7 @@ pub async fn set_labels(
     sqlx::query_as!(
         Memory,
         "UPDATE memories SET sensitivity_labels = $3, updated_at = now() WHERE tenant_id = $1 AND id = $2 \
-         RETURNING id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
+         RETURNING id, subject_id, kind AS \"kind: MemoryKind\", content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
          sensitivity_labels, suggested_labels, created_at, updated_at",
         tenant,
         id,
@@ -189,7 +189,7 @@ pub async fn tombstone(
         Memory,
         "UPDATE memories SET status = 'tombstoned', superseded_at = COALESCE(superseded_at, now()), \
          updated_at = now() WHERE tenant_id = $1 AND subject_id = $2 AND id = $3 AND status <> 'tombstoned' \
-         RETURNING id, subject_id, kind, content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
+         RETURNING id, subject_id, kind AS \"kind: MemoryKind\", content, summary, confidence, valid_from, valid_to, source_episode_ids, metadata, status AS \"status: MemoryStatus\", \
          sensitivity_labels, suggested_labels, created_at, updated_at",
         tenant,
         subject_id,

@@ -13,6 +13,7 @@ use crate::http::body::{chars, list_len, no_nul, valid};
 use crate::http::input::{memory_id_path, Query};
 use crate::http::schema::params::{SuggestedLabelParams, TargetTenant};
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::model::memory::MemoryKind;
 use crate::model::time::isoformat;
 use crate::policy::suggest::{CatalogueEntry, CATALOGUE};
 use crate::services::labels::{self as svc, PromoteFailure};
@@ -35,7 +36,8 @@ pub struct SuggestedMemory {
     pub id: String,
     pub subject_id: String,
     pub tenant_id: String,
-    pub kind: String,
+    #[schema(inline)]
+    pub kind: MemoryKind,
     pub content: String,
     pub summary: String,
     pub suggested_labels: Vec<String>,

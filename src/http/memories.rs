@@ -14,24 +14,15 @@ use crate::http::schema::params::SearchParams;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::memory::Memory;
 use crate::policy::labels::{normalise_labels, MAX_LABELS};
-use crate::services::memories::{self as svc, search as run_search, SearchQuery};
+use crate::services::memories::{self as svc, search as run_search, KindFilter, SearchMode, SearchQuery};
 use crate::state::AppState;
 
 /// Search results and the mode that produced them.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SearchResults {
     pub memories: Vec<Memory>,
-    #[schema(value_type = SearchMode, inline)]
-    pub search_mode: &'static str,
-}
-
-/// Which search ran (`text_fallback`: semantic was asked for but unavailable).
-#[derive(ToSchema)]
-#[schema(rename_all = "snake_case")]
-pub enum SearchMode {
-    Text,
-    Semantic,
-    TextFallback,
+    #[schema(inline)]
+    pub search_mode: SearchMode,
 }
 
 /// Searches a subject's active memories.
@@ -48,7 +39,7 @@ pub async fn search(
     let query = SearchQuery {
         subject_id: q.req_str("subject_id", 1, 256),
         q: q.opt_str("q", 4000).filter(|s| !s.is_empty()),
-        kind: q.opt_str("kind", 64).filter(|s| !s.is_empty()),
+        kind: KindFilter::from_param(q.opt_str("kind", 64).as_deref()),
         semantic: q.bool("semantic", false),
         hybrid: q.bool("hybrid", true),
         limit: q.int("limit", 1, 500, 20),

@@ -17,7 +17,7 @@ use crate::mcp::statewave_schema;
 use crate::model::episode::{NewEpisode, MAX_IDEMPOTENCY_KEY};
 use crate::services::compile::compile_batch_for;
 use crate::services::context_call::context_call;
-use crate::services::memories::{self, SearchQuery};
+use crate::services::memories::{self, KindFilter, SearchQuery};
 use crate::services::timeline::EpisodeFilter;
 use crate::services::{episodes, jobs, timeline};
 use crate::state::AppState;
@@ -147,7 +147,7 @@ async fn search(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
         SearchQuery {
             subject_id,
             q: r.opt_str(q, 4000).filter(|s| !s.is_empty()),
-            kind: r.opt_str("kind", 64).filter(|s| !s.is_empty()),
+            kind: KindFilter::from_param(r.opt_str("kind", 64).as_deref()),
             semantic: r.opt_bool("semantic").unwrap_or(false),
             hybrid: r.opt_bool("hybrid").unwrap_or(true),
             limit: r.opt_int("limit", 1, 500).unwrap_or(20),

@@ -9,10 +9,11 @@ use crate::http::compile::compile_error;
 use crate::http::extract::Caller;
 use crate::mcp::args::{self, context_args, ok, ok_json, parse, ToolResult, DATA_NOTICE};
 use crate::model::episode::{Inserted, NewEpisode};
+use crate::model::memory::MemoryKind;
 use crate::services::compile::compile_batch_for;
 use crate::services::context::provenance;
 use crate::services::context_call::context_call;
-use crate::services::memories::{self, SearchQuery};
+use crate::services::memories::{self, KindFilter, SearchQuery};
 use crate::services::{episodes, timeline};
 use crate::state::AppState;
 
@@ -92,7 +93,7 @@ pub fn list(allow_forget: bool) -> Vec<Tool> {
                 "properties": {
                     "subject_id": subject(),
                     "query": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "What to look for."},
-                    "kind": {"type": "string", "enum": ["profile_fact", "episode_summary", "procedure", "artifact_ref"],
+                    "kind": {"type": "string", "enum": MemoryKind::ALL,
                              "description": "Only memories of this kind."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}
                 },
@@ -236,7 +237,7 @@ async fn search(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
     let query = parse(a, &known, |r| SearchQuery {
         subject_id: r.req_str("subject_id", 1, 256),
         q: Some(r.req_str("query", 1, 4000)),
-        kind: r.opt_str("kind", 64).filter(|s| !s.is_empty()),
+        kind: KindFilter::from_param(r.opt_str("kind", 64).as_deref()),
         semantic: true,
         hybrid: true,
         limit: r.opt_int("limit", 1, 100).unwrap_or(10),

@@ -99,7 +99,7 @@ fn rows_from(drafts: &[MemoryDraft], vectors: &[Vec<f32>], ids: &[Uuid], suggest
     let mut rows = MemoryRows::default();
     for ((d, v), id) in drafts.iter().zip(vectors).zip(ids) {
         rows.ids.push(*id);
-        rows.kinds.push(d.kind.to_string());
+        rows.kinds.push(d.kind);
         rows.contents.push(d.content.clone());
         rows.summaries.push(d.summary.clone());
         rows.confidences.push(d.confidence);

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 use crate::db;
+use crate::model::memory::MemoryKind;
 use crate::model::time::{isoformat, now_micros};
 use crate::policy::eval::{apply, evaluate_memories, receipt_policy, PolicyMode, PolicyOutcome, REDACTION_MARKER};
 use crate::services::context_call::{identity_missing, CallError};
@@ -205,8 +206,10 @@ pub async fn handoff(st: &AppState, tenant: &str, req: &HandoffRequest) -> Resul
 
 /// Facts shown, then current-session and carried-forward episodes; ranks in that order, no scores.
 fn receipt_entries(b: &Brief) -> Vec<Value> {
-    let memories =
-        b.fact_ids.iter().map(|id| json!({"type": "memory", "memory_id": id.to_string(), "kind": "profile_fact"}));
+    let memories = b
+        .fact_ids
+        .iter()
+        .map(|id| json!({"type": "memory", "memory_id": id.to_string(), "kind": MemoryKind::ProfileFact}));
     let episodes =
         b.session_turns.iter().chain(&b.carried_turns).map(
             |t| json!({"type": "episode", "episode_id": t.id.to_string(), "occurred_at": isoformat(&t.occurred_at)}),

@@ -3,6 +3,7 @@
 //! employer supersedes the old one, while preferences accumulate).
 
 use super::{Field, FieldType, MemorySpec, Template};
+use crate::model::memory::MemoryKind;
 
 const fn field(name: &'static str, kind: FieldType, required: bool, description: &'static str) -> Field {
     Field { name, kind, required, description }
@@ -31,7 +32,7 @@ static TEMPLATES: &[Template] = &[
         ],
         content: "The user prefers {preference}[ ({topic})].[ Reason: {reason}.]",
         memories: &[MemorySpec {
-            kind: "profile_fact",
+            kind: MemoryKind::ProfileFact,
             text: "The user prefers {preference}[ ({topic})].",
             claim: Some(("preferences", "preference")),
         }],
@@ -59,24 +60,24 @@ static TEMPLATES: &[Template] = &[
                   [Phone: {phone}\n][Time zone: {timezone}\n]",
         memories: &[
             MemorySpec {
-                kind: "profile_fact",
+                kind: MemoryKind::ProfileFact,
                 text: "The user's name is {name}.",
                 claim: Some(("identity.name", "name")),
             },
             MemorySpec {
-                kind: "profile_fact",
+                kind: MemoryKind::ProfileFact,
                 text: "The user works at {employer}.",
                 claim: Some(("employment.current_employer", "employer")),
             },
-            MemorySpec { kind: "profile_fact", text: "The user's role is {role}.", claim: None },
+            MemorySpec { kind: MemoryKind::ProfileFact, text: "The user's role is {role}.", claim: None },
             MemorySpec {
-                kind: "profile_fact",
+                kind: MemoryKind::ProfileFact,
                 text: "The user lives in {location}.",
                 claim: Some(("location.current_home", "location")),
             },
-            MemorySpec { kind: "profile_fact", text: "The user's email address is {email}.", claim: None },
-            MemorySpec { kind: "profile_fact", text: "The user's phone number is {phone}.", claim: None },
-            MemorySpec { kind: "profile_fact", text: "The user's time zone is {timezone}.", claim: None },
+            MemorySpec { kind: MemoryKind::ProfileFact, text: "The user's email address is {email}.", claim: None },
+            MemorySpec { kind: MemoryKind::ProfileFact, text: "The user's phone number is {phone}.", claim: None },
+            MemorySpec { kind: MemoryKind::ProfileFact, text: "The user's time zone is {timezone}.", claim: None },
         ],
         time_field: None,
         min_values: 1,
@@ -97,7 +98,7 @@ static TEMPLATES: &[Template] = &[
         ],
         content: "{procedure}, step {step}: {action}.[ Expected result: {expected_result}.][ Caution: {caution}.]",
         memories: &[MemorySpec {
-            kind: "procedure",
+            kind: MemoryKind::Procedure,
             text: "{procedure}, step {step}: {action}.[ Expected result: {expected_result}.][ Caution: {caution}.]",
             claim: None,
         }],
@@ -122,7 +123,7 @@ static TEMPLATES: &[Template] = &[
         content: "Decision[ about {topic}]: {decision}.[ Rationale: {rationale}.][ Alternatives considered: \
                   {alternatives}.][ Decided by {decided_by}.][ Date: {decided_on}.]",
         memories: &[MemorySpec {
-            kind: "profile_fact",
+            kind: MemoryKind::ProfileFact,
             text: "Decision[ about {topic}]: {decision}.[ Rationale: {rationale}.]",
             claim: None,
         }],
@@ -146,7 +147,7 @@ static TEMPLATES: &[Template] = &[
         content: "Support issue[ {ticket_id}][ ({product})][, severity {severity}]: {summary}. Status: {status}.\
                   [ Resolution: {resolution}.]",
         memories: &[MemorySpec {
-            kind: "episode_summary",
+            kind: MemoryKind::EpisodeSummary,
             text: "Support issue[ {ticket_id}][ ({product})][, severity {severity}]: {summary}. Status: {status}.\
                    [ Resolution: {resolution}.]",
             claim: None,
@@ -221,7 +222,7 @@ mod tests {
                 }
             }
             for m in t.memories {
-                assert!(["profile_fact", "procedure", "episode_summary"].contains(&m.kind), "{}", t.id);
+                assert!(m.kind != MemoryKind::ArtifactRef, "{}", t.id);
                 if let Some((_, f)) = m.claim {
                     assert!(names.contains(f), "{}: claim field {f}", t.id);
                 }

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
 use crate::error::FieldError;
+use crate::model::memory::MemoryKind;
 pub use fields::FieldType;
 
 /// One input of a template.
@@ -30,8 +31,8 @@ pub struct Field {
 /// A memory the template proposes: rendered from `text` when every field it names has a value.
 #[derive(Debug, Clone)]
 pub struct MemorySpec {
-    /// `profile_fact`, `procedure` or `episode_summary`.
-    pub kind: &'static str,
+    /// A profile fact, procedure or episode summary (what `compile::candidates` accepts).
+    pub kind: MemoryKind,
     pub text: &'static str,
     /// A registry claim `key = value of field`.
     pub claim: Option<(&'static str, &'static str)>,

@@ -294,6 +294,20 @@ async fn search_text_and_fallback_modes() {
 }
 
 #[tokio::test]
+async fn search_by_a_kind_no_memory_has_finds_nothing() {
+    let app = spawn().await;
+    app.ingest_and_compile("u", &["I use Postgres for the main app."]).await;
+    for (query, mode) in [("", "text"), ("&q=postgres", "text"), ("&q=postgres&semantic=true", "text_fallback")] {
+        let (s, b) = app.get(&format!("/v1/memories/search?subject_id=u&kind=opinion{query}")).await;
+        assert_eq!((s, &b["search_mode"]), (200, &serde_json::json!(mode)), "{b}");
+        assert_eq!(b["memories"], serde_json::json!([]));
+    }
+    let (_, b) = app.get("/v1/memories/search?subject_id=u&kind=&q=postgres").await;
+    assert!(!b["memories"].as_array().unwrap().is_empty(), "an empty kind is no filter");
+    assert_eq!(app.get(&format!("/v1/memories/search?subject_id=u&kind={}", "k".repeat(65))).await.0, 422);
+}
+
+#[tokio::test]
 async fn labels_are_normalised_and_tenant_scoped() {
     let app = spawn().await;
     let mems = app.ingest_and_compile("u", &["I live in Lisbon."]).await;

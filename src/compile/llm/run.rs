@@ -22,6 +22,7 @@ use super::validate::{drafts_for, guarded_summary, Dropped};
 use super::LlmCompiler;
 use crate::compile::claims::Registry;
 use crate::compile::pipeline::{compile_episode, is_structured, sanitized_text, EpisodeInput, MemoryDraft};
+use crate::model::memory::MemoryKind;
 
 /// Longest backoff between two attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
@@ -109,7 +110,7 @@ impl LlmCompiler {
                     out.llm_episodes += 1;
                     let mut drafts =
                         drafts_for(e, &ctx.views[i], &items, ctx.facts, registry, self.model(), &mut out.dropped);
-                    if !drafts.iter().any(|d| d.kind == "episode_summary") {
+                    if !drafts.iter().any(|d| d.kind == MemoryKind::EpisodeSummary) {
                         // The episode keeps the summary every compiled episode has.
                         drafts.splice(0..0, guarded_summary(e, &ctx.views[i]));
                         for (n, d) in drafts.iter_mut().enumerate() {

@@ -7,8 +7,10 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::model::memory::MemoryKind;
+
 /// The kinds a model may propose.
-pub const KINDS: [&str; 3] = ["profile_fact", "procedure", "episode_summary"];
+pub const KINDS: [MemoryKind; 3] = [MemoryKind::ProfileFact, MemoryKind::Procedure, MemoryKind::EpisodeSummary];
 
 /// The JSON schema of an answer (strict mode: every field present, optional ones nullable).
 pub fn answer_schema() -> Value {
@@ -41,6 +43,8 @@ pub fn answer_schema() -> Value {
 /// One proposed memory, as the model wrote it (nothing here is trusted yet).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Item {
+    /// Text, not a [`MemoryKind`]: an unknown kind drops the item and is counted
+    /// (`validate::drafts_for`), where a failed parse would lose it uncounted.
     pub kind: String,
     pub content: String,
     #[serde(default)]

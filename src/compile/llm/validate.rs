@@ -15,12 +15,13 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map};
 
 use super::prompt::{CurrentFact, EpisodeView, INSTRUCTION, PASTED};
-use super::schema::Item;
+use super::schema::{Item, KINDS};
 use crate::compile::attributes::attributes;
 use crate::compile::claims::{claim_from_parts, Claim, Registry};
 use crate::compile::heuristic::{is_instruction, mentions_credentials, summarize, LinkHint};
 use crate::compile::pipeline::{time_anchor, EpisodeInput, MemoryDraft};
 use crate::compile::text::{strip_pasted, LOG_MARK, PASTE_MARK};
+use crate::model::memory::MemoryKind;
 
 /// Longest content kept, in characters (longer is cut, like heuristic summaries).
 const MAX_CONTENT: usize = 500;
@@ -55,29 +56,25 @@ pub fn drafts_for(
     let mut facts_out: Vec<MemoryDraft> = Vec::new();
     let mut seen = BTreeSet::new();
     for item in items {
-        let kind = match item.kind.as_str() {
-            "profile_fact" => "profile_fact",
-            "procedure" => "procedure",
-            "episode_summary" => "episode_summary",
-            _ => {
-                dropped.items += 1;
-                continue;
-            }
+        let Some(kind) = MemoryKind::parse(&item.kind).filter(|k| KINDS.contains(k)) else {
+            dropped.items += 1;
+            continue;
         };
         let content = item.content.split_whitespace().collect::<Vec<_>>().join(" ");
-        let source = if kind == "episode_summary" { &all_terms } else { &user_terms };
+        let summarises = kind == MemoryKind::EpisodeSummary;
+        let source = if summarises { &all_terms } else { &user_terms };
         let ok = !content.is_empty()
             && content.chars().count() <= 2 * MAX_CONTENT
             && clean(&content)
             && supported(&content, source)
-            && (kind != "episode_summary" || summary.is_none())
+            && (!summarises || summary.is_none())
             && seen.insert(content.to_lowercase());
         if !ok || facts_out.len() >= MAX_PER_EPISODE {
             dropped.items += 1;
             continue;
         }
         let mut claim = None;
-        if let Some(c) = item.claim.as_ref().filter(|_| kind == "profile_fact") {
+        if let Some(c) = item.claim.as_ref().filter(|_| kind == MemoryKind::ProfileFact) {
             let value = c.value.trim();
             // A value the text does not hold is a fabricated fact: the whole item goes.
             if value.is_empty() || value.chars().count() > MAX_VALUE || !clean_value(value) || !contained(value, source)
@@ -107,7 +104,7 @@ pub fn drafts_for(
                 kinds: &[],
             })
         });
-        let default_conf = if kind == "episode_summary" { 0.8 } else { 0.6 };
+        let default_conf = if summarises { 0.8 } else { 0.6 };
         let confidence =
             item.confidence.filter(|c| c.is_finite()).map_or(default_conf, |c| c.clamp(0.0, MAX_CONFIDENCE));
         let summary_text = item
@@ -129,7 +126,7 @@ pub fn drafts_for(
             order_tiebreak: String::new(),
             link,
         };
-        if kind == "episode_summary" {
+        if summarises {
             summary = Some(draft);
         } else {
             facts_out.push(draft);
@@ -148,7 +145,7 @@ pub fn guarded_summary(ep: &EpisodeInput, view: &EpisodeView) -> Option<MemoryDr
     let text = view.text.replace(INSTRUCTION, " ").split_whitespace().collect::<Vec<_>>().join(" ");
     let (content, summary) = summarize(&text);
     (!content.is_empty()).then(|| MemoryDraft {
-        kind: "episode_summary",
+        kind: MemoryKind::EpisodeSummary,
         content,
         summary,
         confidence: 0.8,
@@ -322,7 +319,7 @@ mod tests {
         );
         assert_eq!(dropped, Dropped::default());
         assert_eq!(drafts.len(), 3);
-        assert_eq!(drafts[0].kind, "episode_summary");
+        assert_eq!(drafts[0].kind, MemoryKind::EpisodeSummary);
         assert_eq!(drafts[1].claim.as_ref().unwrap().key, "employment.current_employer");
         assert_eq!(drafts[2].claim.as_ref().unwrap().key, "attr.job_title");
         assert_eq!(drafts[1].metadata["compiler"], Value::from("llm"));

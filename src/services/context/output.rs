@@ -16,7 +16,7 @@ use crate::context::render::{episode_line, memory_line, turn_line, Line, Place, 
 use crate::context::tokens;
 use crate::db::context::{EpisodeCandidate, MemoryCandidate};
 use crate::db::working_memory::SnapshotRow;
-use crate::model::memory::{Memory, MemoryStatus};
+use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 
 /// What packing needs from the request.
 pub struct PackRequest<'a> {
@@ -92,10 +92,10 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
         let Some((s, item)) = by_id.remove(id) else { continue };
         bundle.selected.push(Selected { id: *id, is_memory: matches!(item, Item::Memory(_)), score: s });
         match item {
-            Item::Memory(m) => match m.memory.kind.as_str() {
-                "profile_fact" => bundle.facts.push(as_believed(&m, req.as_of)),
-                "procedure" => bundle.procedures.push(as_believed(&m, req.as_of)),
-                _ => summaries.push(as_believed(&m, req.as_of)),
+            Item::Memory(m) => match m.memory.kind {
+                MemoryKind::ProfileFact => bundle.facts.push(as_believed(&m, req.as_of)),
+                MemoryKind::Procedure => bundle.procedures.push(as_believed(&m, req.as_of)),
+                MemoryKind::EpisodeSummary | MemoryKind::ArtifactRef => summaries.push(as_believed(&m, req.as_of)),
             },
             Item::Episode(EpisodeCandidate { episode: e, .. }) => {
                 if let Some(sid) = &e.session_id {
@@ -220,12 +220,12 @@ fn line_for(item: &Item, compact: bool, full_text: &HashMap<Uuid, String>, turns
     match item {
         Item::Memory(MemoryCandidate { memory: m, .. }) => Line {
             id: m.id,
-            section: match m.kind.as_str() {
-                "profile_fact" => Section::Facts,
-                "procedure" => Section::Procedures,
-                _ => Section::History,
+            section: match m.kind {
+                MemoryKind::ProfileFact => Section::Facts,
+                MemoryKind::Procedure => Section::Procedures,
+                MemoryKind::EpisodeSummary | MemoryKind::ArtifactRef => Section::History,
             },
-            text: memory_line(&m.kind, &m.content, Some(m.valid_from)),
+            text: memory_line(m.kind, &m.content, Some(m.valid_from)),
             session_id: None,
             date: None,
             order: m.valid_from.timestamp_micros(),
@@ -253,14 +253,14 @@ fn line_for(item: &Item, compact: bool, full_text: &HashMap<Uuid, String>, turns
 
 /// Ids of included items, by kind, for the response's `provenance`.
 pub fn provenance(bundle: &Bundle) -> Value {
-    let ids = |v: &[Memory], kind: &str| -> Vec<String> {
+    let ids = |v: &[Memory], kind: MemoryKind| -> Vec<String> {
         v.iter().filter(|m| m.kind == kind).map(|m| m.id.to_string()).collect()
     };
     let episode_ids: BTreeSet<String> = bundle.episodes.iter().map(|e| e.id.to_string()).collect();
     serde_json::json!({
-        "fact_ids": ids(&bundle.facts, "profile_fact"),
-        "summary_ids": ids(&bundle.facts, "episode_summary"),
-        "procedure_ids": ids(&bundle.procedures, "procedure"),
+        "fact_ids": ids(&bundle.facts, MemoryKind::ProfileFact),
+        "summary_ids": ids(&bundle.facts, MemoryKind::EpisodeSummary),
+        "procedure_ids": ids(&bundle.procedures, MemoryKind::Procedure),
         "episode_ids": bundle.episodes.iter().map(|e| e.id.to_string()).filter(|i| episode_ids.contains(i)).collect::<Vec<_>>(),
     })
 }

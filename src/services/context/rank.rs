@@ -16,6 +16,7 @@ use super::suppress::Shown;
 use crate::compile::text::message_roles;
 use crate::context::score::{rank, score_with, Kind, Signals};
 use crate::db::context::{EpisodeCandidate, MemoryCandidate};
+use crate::model::memory::MemoryKind;
 use crate::services::query_terms::task_months;
 
 /// Cosine at or above which an item counts as related to the task (for the caveat).
@@ -73,10 +74,10 @@ pub fn score_all(shown: Shown, task: &Task<'_>, opts: &RetrievalOptions) -> Rank
     let mut items: Vec<(f64, Uuid, Item)> = Vec::with_capacity(memories.len() + episodes.len());
     for m in memories {
         let (lex, sem) = joint.get(&m.memory.id).copied().unwrap_or((m.lex, m.sem));
-        let kind = match m.memory.kind.as_str() {
-            "profile_fact" => Kind::Fact,
-            "procedure" => Kind::Procedure,
-            _ => Kind::Summary,
+        let kind = match m.memory.kind {
+            MemoryKind::ProfileFact => Kind::Fact,
+            MemoryKind::Procedure => Kind::Procedure,
+            MemoryKind::EpisodeSummary | MemoryKind::ArtifactRef => Kind::Summary,
         };
         let signals = Signals {
             kind,

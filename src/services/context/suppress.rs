@@ -10,6 +10,7 @@ use super::candidates::Candidates;
 use crate::compile::pipeline::is_structured;
 use crate::compile::text::episode_text;
 use crate::db::context::{EpisodeCandidate, MemoryCandidate};
+use crate::model::memory::MemoryKind;
 use crate::policy::eval::{apply, evaluate_memories, receipt_policy, redact_text, PolicyMode, PolicyOutcome};
 use crate::services::policy::PolicyContext;
 
@@ -56,9 +57,9 @@ pub fn suppress(c: Candidates, policy: &PolicyContext, compact: bool) -> (Shown,
     let mut memories: Vec<MemoryCandidate> = c
         .memories
         .into_iter()
-        .filter(|m| m.memory.kind != "artifact_ref")
+        .filter(|m| m.memory.kind != MemoryKind::ArtifactRef)
         .filter(|m| {
-            !(m.memory.kind == "episode_summary"
+            !(m.memory.kind == MemoryKind::EpisodeSummary
                 && m.memory.source_episode_ids.iter().any(|s| contradicted.contains(s)))
         })
         .collect();
@@ -110,7 +111,7 @@ fn one_of_two(shown: &mut Shown, compact: bool) {
         .memories
         .iter()
         .enumerate()
-        .filter(|(_, m)| m.memory.kind == "episode_summary" && m.memory.source_episode_ids.len() == 1)
+        .filter(|(_, m)| m.memory.kind == MemoryKind::EpisodeSummary && m.memory.source_episode_ids.len() == 1)
         .map(|(i, m)| (m.memory.source_episode_ids[0], i))
         .collect();
     let mut drop_summaries: HashSet<usize> = HashSet::new();
@@ -184,7 +185,7 @@ mod tests {
             memory: Memory {
                 id: Uuid::from_u128(n),
                 subject_id: "s".into(),
-                kind: "episode_summary".into(),
+                kind: MemoryKind::EpisodeSummary,
                 content: content.into(),
                 summary: String::new(),
                 confidence: 1.0,

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+use crate::model::memory::MemoryKind;
 use crate::model::text::contains_nul;
 use crate::model::time::parse_datetime;
 use crate::model::time::truncate_micros;
@@ -104,7 +105,7 @@ pub struct DocEpisode {
 pub struct DocMemory {
     pub key: String,
     pub id: Option<Uuid>,
-    pub kind: String,
+    pub kind: MemoryKind,
     pub content: String,
     pub summary: String,
     pub confidence: f64,
@@ -325,10 +326,15 @@ fn read_memory(v: &Value, path: &str, preserve_ids: bool) -> Result<DocMemory, D
             .collect::<Result<Vec<_>, _>>()?,
         Some(_) => return Err(r.err("source_episode_ids", "must be an array")),
     };
-    let kind = r.req_text("kind", 64)?;
-    if kind.is_empty() {
+    let kind_text = r.req_text("kind", 64)?;
+    if kind_text.is_empty() {
         return Err(r.err("kind", "must not be empty"));
     }
+    // Stored memories are always of a kind mnemo knows (reads decode the column as one).
+    let kind = MemoryKind::parse(&kind_text).ok_or_else(|| {
+        let known: Vec<&str> = MemoryKind::ALL.iter().map(|k| k.as_str()).collect();
+        r.err("kind", format!("'{kind_text}' is not one of {}", known.join(", ")))
+    })?;
     Ok(DocMemory {
         key,
         id,
@@ -441,6 +447,12 @@ mod tests {
         let bad_id = signed(bad_id);
         assert!(read(&bad_id, None, None, true).unwrap_err().to_string().starts_with("episodes[0].id"));
         assert_eq!(read(&bad_id, None, None, false).unwrap().episodes[0].key, "ep-1");
+        let mut bad_kind = good.clone();
+        bad_kind["memories"][0]["kind"] = json!("opinion");
+        let err = read(&signed(bad_kind), None, None, true).unwrap_err().to_string();
+        let want = "memories[0].kind: 'opinion' is not one of profile_fact, episode_summary, procedure, artifact_ref";
+        assert_eq!(err, want);
+        assert_eq!(read(&good, None, None, true).unwrap().memories[0].kind, MemoryKind::ProfileFact);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::compile::text::episode_text;
 use crate::db;
 use crate::db::backup::{EpisodeRows, MemoryRows};
 use crate::embed::Embedder;
+use crate::model::memory::MemoryKind;
 use crate::policy::suggest::suggest_labels;
 use crate::progress::Progress;
 use crate::services::compile::{embed_texts, registry_for};
@@ -208,7 +209,7 @@ pub fn derive_claim(m: &DocMemory, registry: &Registry) -> Option<Claim> {
     if let Some(claim) = m.metadata.get("claim").and_then(|env| parse_claim(env, registry)) {
         return Some(claim);
     }
-    if m.kind != "profile_fact" {
+    if m.kind != MemoryKind::ProfileFact {
         return None;
     }
     extract_facts_with(&m.content, registry.frames())
@@ -241,7 +242,7 @@ fn memory_rows(
             None => metadata.remove("claim"),
         };
         rows.ids.push(*id);
-        rows.kinds.push(m.kind.clone());
+        rows.kinds.push(m.kind);
         rows.contents.push(m.content.clone());
         rows.summaries.push(m.summary.clone());
         rows.confidences.push(m.confidence);
@@ -271,11 +272,11 @@ mod tests {
     use super::*;
     use chrono::Utc;
 
-    fn memory(kind: &str, content: &str, metadata: Value) -> DocMemory {
+    fn memory(kind: MemoryKind, content: &str, metadata: Value) -> DocMemory {
         DocMemory {
             key: String::new(),
             id: None,
-            kind: kind.into(),
+            kind,
             content: content.into(),
             summary: content.into(),
             confidence: 0.6,
@@ -292,18 +293,17 @@ mod tests {
     #[test]
     fn claims_come_from_the_envelope_or_the_content() {
         let r = Registry::builtin();
-        let fact = memory("profile_fact", "I work at Globex as a data engineer", serde_json::json!({}));
+        let fact = memory(MemoryKind::ProfileFact, "I work at Globex as a data engineer", serde_json::json!({}));
         let claim = derive_claim(&fact, &r).unwrap();
         assert_eq!((claim.key.as_str(), claim.value.as_str()), ("employment.current_employer", "globex"));
-        assert_eq!(
-            derive_claim(&memory("profile_fact", "My name is Dana Reyes", serde_json::json!({})), &r).unwrap().key,
-            "identity.name"
-        );
+        let name = memory(MemoryKind::ProfileFact, "My name is Dana Reyes", serde_json::json!({}));
+        assert_eq!(derive_claim(&name, &r).unwrap().key, "identity.name");
         let env = serde_json::json!({"claim": {"schema_version": 1, "key": "home", "value": "Oslo"}});
-        assert_eq!(derive_claim(&memory("procedure", "anything", env), &r).unwrap().key, "location.current_home");
-        assert!(
-            derive_claim(&memory("episode_summary", "user: I work at Globex.", serde_json::json!({})), &r).is_none()
-        );
-        assert!(derive_claim(&memory("profile_fact", "It rained all day", serde_json::json!({})), &r).is_none());
+        let procedure = memory(MemoryKind::Procedure, "anything", env);
+        assert_eq!(derive_claim(&procedure, &r).unwrap().key, "location.current_home");
+        let summary = memory(MemoryKind::EpisodeSummary, "user: I work at Globex.", serde_json::json!({}));
+        assert!(derive_claim(&summary, &r).is_none());
+        let rain = memory(MemoryKind::ProfileFact, "It rained all day", serde_json::json!({}));
+        assert!(derive_claim(&rain, &r).is_none());
     }
 }

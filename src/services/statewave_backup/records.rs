@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::document::{checksum_of, status_to_statewave, FORMAT_VERSION};
+use crate::model::memory::MemoryKind;
 use crate::model::time::isoformat;
 
 /// Timestamps as Statewave writes them (`isoformat()` of a UTC value).
@@ -60,7 +61,8 @@ pub struct MemoryRecord {
     pub id: String,
     pub subject_id: String,
     pub tenant_id: String,
-    pub kind: String,
+    #[schema(inline)]
+    pub kind: MemoryKind,
     pub content: String,
     pub summary: String,
     pub confidence: f64,

@@ -30,6 +30,7 @@ use axum::{Json, Router};
 use mnemo::compile::claims::Registry;
 use mnemo::compile::link::{link_drafts, Current};
 use mnemo::compile::pipeline::{compile_episode, EpisodeInput};
+use mnemo::model::memory::MemoryKind;
 use serde_json::{json, Value};
 
 /// A running stub.
@@ -244,7 +245,7 @@ fn careful_items(episodes: &[String], facts: &[Value]) -> Vec<Value> {
                         }
                 })
             });
-            let content = if d.kind == "episode_summary" {
+            let content = if d.kind == MemoryKind::EpisodeSummary {
                 text.lines().map(|l| l.split_once(": ").map_or(l, |(_, c)| c)).collect::<Vec<_>>().join(" ")
             } else {
                 paraphrase(&d.content)
@@ -253,7 +254,7 @@ fn careful_items(episodes: &[String], facts: &[Value]) -> Vec<Value> {
                 "kind": d.kind,
                 "content": content,
                 "summary": content.chars().take(120).collect::<String>(),
-                "confidence": if d.kind == "episode_summary" { 0.8 } else { 0.7 },
+                "confidence": if d.kind == MemoryKind::EpisodeSummary { 0.8 } else { 0.7 },
                 "episode_index": index,
                 "claim": claim,
                 "updates": replaced.map(|f| f["id"].clone()),
