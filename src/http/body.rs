@@ -44,14 +44,14 @@ pub fn limit_errors(report: &garde::Report, root: &str) -> Vec<FieldError> {
             // (`r#type`) is the wire name without its prefix
             loc.extend(path.__iter().rev().map(|(_, c)| c.trim_start_matches("r#").to_string()));
             let msg = e.message().to_string();
-            FieldError { loc, kind: limit_kind(&msg), msg }
+            FieldError { loc, kind: kind_of(&msg), msg }
         })
         .collect()
 }
 
-/// The error kind of a limit message: the rules below word them as the hand-written reader did,
-/// with pydantic's kinds (the Statewave error list is pydantic's).
-fn limit_kind(msg: &str) -> &'static str {
+/// The error kind of a rule's (or a field parser's) message: the rules word them as the
+/// hand-written reader did, with pydantic's kinds (the Statewave error list is pydantic's).
+pub fn kind_of(msg: &str) -> &'static str {
     let at_least = msg.starts_with("must have at least");
     let at_most = msg.starts_with("must have at most");
     let chars = msg.contains(" character");
@@ -67,7 +67,7 @@ fn limit_kind(msg: &str) -> &'static str {
         "int_range"
     } else if msg.starts_with(ONE_OF) {
         "enum"
-    } else if msg == REQUIRED {
+    } else if msg.starts_with(REQUIRED) {
         "missing"
     } else if msg == NOT_TEXT {
         "string_type"
@@ -75,8 +75,15 @@ fn limit_kind(msg: &str) -> &'static str {
         "dict_type"
     } else if msg == NOT_TENANT {
         "string_length"
-    } else if msg == NUL_REFUSED {
+    } else if msg.starts_with(NUL_REFUSED) {
         "string_nul"
+    } else if msg.starts_with(DATETIME_REFUSED) {
+        "datetime_parsing"
+    } else if msg.ends_with(" characters without NUL") {
+        // the query strings' wording of any text limit
+        "string_length"
+    } else if let Some(kind) = KINDS.iter().find(|(prefix, _)| msg.starts_with(prefix)).map(|(_, k)| *k) {
+        kind
     } else {
         "value_error"
     }
@@ -136,6 +143,13 @@ where
 }
 
 const NUL_REFUSED: &str = "must not contain NUL bytes";
+/// The refusal of NUL inside a JSON value, as the reader worded it (kind `string_nul`).
+pub const NUL_IN_JSON: &str = "must not contain NUL bytes (\\u0000)";
+/// Kinds of the messages of field-specific rules and parsers, by how they start: a number
+/// out of range (`/v1/subjects/{id}/sla`), the kinds list and the source object of the
+/// Statewave MCP tools.
+const KINDS: &[(&str, &str)] =
+    &[("must be a number", "float_parsing"), ("must be a list", "list_type"), ("must be an object", "type_error")];
 /// A custom rule's message for a required value that is null (kind `missing`).
 pub const REQUIRED: &str = "field required";
 /// A custom rule's message for a value that must be text (kind `string_type`).
@@ -193,6 +207,16 @@ pub fn no_nul<T: Text>(value: &T, _: &()) -> garde::Result {
     }
 }
 
+/// garde rule `custom(no_nul_in_json)`: as [`no_nul`], worded as the reader did for JSON
+/// objects.
+pub fn no_nul_in_json<T: Text>(value: &T, _: &()) -> garde::Result {
+    if value.has_nul() {
+        Err(garde::Error::new(NUL_IN_JSON))
+    } else {
+        Ok(())
+    }
+}
+
 /// An optional ISO-8601 datetime (`#[serde(default, deserialize_with = "datetime")]`);
 /// values without an offset are UTC, null is absent.
 pub fn datetime<'de, D>(d: D) -> Result<Option<chrono::DateTime<chrono::Utc>>, D::Error>
@@ -208,7 +232,8 @@ where
     }
 }
 
-const DATETIME_REFUSED: &str = "must be an ISO-8601 datetime";
+/// A datetime parser's refusal (kind `datetime_parsing`).
+pub const DATETIME_REFUSED: &str = "must be an ISO-8601 datetime";
 
 /// The kind and message of a serde error, in pydantic's kinds and the hand-written reader's
 /// words; a missing or unknown field's name joins the location.
