@@ -15,8 +15,8 @@ use utoipa::ToSchema;
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::body::{chars, no_nul, tenant_id, valid, NOT_OBJECT, REQUIRED};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{subject_id_path, Query};
-use crate::http::schema::params::TargetTenant;
+use crate::http::path::subject_id_path;
+use crate::http::query::{query, TargetTenant};
 use crate::http::schema::CommonErrors;
 use crate::progress::Silent;
 use crate::services::statewave_backup::{self as svc, ExportDocument, ImportError, ImportRequest, Imported};
@@ -35,9 +35,7 @@ pub async fn export(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Response> {
     subject_id_path(&subject_id)?;
-    let mut q = Query::parse(raw.as_deref());
-    let tenant = q.target_tenant(caller);
-    q.finish()?;
+    let tenant = query::<TargetTenant>(raw.as_deref())?.or(caller);
     let now = crate::model::time::now_micros();
     let Some(export) = svc::stream::open(&st.pool, &tenant, &subject_id, &now).await? else {
         return Err(ApiError::not_found(&format!("No data found for subject '{subject_id}'")));

@@ -1,4 +1,4 @@
-//! Reading JSON bodies and query strings into typed inputs with field-precise errors
+//! Reading JSON objects into typed inputs with field-precise errors
 //! ("parse, don't validate": handlers receive values that are already checked).
 
 use chrono::{DateTime, Utc};
@@ -188,153 +188,8 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// A subject id from the path (1-256 characters without NUL), or a 422 naming `path.subject_id`.
-pub fn subject_id_path(subject_id: &str) -> Result<(), crate::error::ApiError> {
-    text_id_path("subject_id", subject_id)
-}
-
-/// A text id from the path (1-256 characters without NUL), or a 422 naming `path.<field>`.
-pub fn text_id_path(field: &str, value: &str) -> Result<(), crate::error::ApiError> {
-    let n = value.chars().count();
-    if n == 0 || n > 256 || value.contains('\0') {
-        return Err(crate::error::ApiError::validation(vec![FieldError {
-            loc: vec!["path".into(), field.into()],
-            msg: "must be 1-256 characters without NUL".into(),
-            kind: "string_length",
-        }]));
-    }
-    Ok(())
-}
-
-/// A memory id from the path, or a 422 naming `path.memory_id`.
-pub fn memory_id_path(id: &str) -> Result<uuid::Uuid, crate::error::ApiError> {
-    uuid::Uuid::parse_str(id).map_err(|_| {
-        crate::error::ApiError::validation(vec![FieldError {
-            loc: vec!["path".into(), "memory_id".into()],
-            msg: "must be a UUID".into(),
-            kind: "uuid_parsing",
-        }])
-    })
-}
-
-/// A parsed query string with typed, validated accessors.
-pub struct Query {
-    pairs: Vec<(String, String)>,
-    /// Errors found so far.
-    pub errors: Vec<FieldError>,
-}
-
-impl Query {
-    /// Parses a raw query string.
-    pub fn parse(raw: Option<&str>) -> Self {
-        let pairs = form_urlencoded::parse(raw.unwrap_or("").as_bytes())
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
-        Query { pairs, errors: Vec::new() }
-    }
-
-    fn get(&self, name: &str) -> Option<&str> {
-        self.pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-
-    fn push(&mut self, name: &str, msg: impl Into<String>, kind: &'static str) {
-        self.errors.push(FieldError { loc: vec!["query".into(), name.into()], msg: msg.into(), kind });
-    }
-
-    /// A required string parameter of `min..=max` chars.
-    pub fn req_str(&mut self, name: &str, min: usize, max: usize) -> String {
-        match self.get(name).map(str::to_string) {
-            None => {
-                self.push(name, "field required", "missing");
-                String::new()
-            }
-            Some(s) => self.check_str(name, s, min, max).unwrap_or_default(),
-        }
-    }
-
-    /// An optional string parameter.
-    pub fn opt_str(&mut self, name: &str, max: usize) -> Option<String> {
-        let s = self.get(name)?.to_string();
-        self.check_str(name, s, 0, max)
-    }
-
-    fn check_str(&mut self, name: &str, s: String, min: usize, max: usize) -> Option<String> {
-        let n = s.chars().count();
-        if n < min || n > max || s.contains('\0') {
-            self.push(name, format!("must be {min}..{max} characters without NUL"), "string_length");
-            return None;
-        }
-        Some(s)
-    }
-
-    /// An integer parameter within `min..=max`, or `default` when absent.
-    pub fn int(&mut self, name: &str, min: i64, max: i64, default: i64) -> i64 {
-        let Some(s) = self.get(name).map(str::to_string) else {
-            return default;
-        };
-        match s.trim().parse::<i64>() {
-            Ok(n) if n >= min && n <= max => n,
-            Ok(_) => {
-                self.push(name, format!("must be between {min} and {max}"), "int_range");
-                default
-            }
-            Err(_) => {
-                self.push(name, "must be an integer", "int_parsing");
-                default
-            }
-        }
-    }
-
-    /// A boolean parameter (`true/false/1/0/yes/no/on/off`), or `default`.
-    pub fn bool(&mut self, name: &str, default: bool) -> bool {
-        let Some(s) = self.get(name).map(str::to_ascii_lowercase) else {
-            return default;
-        };
-        match s.as_str() {
-            "true" | "1" | "yes" | "on" => true,
-            "false" | "0" | "no" | "off" => false,
-            _ => {
-                self.push(name, "must be a boolean", "bool_parsing");
-                default
-            }
-        }
-    }
-
-    /// One of `allowed`, or `default` when absent.
-    pub fn choice(&mut self, name: &str, allowed: &[&'static str], default: &'static str) -> &'static str {
-        let Some(s) = self.get(name).map(str::to_string) else {
-            return default;
-        };
-        match allowed.iter().find(|a| **a == s) {
-            Some(a) => a,
-            None => {
-                self.push(name, format!("must be one of: {}", allowed.join(", ")), "enum");
-                default
-            }
-        }
-    }
-
-    /// `?tenant_id=` for admin routes that may name any tenant (checked like the header), else `caller`.
-    pub fn target_tenant(&mut self, caller: String) -> String {
-        match self.opt_str("tenant_id", 256) {
-            Some(t) if crate::model::text::valid_tenant_id(&t) => t,
-            Some(_) => {
-                self.push("tenant_id", "must be 1-256 printable characters", "string_length");
-                caller
-            }
-            None => caller,
-        }
-    }
-
-    /// Fails with 422 when any parameter was invalid.
-    pub fn finish(self) -> Result<(), crate::error::ApiError> {
-        if self.errors.is_empty() {
-            Ok(())
-        } else {
-            Err(crate::error::ApiError::validation(self.errors))
-        }
-    }
-}
+/// Moved to `http::path` (the MCP tools still name it here).
+pub use crate::http::path::memory_id_path;
 
 #[cfg(test)]
 mod tests {
@@ -354,14 +209,5 @@ mod tests {
         }
         let locs: Vec<String> = errors.iter().map(FieldError::loc_string).collect();
         assert_eq!(locs, vec!["subject_id", "source", "type", "payload"]);
-    }
-
-    #[test]
-    fn query_validates_ranges_and_enums() {
-        let mut q = Query::parse(Some("limit=500&status=bogus&newest_first=maybe"));
-        assert_eq!(q.int("limit", 1, 200, 100), 100);
-        q.choice("status", &["all", "active"], "all");
-        q.bool("newest_first", false);
-        assert_eq!(q.errors.len(), 3);
     }
 }

@@ -4,14 +4,14 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::db::labels::SuggestedFilter;
 use crate::error::{ApiError, ApiResult, Envelope};
+use crate::http::body::{between, chars, list_len, no_nul, valid};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::body::{chars, list_len, no_nul, valid};
-use crate::http::input::{memory_id_path, Query};
-use crate::http::schema::params::{SuggestedLabelParams, TargetTenant};
+use crate::http::path::memory_id_path;
+use crate::http::query::{int, length, query, target_tenant, TargetTenant, MAX_OFFSET};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::memory::MemoryKind;
 use crate::model::time::isoformat;
@@ -55,24 +55,49 @@ pub struct Promoted {
     pub suggested_labels: Vec<String>,
 }
 
+/// `GET /admin/memories/with-suggested-labels`.
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+#[into_params(parameter_in = Query)]
+pub struct SuggestedLabelParams {
+    /// Tenant; absent means the caller's tenant.
+    #[garde(custom(target_tenant))]
+    #[param(min_length = 1, max_length = 256)]
+    pub tenant_id: Option<String>,
+    /// Only this subject.
+    #[garde(custom(length(0, 256)))]
+    #[param(max_length = 256)]
+    pub subject_id: Option<String>,
+    /// Only memories with this suggested label.
+    #[garde(custom(length(0, 128)))]
+    #[param(max_length = 128)]
+    pub label: Option<String>,
+    /// Page size.
+    #[serde(default = "int::<50>")]
+    #[garde(custom(between(1, 500)))]
+    #[param(minimum = 1, maximum = 500, default = int::<50>)]
+    pub limit: i64,
+    /// Rows to skip.
+    #[serde(default)]
+    #[garde(custom(between(0, MAX_OFFSET)))]
+    #[param(minimum = 0, maximum = 2147483647, default = 0)]
+    pub offset: i64,
+}
+
 /// Memories with label suggestions awaiting review, newest first, and the label catalogue.
 #[utoipa::path(get, path = "/admin/memories/with-suggested-labels", tag = "admin",
     summary = "Memories with label suggestions awaiting review, and the label catalogue",
-    params(TenantHeader, TargetTenant, SuggestedLabelParams),
+    params(TenantHeader, SuggestedLabelParams),
     responses((status = 200, description = "Review queue", body = ReviewQueue), CommonErrors))]
 pub async fn list(
     State(st): State<AppState>,
     Tenant(caller): Tenant,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<ReviewQueue>> {
-    let mut q = Query::parse(raw.as_deref());
-    let tenant = q.target_tenant(caller);
-    let subject_id = q.opt_str("subject_id", 256).filter(|s| !s.is_empty());
-    let label = q.opt_str("label", 128).filter(|s| !s.is_empty());
-    let limit = q.int("limit", 1, 500, 50);
-    let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
-    q.finish()?;
-    let label = label.map(|l| crate::policy::labels::normalise_label(&l));
+    let q: SuggestedLabelParams = query(raw.as_deref())?;
+    let (limit, offset) = (q.limit, q.offset);
+    let tenant = q.tenant_id.unwrap_or(caller);
+    let subject_id = q.subject_id.filter(|s| !s.is_empty());
+    let label = q.label.filter(|s| !s.is_empty()).map(|l| crate::policy::labels::normalise_label(&l));
     let filter = SuggestedFilter { subject_id: subject_id.as_deref(), label: label.as_deref() };
     let page = svc::list(&st.pool, &tenant, &filter, limit, offset).await?;
     let memories = page
@@ -117,9 +142,7 @@ pub async fn promote(
     RawQuery(raw): RawQuery,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Promoted>> {
-    let mut q = Query::parse(raw.as_deref());
-    let tenant = q.target_tenant(caller);
-    q.finish()?;
+    let tenant = query::<TargetTenant>(raw.as_deref())?.or(caller);
     let memory_id = memory_id_path(&id)?;
     let labels = valid::<PromoteLabels>(body)?.labels;
     match svc::promote(&st.pool, &tenant, memory_id, &labels).await {

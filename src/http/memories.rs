@@ -4,13 +4,13 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, Envelope};
+use crate::http::body::{between, chars, list_len, no_nul, valid};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::body::{chars, list_len, no_nul, valid};
-use crate::http::input::{memory_id_path, Query};
-use crate::http::schema::params::SearchParams;
+use crate::http::path::memory_id_path;
+use crate::http::query::{int, length, query, yes};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::memory::Memory;
 use crate::policy::labels::{normalise_labels, MAX_LABELS};
@@ -25,6 +25,55 @@ pub struct SearchResults {
     pub search_mode: SearchMode,
 }
 
+/// `GET /v1/memories/search`.
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+#[into_params(parameter_in = Query)]
+pub struct SearchParams {
+    /// Subject id (1-256 chars).
+    #[garde(custom(length(1, 256)))]
+    #[param(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    /// Query text.
+    #[garde(custom(length(0, 4000)))]
+    #[param(max_length = 4000)]
+    pub q: Option<String>,
+    /// Memory kind.
+    #[garde(custom(length(0, 64)))]
+    #[param(max_length = 64)]
+    pub kind: Option<String>,
+    /// Semantic search.
+    #[serde(default)]
+    #[garde(skip)]
+    #[param(default = false)]
+    pub semantic: bool,
+    /// Blend semantic and full-text.
+    #[serde(default = "yes")]
+    #[garde(skip)]
+    #[param(default = true)]
+    pub hybrid: bool,
+    /// Page size.
+    #[serde(default = "int::<20>")]
+    #[garde(custom(between(1, 500)))]
+    #[param(minimum = 1, maximum = 500, default = int::<20>)]
+    pub limit: i64,
+    // Accepted for SDK compatibility and checked, but ignored (no entity lane or LLM reranker
+    // yet), so left out of the document.
+    #[garde(custom(length(0, 32)))]
+    #[param(ignore)]
+    pub entity_weight: Option<String>,
+    #[garde(custom(length(0, 32)))]
+    #[param(ignore)]
+    pub entity_max_distance: Option<String>,
+    #[serde(default)]
+    #[garde(skip)]
+    #[param(ignore)]
+    pub rerank: bool,
+    #[serde(default = "int::<60>")]
+    #[garde(custom(between(1, 1000)))]
+    #[param(ignore)]
+    pub rerank_pool: i64,
+}
+
 /// Searches a subject's active memories.
 #[utoipa::path(get, path = "/v1/memories/search", tag = "memories",
     summary = "Search active memories (text, semantic, hybrid)",
@@ -35,19 +84,15 @@ pub async fn search(
     Tenant(tenant): Tenant,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SearchResults>> {
-    let mut q = Query::parse(raw.as_deref());
+    let q: SearchParams = query(raw.as_deref())?;
     let query = SearchQuery {
-        subject_id: q.req_str("subject_id", 1, 256),
-        q: q.opt_str("q", 4000).filter(|s| !s.is_empty()),
-        kind: KindFilter::from_param(q.opt_str("kind", 64).as_deref()),
-        semantic: q.bool("semantic", false),
-        hybrid: q.bool("hybrid", true),
-        limit: q.int("limit", 1, 500, 20),
+        subject_id: q.subject_id,
+        q: q.q.filter(|s| !s.is_empty()),
+        kind: KindFilter::from_param(q.kind.as_deref()),
+        semantic: q.semantic,
+        hybrid: q.hybrid,
+        limit: q.limit,
     };
-    // Accepted for SDK compatibility; mnemo has no entity lane or LLM reranker yet.
-    let _ = (q.opt_str("entity_weight", 32), q.opt_str("entity_max_distance", 32), q.bool("rerank", false));
-    let _ = q.int("rerank_pool", 1, 1000, 60);
-    q.finish()?;
     let (memories, mode) = run_search(st.read_pool().await?, &st.embedder, &tenant, &query).await?;
     Ok(Json(SearchResults { memories, search_mode: mode }))
 }

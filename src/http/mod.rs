@@ -15,6 +15,7 @@ pub mod layers;
 pub mod memories;
 pub mod meta;
 pub mod middleware;
+pub mod path;
 pub mod policy;
 pub mod query;
 pub mod receipts;

@@ -11,17 +11,13 @@ use utoipa::ToSchema;
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::body::{chars, no_nul, valid, NOT_TEXT, REQUIRED};
-use crate::http::input::Query;
-use crate::http::schema::params::TargetTenant;
+use crate::http::query::{query, TargetTenant};
 use crate::http::schema::CommonErrors;
 use crate::services::policy as svc;
 use crate::state::AppState;
 
 fn query_tenant(raw: Option<&str>, fallback: String) -> ApiResult<String> {
-    let mut q = Query::parse(raw);
-    let t = q.target_tenant(fallback);
-    q.finish()?;
-    Ok(t)
+    Ok(query::<TargetTenant>(raw)?.or(fallback))
 }
 
 fn bundle_not_found() -> ApiError {

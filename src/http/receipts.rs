@@ -3,15 +3,16 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Serialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::db;
 use crate::error::{ApiError, ApiResult, Envelope};
+use crate::http::body::between;
 use crate::http::extract::Tenant;
-use crate::http::input::{parse_datetime, Query};
-use crate::http::schema::params::{ReceiptListParams, ReplayParams};
+use crate::http::query::{instant, int, length, query};
 use crate::http::schema::responses::Receipt;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::time::isoformat;
@@ -67,6 +68,40 @@ pub async fn get(State(st): State<AppState>, Tenant(tenant): Tenant, Path(id): P
     Ok(Json(with_status(&row)?))
 }
 
+/// `GET /v1/receipts`.
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+#[into_params(parameter_in = Query)]
+pub struct ReceiptListParams {
+    /// Subject id (1-256 chars).
+    #[garde(custom(length(1, 256)))]
+    #[param(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    /// ISO datetime.
+    #[serde(default, deserialize_with = "instant")]
+    #[garde(skip)]
+    #[param(value_type = Option<String>, max_length = 64, format = DateTime)]
+    pub since: Option<DateTime<Utc>>,
+    /// ISO datetime.
+    #[serde(default, deserialize_with = "instant")]
+    #[garde(skip)]
+    #[param(value_type = Option<String>, max_length = 64, format = DateTime)]
+    pub until: Option<DateTime<Utc>>,
+    /// Receipt id to continue after.
+    #[garde(custom(length(0, 26)))]
+    #[param(max_length = 26)]
+    pub cursor: Option<String>,
+    /// Page size.
+    #[serde(default = "int::<50>")]
+    #[garde(custom(between(1, 200)))]
+    #[param(minimum = 1, maximum = 200, default = int::<50>)]
+    pub limit: i64,
+    /// Include tombstones.
+    #[serde(default)]
+    #[garde(skip)]
+    #[param(default = false)]
+    pub include_tombstoned: bool,
+}
+
 /// A subject's receipts, newest first, cursor-paged by receipt id.
 #[utoipa::path(get, path = "/v1/receipts", tag = "receipts", summary = "A subject's receipts, newest first",
     params(TenantHeader, ReceiptListParams),
@@ -76,38 +111,20 @@ pub async fn list(
     Tenant(tenant): Tenant,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<ReceiptPage>> {
-    let mut q = Query::parse(raw.as_deref());
-    let subject_id = q.req_str("subject_id", 1, 256);
-    let since = q.opt_str("since", 64);
-    let until = q.opt_str("until", 64);
-    let cursor = q.opt_str("cursor", 26);
-    let limit = q.int("limit", 1, 200, 50);
-    let include_tombstoned = q.bool("include_tombstoned", false);
-    let since_t = since.as_deref().map(|s| (s, parse_datetime(s)));
-    let until_t = until.as_deref().map(|s| (s, parse_datetime(s)));
-    for (name, v) in [("since", &since_t), ("until", &until_t)] {
-        if let Some((_, None)) = v {
-            q.errors.push(crate::error::FieldError {
-                loc: vec!["query".into(), name.into()],
-                msg: "must be an ISO-8601 datetime".into(),
-                kind: "datetime_parsing",
-            });
-        }
-    }
-    q.finish()?;
+    let q: ReceiptListParams = query(raw.as_deref())?;
     let mut conn = db::scope::begin(&st.pool, &tenant).await?;
     let rows = db::receipts::list(
         &mut conn,
         &tenant,
-        &subject_id,
-        since_t.and_then(|(_, t)| t),
-        until_t.and_then(|(_, t)| t),
-        cursor.as_deref(),
-        limit,
-        include_tombstoned,
+        &q.subject_id,
+        q.since,
+        q.until,
+        q.cursor.as_deref(),
+        q.limit,
+        q.include_tombstoned,
     )
     .await?;
-    let next_cursor = (rows.len() as i64 == limit).then(|| rows.last().map(|r| r.receipt_id.clone())).flatten();
+    let next_cursor = (rows.len() as i64 == q.limit).then(|| rows.last().map(|r| r.receipt_id.clone())).flatten();
     let receipts = rows.iter().map(with_status).collect::<ApiResult<Vec<Value>>>()?;
     Ok(Json(ReceiptPage { receipts, next_cursor }))
 }
@@ -144,6 +161,27 @@ pub async fn verify_tenant_chain(State(st): State<AppState>, Tenant(tenant): Ten
     Ok(Json(verify_chain(&st.pool, &tenant).await?))
 }
 
+/// How a receipt is replayed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(default = "as_of")]
+pub enum ReplayMode {
+    #[default]
+    AsOf,
+    Current,
+}
+
+/// `POST /v1/receipts/{id}/replay`.
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+#[into_params(parameter_in = Query)]
+pub struct ReplayParams {
+    /// Replay mode.
+    #[serde(default)]
+    #[garde(skip)]
+    #[param(inline)]
+    pub mode: ReplayMode,
+}
+
 /// Rebuilds the bundle as of the receipt (or against today's memories with `?mode=current`).
 #[utoipa::path(post, path = "/v1/receipts/{id}/replay", tag = "receipts",
     summary = "Rebuild the bundle as of the receipt (or against current memories)",
@@ -157,11 +195,9 @@ pub async fn replay(
     Path(id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
-    let mut q = Query::parse(raw.as_deref());
-    let mode = q.choice("mode", &["as_of", "current"], "as_of");
-    q.finish()?;
+    let q: ReplayParams = query(raw.as_deref())?;
     let deps = ReplayDeps { pool: &st.pool, embedder: &st.embedder, cache: &st.task_vectors, keys: &st.signing_keys };
-    match run_replay(&deps, &tenant, &id, mode == "current").await {
+    match run_replay(&deps, &tenant, &id, q.mode == ReplayMode::Current).await {
         Ok(v) => Ok(Json(v)),
         Err(ReplayError::NotFound) => Err(not_found()),
         Err(ReplayError::Unreplayable { reason, message }) => {

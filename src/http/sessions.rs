@@ -4,15 +4,15 @@ use axum::extract::{Path, RawQuery, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
-use crate::error::{ApiResult, FieldError};
+use crate::error::ApiResult;
 use crate::http::body::{between, chars, no_nul, valid, ONE_OF};
 use crate::http::context::refused;
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{subject_id_path, Query};
-use crate::http::schema::params::{PageParams, ResolutionListParams, ResolutionStatus, SlaParams};
+use crate::http::path::subject_id_path;
+use crate::http::query::{choice, int, length, query, MAX_OFFSET};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::time::{isoformat, now_micros};
 
@@ -113,6 +113,26 @@ pub struct ResolutionRequest {
     pub metadata: Option<Map<String, Value>>,
 }
 
+/// A resolution's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolutionStatus {
+    Open,
+    Resolved,
+    Unresolved,
+}
+
+impl ResolutionStatus {
+    /// The stored word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResolutionStatus::Open => "open",
+            ResolutionStatus::Resolved => "resolved",
+            ResolutionStatus::Unresolved => "unresolved",
+        }
+    }
+}
+
 /// garde rule: a status is one of [`STATUSES`] (kept a string so the 422 lists them).
 fn resolution_status(status: &Option<String>, _: &()) -> garde::Result {
     match status {
@@ -183,32 +203,44 @@ pub async fn upsert_resolution(
     Ok(Json(row.into()))
 }
 
+/// `GET /v1/resolutions`.
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+#[into_params(parameter_in = Query)]
+pub struct ResolutionListParams {
+    /// Subject.
+    #[garde(custom(length(1, 256)))]
+    #[param(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    /// Only this status.
+    #[serde(default, deserialize_with = "choice::<_, _, 32>")]
+    #[garde(skip)]
+    #[param(inline)]
+    pub status: Option<ResolutionStatus>,
+    /// Page size.
+    #[serde(default = "int::<50>")]
+    #[garde(custom(between(1, 200)))]
+    #[param(minimum = 1, maximum = 200, default = int::<50>)]
+    pub limit: i64,
+    /// Rows to skip.
+    #[serde(default)]
+    #[garde(custom(between(0, MAX_OFFSET)))]
+    #[param(minimum = 0, maximum = 2147483647, default = 0)]
+    pub offset: i64,
+}
+
 /// The subject's resolutions as a bare array, most recently updated first.
 #[utoipa::path(get, path = "/v1/resolutions", tag = "sessions",
     summary = "A subject's resolutions (a bare array, most recently updated first)",
-    params(TenantHeader, ResolutionListParams, PageParams),
+    params(TenantHeader, ResolutionListParams),
     responses((status = 200, description = "Resolutions", body = Vec<Resolution>), CommonErrors))]
 pub async fn list_resolutions(
     State(st): State<AppState>,
     Tenant(tenant): Tenant,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Vec<Resolution>>> {
-    let mut q = Query::parse(raw.as_deref());
-    let subject_id = q.req_str("subject_id", 1, 256);
-    let status = q.opt_str("status", 32).filter(|s| !s.is_empty());
-    if let Some(s) = &status {
-        if !STATUSES.contains(&s.as_str()) {
-            q.errors.push(FieldError {
-                loc: vec!["query".into(), "status".into()],
-                msg: format!("must be one of: {}", STATUSES.join(", ")),
-                kind: "enum",
-            });
-        }
-    }
-    let limit = q.int("limit", 1, 200, 50);
-    let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
-    q.finish()?;
-    let rows = svc::list_resolutions(&st.pool, &tenant, &subject_id, status.as_deref(), limit, offset).await?;
+    let q: ResolutionListParams = query(raw.as_deref())?;
+    let status = q.status.map(ResolutionStatus::as_str);
+    let rows = svc::list_resolutions(&st.pool, &tenant, &q.subject_id, status, q.limit, q.offset).await?;
     Ok(Json(rows.into_iter().map(Resolution::from).collect()))
 }
 
@@ -230,18 +262,45 @@ pub async fn health(
     Ok(Json(h))
 }
 
-fn threshold(q: &mut Query, name: &str, default: f64, max: f64) -> f64 {
-    let Some(raw) = q.opt_str(name, 32) else { return default };
-    match raw.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= max => v,
-        _ => {
-            q.errors.push(FieldError {
-                loc: vec!["query".into(), name.into()],
-                msg: format!("must be a number greater than 0 and at most {max}"),
-                kind: "float_parsing",
-            });
-            default
-        }
+/// `GET /v1/subjects/{subject_id}/sla`.
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+#[into_params(parameter_in = Query)]
+pub struct SlaParams {
+    /// First-response target in minutes.
+    #[serde(default = "first_response_minutes", deserialize_with = "threshold")]
+    #[garde(custom(above_zero(525_600.0)))]
+    #[param(exclusive_minimum = 0, maximum = 525600, default = first_response_minutes)]
+    pub first_response_threshold_minutes: f64,
+    /// Resolution target in hours.
+    #[serde(default = "resolution_hours", deserialize_with = "threshold")]
+    #[garde(custom(above_zero(87_600.0)))]
+    #[param(exclusive_minimum = 0, maximum = 87600, default = resolution_hours)]
+    pub resolution_threshold_hours: f64,
+}
+
+fn first_response_minutes() -> f64 {
+    Thresholds::default().first_response_minutes
+}
+
+fn resolution_hours() -> f64 {
+    Thresholds::default().resolution_hours
+}
+
+/// `deserialize_with` for a threshold: text of at most 32 characters, trimmed; text that is not
+/// a number reads as NaN, which [`above_zero`] refuses with the message naming the range.
+fn threshold<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let raw = String::deserialize(d)?;
+    if raw.chars().count() > 32 || raw.contains('\0') {
+        return Err(serde::de::Error::custom("must be 0..32 characters without NUL"));
+    }
+    Ok(raw.trim().parse::<f64>().unwrap_or(f64::NAN))
+}
+
+/// garde rule `custom(above_zero(max))`: a finite number in `(0, max]`.
+fn above_zero(max: f64) -> impl FnOnce(&f64, &()) -> garde::Result {
+    move |v, _| match *v {
+        v if v.is_finite() && v > 0.0 && v <= max => Ok(()),
+        _ => Err(garde::Error::new(format!("must be a number greater than 0 and at most {max}"))),
     }
 }
 
@@ -257,18 +316,11 @@ pub async fn sla(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SlaSummary>> {
     subject_id_path(&subject_id)?;
-    let mut q = Query::parse(raw.as_deref());
-    let defaults = Thresholds::default();
+    let q: SlaParams = query(raw.as_deref())?;
     let t = Thresholds {
-        first_response_minutes: threshold(
-            &mut q,
-            "first_response_threshold_minutes",
-            defaults.first_response_minutes,
-            525_600.0,
-        ),
-        resolution_hours: threshold(&mut q, "resolution_threshold_hours", defaults.resolution_hours, 87_600.0),
+        first_response_minutes: q.first_response_threshold_minutes,
+        resolution_hours: q.resolution_threshold_hours,
     };
-    q.finish()?;
     let summary = svc::sla(&st.pool, &tenant, &subject_id, t, now_micros()).await?;
     Ok(Json(summary))
 }

@@ -2,16 +2,17 @@
 
 use axum::extract::{Path, RawQuery, State};
 use axum::Json;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::db;
 use crate::db::subjects::SubjectSummary;
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::Tenant;
-use crate::http::input::{subject_id_path, Query};
-use crate::http::schema::params::PageParams;
+use crate::http::body::between;
+use crate::http::path::subject_id_path;
+use crate::http::query::{int, query, MAX_OFFSET};
 use crate::http::schema::responses::ErasureCertificate;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::receipts::certificate::CertificateCheck;
@@ -45,6 +46,22 @@ pub struct ErasureRecord {
     pub signature_check: CertificateCheck,
 }
 
+/// `GET /v1/subjects`.
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// Page size.
+    #[serde(default = "int::<50>")]
+    #[garde(custom(between(1, 200)))]
+    #[param(minimum = 1, maximum = 200, default = int::<50>)]
+    pub limit: i64,
+    /// Rows to skip.
+    #[serde(default)]
+    #[garde(custom(between(0, MAX_OFFSET)))]
+    #[param(minimum = 0, maximum = 2147483647, default = 0)]
+    pub offset: i64,
+}
+
 /// Lists the tenant's subjects with episode and memory counts.
 #[utoipa::path(get, path = "/v1/subjects", tag = "subjects", summary = "Subjects with counts",
     params(TenantHeader, PageParams),
@@ -54,12 +71,9 @@ pub async fn list(
     Tenant(tenant): Tenant,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SubjectPage>> {
-    let mut q = Query::parse(raw.as_deref());
-    let limit = q.int("limit", 1, 200, 50);
-    let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
-    q.finish()?;
+    let q: PageParams = query(raw.as_deref())?;
     let mut conn = db::scope::begin(&st.pool, &tenant).await?;
-    let (subjects, total) = db::subjects::list(&mut conn, &tenant, limit, offset).await?;
+    let (subjects, total) = db::subjects::list(&mut conn, &tenant, q.limit, q.offset).await?;
     Ok(Json(SubjectPage { subjects, total }))
 }
 

@@ -2,13 +2,13 @@
 
 use axum::extract::{RawQuery, State};
 use axum::Json;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::error::ApiResult;
+use crate::http::body::between;
 use crate::http::extract::Tenant;
-use crate::http::input::Query;
-use crate::http::schema::params::TimelineParams;
+use crate::http::query::{int, length, query, MAX_OFFSET};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
@@ -33,6 +33,46 @@ impl Timeline {
     }
 }
 
+/// `GET /v1/timeline`.
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+#[into_params(parameter_in = Query)]
+pub struct TimelineParams {
+    /// Subject id (1-256 chars).
+    #[garde(custom(length(1, 256)))]
+    #[param(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    /// Page size.
+    #[serde(default = "int::<100>")]
+    #[garde(custom(between(1, 200)))]
+    #[param(minimum = 1, maximum = 200, default = int::<100>)]
+    pub limit: i64,
+    /// Offset.
+    #[serde(default)]
+    #[garde(custom(between(0, MAX_OFFSET)))]
+    #[param(minimum = 0, maximum = 2147483647, default = 0)]
+    pub offset: i64,
+    /// Newest page first.
+    #[serde(default)]
+    #[garde(skip)]
+    #[param(default = false)]
+    pub newest_first: bool,
+    /// Memory filter.
+    #[serde(default)]
+    #[garde(skip)]
+    #[param(inline)]
+    pub status: TimelineStatus,
+}
+
+/// Which memories a timeline shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(default = "all")]
+pub enum TimelineStatus {
+    #[default]
+    All,
+    Active,
+}
+
 /// Returns one page of each collection with `*_has_more` flags.
 #[utoipa::path(get, path = "/v1/timeline", tag = "subjects", summary = "A subject's episodes and memories, paged",
     params(TenantHeader, TimelineParams),
@@ -42,19 +82,13 @@ pub async fn get(
     Tenant(tenant): Tenant,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Timeline>> {
-    let mut q = Query::parse(raw.as_deref());
-    let subject_id = q.req_str("subject_id", 1, 256);
-    let limit = q.int("limit", 1, 200, 100);
-    let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
-    let newest_first = q.bool("newest_first", false);
-    let status = q.choice("status", &["all", "active"], "all");
-    q.finish()?;
+    let q: TimelineParams = query(raw.as_deref())?;
     let query = PageQuery {
-        subject_id,
-        limit,
-        offset,
-        newest_first,
-        active_only: status == "active",
+        subject_id: q.subject_id,
+        limit: q.limit,
+        offset: q.offset,
+        newest_first: q.newest_first,
+        active_only: q.status == TimelineStatus::Active,
         filter: Default::default(),
     };
     let page = timeline::page(st.read_pool().await?, &tenant, &query).await?;

@@ -3,12 +3,12 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::input::Query;
-use crate::http::schema::params::{PageParams, WebhookListParams, WebhookTenant};
+use crate::http::body::between;
+use crate::http::query::{int, length, query, MAX_OFFSET};
 use crate::http::schema::CommonErrors;
 use crate::services::webhooks::admin::{self as svc, EventView, RetryRefused, WebhookStats};
 use crate::state::AppState;
@@ -26,20 +26,74 @@ pub struct EventPage {
     pub offset: i64,
 }
 
+/// A webhook event's delivery status, or `all`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(default = "all")]
+pub enum WebhookStatusFilter {
+    #[default]
+    All,
+    Pending,
+    Delivered,
+    DeadLetter,
+}
+
+impl WebhookStatusFilter {
+    /// The stored status it keeps, None for all.
+    fn status(self) -> Option<&'static str> {
+        match self {
+            WebhookStatusFilter::All => None,
+            WebhookStatusFilter::Pending => Some("pending"),
+            WebhookStatusFilter::Delivered => Some("delivered"),
+            WebhookStatusFilter::DeadLetter => Some("dead_letter"),
+        }
+    }
+}
+
+/// `GET /admin/webhooks`.
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+#[into_params(parameter_in = Query)]
+pub struct WebhookListParams {
+    /// Status filter.
+    #[serde(default)]
+    #[garde(skip)]
+    #[param(inline)]
+    pub status: WebhookStatusFilter,
+    /// Only this tenant's events.
+    #[garde(custom(length(0, 256)))]
+    #[param(max_length = 256)]
+    pub tenant_id: Option<String>,
+    /// Page size.
+    #[serde(default = "int::<50>")]
+    #[garde(custom(between(1, 200)))]
+    #[param(minimum = 1, maximum = 200, default = int::<50>)]
+    pub limit: i64,
+    /// Rows to skip.
+    #[serde(default)]
+    #[garde(custom(between(0, MAX_OFFSET)))]
+    #[param(minimum = 0, maximum = 2147483647, default = 0)]
+    pub offset: i64,
+}
+
+/// `GET /admin/webhooks/stats`.
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+#[into_params(parameter_in = Query)]
+pub struct WebhookTenant {
+    /// Only this tenant's events.
+    #[garde(custom(length(0, 256)))]
+    #[param(max_length = 256)]
+    pub tenant_id: Option<String>,
+}
+
 /// Events of every tenant (or `tenant_id`), newest first, without their data.
 #[utoipa::path(get, path = "/admin/webhooks", tag = "admin",
     summary = "Webhook events of every tenant (or one), newest first, without their data (admin key)",
-    params(WebhookListParams, PageParams),
+    params(WebhookListParams),
     responses((status = 200, description = "Page", body = EventPage), CommonErrors))]
 pub async fn list(State(st): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<EventPage>> {
-    let mut q = Query::parse(raw.as_deref());
-    let status = q.choice("status", &["all", "pending", "delivered", "dead_letter"], "all");
-    let tenant = q.opt_str("tenant_id", 256);
-    let limit = q.int("limit", 1, 200, 50);
-    let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
-    q.finish()?;
-    let status = (status != "all").then_some(status);
-    let (events, has_more) = svc::list(&st.pool, status, tenant.as_deref(), limit, offset).await?;
+    let q: WebhookListParams = query(raw.as_deref())?;
+    let (limit, offset) = (q.limit, q.offset);
+    let (events, has_more) = svc::list(&st.pool, q.status.status(), q.tenant_id.as_deref(), limit, offset).await?;
     Ok(Json(EventPage { events, has_more, limit, offset }))
 }
 
@@ -49,10 +103,8 @@ pub async fn list(State(st): State<AppState>, RawQuery(raw): RawQuery) -> ApiRes
     params(WebhookTenant),
     responses((status = 200, description = "Counts", body = WebhookStats), CommonErrors))]
 pub async fn stats(State(st): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<WebhookStats>> {
-    let mut q = Query::parse(raw.as_deref());
-    let tenant = q.opt_str("tenant_id", 256);
-    q.finish()?;
-    Ok(Json(svc::stats(&st.pool, &st.webhooks, tenant.as_deref()).await?))
+    let q: WebhookTenant = query(raw.as_deref())?;
+    Ok(Json(svc::stats(&st.pool, &st.webhooks, q.tenant_id.as_deref()).await?))
 }
 
 /// One event with its data (null once removed).

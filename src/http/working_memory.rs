@@ -12,9 +12,11 @@ use uuid::Uuid;
 
 use crate::db::working_memory::{LoggedEpisode, SessionRow, SnapshotRow};
 use crate::error::{ApiError, ApiResult, Envelope, FieldError};
-use crate::http::body::{check_str, nullable, typed};
+use crate::http::body::{between, check_str, nullable, typed};
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::{contains_nul, subject_id_path, text_id_path, Query};
+use crate::http::path::{subject_id_path, text_id_path};
+use crate::model::text::contains_nul;
+use crate::http::query::{int, length, query, MAX_OFFSET};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::episode::Episode;
 use crate::model::time::isoformat;
@@ -125,26 +127,33 @@ pub struct SessionLog {
 }
 
 /// `GET /v1/subjects/{subject_id}/sessions/{session_id}` query.
-#[derive(IntoParams)]
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
 #[into_params(parameter_in = Query)]
 pub struct TailParams {
     /// Episodes per page.
-    #[param(required = false, minimum = 1, maximum = 1000, default = 50)]
+    #[serde(default = "int::<DEFAULT_PAGE>")]
+    #[garde(custom(between(1, MAX_TAIL_PAGE)))]
+    #[param(minimum = 1, maximum = 1000, default = int::<DEFAULT_PAGE>)]
     pub limit: i64,
     /// Only episodes after this cursor (the previous page's `next_cursor`).
-    #[param(required = false)]
-    pub after: String,
+    #[garde(custom(length(0, 256)))]
+    #[param(max_length = 256)]
+    pub after: Option<String>,
 }
 
 /// `GET /v1/subjects/{subject_id}/sessions` query.
-#[derive(IntoParams)]
+#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
 #[into_params(parameter_in = Query)]
 pub struct SessionListParams {
     /// Sessions per page.
-    #[param(required = false, minimum = 1, maximum = 200, default = 50)]
+    #[serde(default = "int::<DEFAULT_PAGE>")]
+    #[garde(custom(between(1, MAX_SESSIONS_PAGE)))]
+    #[param(minimum = 1, maximum = 200, default = int::<DEFAULT_PAGE>)]
     pub limit: i64,
     /// Sessions to skip.
-    #[param(required = false, minimum = 0, maximum = 2147483647, default = 0)]
+    #[serde(default)]
+    #[garde(custom(between(0, MAX_OFFSET)))]
+    #[param(minimum = 0, maximum = 2147483647, default = 0)]
     pub offset: i64,
 }
 
@@ -203,11 +212,8 @@ pub async fn list(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SessionPage>> {
     subject_id_path(&subject_id)?;
-    let mut q = Query::parse(raw.as_deref());
-    let limit = q.int("limit", 1, MAX_SESSIONS_PAGE, DEFAULT_PAGE);
-    let offset = q.int("offset", 0, i64::from(i32::MAX), 0);
-    q.finish()?;
-    let (rows, has_more) = svc::list(&st.pool, &tenant, &subject_id, limit, offset).await?;
+    let q: SessionListParams = query(raw.as_deref())?;
+    let (rows, has_more) = svc::list(&st.pool, &tenant, &subject_id, q.limit, q.offset).await?;
     Ok(Json(SessionPage { sessions: rows.into_iter().map(SessionSummary::from).collect(), has_more }))
 }
 
@@ -226,11 +232,9 @@ pub async fn get(
 ) -> ApiResult<Json<SessionLog>> {
     subject_id_path(&subject_id)?;
     session_id_path(&session_id)?;
-    let mut q = Query::parse(raw.as_deref());
-    let limit = q.int("limit", 1, MAX_TAIL_PAGE, DEFAULT_PAGE);
-    let after = q.opt_str("after", 256).filter(|s| !s.is_empty());
-    q.finish()?;
-    let after = match after {
+    let q: TailParams = query(raw.as_deref())?;
+    let limit = q.limit;
+    let after = match q.after.filter(|s| !s.is_empty()) {
         Some(c) => Some(parse_cursor(&c).ok_or_else(|| invalid_cursor("after", "after is not a cursor of this log"))?),
         None => None,
     };

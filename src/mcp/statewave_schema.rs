@@ -177,7 +177,8 @@ mod tests {
     use utoipa::{IntoParams, PartialSchema};
 
     use super::*;
-    use crate::http::schema::params::{SearchParams, TimelineParams};
+    use crate::http::memories::SearchParams;
+    use crate::http::timeline::TimelineParams;
     use crate::http::compile::CompileRequest;
     use crate::http::context::ContextRequest;
     use crate::http::episodes::CreateEpisode;

@@ -6,7 +6,6 @@
 //! `tests/fuzz_bodies.rs` (which generates requests from the document) catches a mismatch;
 //! the response schemas are checked against real output by the unit tests in `responses`.
 
-pub mod params;
 pub mod requests;
 pub mod responses;
 
