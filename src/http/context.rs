@@ -11,7 +11,6 @@ use utoipa::ToSchema;
 use crate::error::{ApiError, ApiResult};
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::body::{between, chars, datetime, no_nul, valid};
-use crate::http::input::Reader;
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
@@ -107,17 +106,6 @@ impl ContextBundle {
             receipt_emitted: receipt_id.is_some(),
             receipt_id,
         }
-    }
-}
-
-/// The receipt and caller fields shared by `/v1/context` and `/v1/handoff`.
-pub(crate) fn receipt_meta(r: &mut Reader<'_>) -> ReceiptMeta {
-    ReceiptMeta {
-        query_id: r.opt_str("query_id", 64),
-        task_id: r.opt_str("task_id", 64),
-        parent_receipt_id: r.opt_str("parent_receipt_id", 26),
-        caller_id: r.opt_str("caller_id", 256),
-        caller_type: r.opt_str("caller_type", 64),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod origin;
 pub mod precheck;
 pub mod server;
 pub mod statewave;
+mod statewave_args;
 pub mod statewave_schema;
 pub mod tools;
 

@@ -4,28 +4,29 @@
 //! response bodies.
 
 use rmcp::model::Tool;
-use serde_json::{Map, Value};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
-use crate::error::{ApiError, FieldError};
+use crate::error::ApiError;
 use crate::http::compile::{compile_error, CompileJob, CompileResult};
 use crate::http::context::ContextBundle;
 use crate::http::extract::Caller;
-use crate::http::input::{object_at, Reader};
 use crate::http::memories::SearchResults;
-use crate::mcp::args::{self, context_args, ok_json, parse, pick, ToolResult, DATA_NOTICE};
+use crate::http::timeline::TimelineStatus;
+use crate::mcp::args::{self, ok_json, parse_named, ContextArgs, OneOf, ToolResult, DATA_NOTICE};
+use crate::mcp::statewave_args::{Compile, Context, Ingest, Search, Timeline};
 use crate::mcp::statewave_schema;
-use crate::model::episode::{NewEpisode, MAX_IDEMPOTENCY_KEY};
+use crate::model::episode::NewEpisode;
 use crate::services::compile::compile_batch_for;
 use crate::services::context_call::context_call;
 use crate::services::memories::{self, KindFilter, SearchQuery};
+use crate::services::receipts::ReceiptMeta;
 use crate::services::timeline::EpisodeFilter;
 use crate::services::{episodes, jobs, timeline};
 use crate::state::AppState;
 
-/// Longest `text` of an ingested episode (the `remember` tool's bound).
-const MAX_TEXT: usize = 100_000;
-/// Most episode kinds a timeline filter names.
-const MAX_KINDS: usize = 50;
+/// The subject, as `subject` or `subject_id`.
+const SUBJECT: OneOf = OneOf::alias(&["subject", "subject_id"]);
 
 /// The Statewave tool definitions.
 pub fn list() -> Vec<Tool> {
@@ -45,125 +46,56 @@ pub async fn call(st: &AppState, caller: &Caller, name: &str, a: &Value) -> Opti
     })
 }
 
-/// Reads the arguments of `tool` (Statewave's names or their HTTP aliases) with `read`.
-fn parse_args<T>(tool: &str, a: &Value, read: impl FnOnce(&mut Reader<'_>) -> T) -> Result<T, ApiError> {
+/// Reads the arguments of `tool` (Statewave's names or their HTTP aliases).
+fn parse_args<T>(tool: &str, a: &Value, one_of: &[OneOf]) -> Result<T, ApiError>
+where
+    T: DeserializeOwned + garde::Validate<Context = ()>,
+{
     let known = statewave_schema::accepted(tool);
     let known: Vec<&str> = known.iter().map(String::as_str).collect();
-    parse(a, &known, read)
-}
-
-/// The subject, as `subject` or `subject_id`.
-fn subject(r: &mut Reader<'_>) -> String {
-    let name = pick(r, &["subject", "subject_id"]);
-    r.req_str(name, 1, 256)
-}
-
-/// Statewave's episode (`subject, kind, text, source: {type, id, url}, occurred_at,
-/// idempotency_key, metadata`) or the HTTP body's fields, as one new episode. `text` becomes
-/// `payload.text`; `source.id` and `source.url` go to `metadata.source_id` / `source_url`.
-fn read_ingest(r: &mut Reader<'_>) -> NewEpisode {
-    let subject_id = subject(r);
-    let kind = pick(r, &["kind", "type"]);
-    let kind = r.req_str(kind, 1, 128);
-    let payload = match pick(r, &["text", "payload"]) {
-        "payload" => r.req_object("payload"),
-        _ => {
-            let text = r.req_str("text", 1, MAX_TEXT);
-            let mut p = Map::new();
-            p.insert("text".into(), Value::String(text));
-            p
-        }
-    };
-    let mut metadata = r.opt_object("metadata");
-    let source = read_source(r, &mut metadata);
-    NewEpisode {
-        subject_id,
-        source,
-        kind,
-        payload,
-        metadata,
-        provenance: r.opt_object("provenance"),
-        session_id: r.opt_str("session_id", 256),
-        occurred_at: r.opt_datetime("occurred_at"),
-        idempotency_key: r.opt_str("idempotency_key", MAX_IDEMPOTENCY_KEY).filter(|k| !k.is_empty()),
-    }
-}
-
-/// `source` as Statewave's object (its type is the episode source) or as the HTTP string.
-fn read_source(r: &mut Reader<'_>, metadata: &mut Map<String, Value>) -> String {
-    let loc = r.child_loc("source");
-    match r.raw("source") {
-        Some(Value::String(_)) => r.req_str("source", 1, 256),
-        Some(v @ Value::Object(obj)) => {
-            let known = ["type", "id", "url"];
-            let mut unknown: Vec<&String> = obj.keys().filter(|k| !known.contains(&k.as_str())).collect();
-            unknown.sort();
-            for k in unknown {
-                let mut l = loc.clone();
-                l.push(k.clone());
-                r.errors().push(FieldError {
-                    loc: l,
-                    msg: "unknown field (expected type, id, url)".into(),
-                    kind: "extra_forbidden",
-                });
-            }
-            let Some(mut s) = object_at(v, loc, r.errors()) else { return String::new() };
-            let source = s.req_str("type", 1, 256);
-            for (field, key, max) in [("id", "source_id", 512), ("url", "source_url", 2048)] {
-                if let Some(value) = s.opt_str(field, max) {
-                    metadata.insert(key.into(), Value::String(value));
-                }
-            }
-            source
-        }
-        Some(_) => {
-            let msg = "must be an object {type, id, url} or a string".into();
-            r.errors().push(FieldError { loc, msg, kind: "type_error" });
-            String::new()
-        }
-        None => r.req_str("source", 1, 256),
-    }
+    parse_named(a, &known, one_of)
 }
 
 async fn ingest(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
-    let input = parse_args("statewave_ingest_episode", a, read_ingest)?;
+    let one_of = [
+        SUBJECT,
+        OneOf::alias(&["kind", "type"]),
+        OneOf::exclusive(&["text", "payload"]),
+    ];
+    let input: Ingest = parse_args("statewave_ingest_episode", a, &one_of)?;
+    let input = NewEpisode::from(input);
     let (row, _) = episodes::ingest_one(&st.pool, &st.tenants, &st.webhooks, tenant, &input).await?;
     Ok(ok_json(&[], serde_json::to_value(row).map_err(anyhow::Error::from)?))
 }
 
 async fn search(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
-    let query = parse_args("statewave_search_memories", a, |r| {
-        // Statewave's schema makes the subject optional, but search is scoped to one subject
-        // (as in Statewave's server): say so rather than a bare "field required".
-        let subject_id = if r.raw("subject").is_none() && r.raw("subject_id").is_none() {
-            let loc = r.child_loc("subject");
-            let msg = "field required: memories are searched within one subject; pass its id".into();
-            r.errors().push(FieldError { loc, msg, kind: "missing" });
-            String::new()
-        } else {
-            subject(r)
-        };
-        let q = pick(r, &["query", "q"]);
-        SearchQuery {
-            subject_id,
-            q: r.opt_str(q, 4000).filter(|s| !s.is_empty()),
-            kind: KindFilter::from_param(r.opt_str("kind", 64).as_deref()),
-            semantic: r.opt_bool("semantic").unwrap_or(false),
-            hybrid: r.opt_bool("hybrid").unwrap_or(true),
-            limit: r.opt_int("limit", 1, 500).unwrap_or(20),
-        }
-    })?;
+    let one_of = [SUBJECT, OneOf::alias(&["query", "q"])];
+    let s: Search = parse_args("statewave_search_memories", a, &one_of)?;
+    let query = SearchQuery {
+        subject_id: s.subject.unwrap_or_default(),
+        q: s.query.filter(|s| !s.is_empty()),
+        kind: KindFilter::from_param(s.kind.as_deref()),
+        semantic: s.semantic.unwrap_or(false),
+        hybrid: s.hybrid.unwrap_or(true),
+        limit: s.limit.unwrap_or(20),
+    };
     let (found, mode) = memories::search(&st.pool, &st.embedder, tenant, &query).await?;
     let body = SearchResults { memories: found, search_mode: mode };
     Ok(ok_json(&[DATA_NOTICE], serde_json::to_value(body).map_err(anyhow::Error::from)?))
 }
 
 async fn context(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
-    let c = parse_args("statewave_get_context", a, |r| {
-        let subject = pick(r, &["subject", "subject_id"]);
-        let task = pick(r, &["query", "task"]);
-        context_args(r, true, subject, task)
-    })?;
+    let one_of = [SUBJECT.ahead(), OneOf::alias(&["query", "task"]).ahead()];
+    let r: Context = parse_args("statewave_get_context", a, &one_of)?;
+    let mut c = ContextArgs::new(r.subject, r.query, r.max_tokens, r.session_id, r.as_of);
+    c.emit_receipt = r.emit_receipt;
+    c.meta = ReceiptMeta {
+        query_id: r.query_id,
+        task_id: r.task_id,
+        parent_receipt_id: r.parent_receipt_id,
+        caller_id: r.caller_id,
+        caller_type: r.caller_type,
+    };
     let (bundle, receipt_id) =
         context_call(st, tenant, &c.req, c.emit_receipt, &c.meta).await.map_err(args::context_refused)?;
     let body = ContextBundle::new(bundle, c.req.subject_id, c.req.task, receipt_id);
@@ -171,67 +103,23 @@ async fn context(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
 }
 
 async fn get_timeline(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
-    let query = parse_args("statewave_get_timeline", a, |r| {
-        let status = r.opt_str("status", 16).unwrap_or_else(|| "all".into());
-        if status != "all" && status != "active" {
-            let loc = r.child_loc("status");
-            r.errors().push(FieldError { loc, msg: "must be one of: all, active".into(), kind: "enum" });
-        }
-        let since = r.opt_datetime("since");
-        let until = r.opt_datetime("until");
-        if let (Some(s), Some(u)) = (since, until) {
-            if u < s {
-                let loc = r.child_loc("until");
-                r.errors().push(FieldError { loc, msg: "must not be before since".into(), kind: "value_error" });
-            }
-        }
-        timeline::PageQuery {
-            subject_id: subject(r),
-            limit: r.opt_int("limit", 1, 200).unwrap_or(100),
-            offset: r.opt_int("offset", 0, i64::from(i32::MAX)).unwrap_or(0),
-            newest_first: r.opt_bool("newest_first").unwrap_or(false),
-            active_only: status == "active",
-            filter: EpisodeFilter { since, until, kinds: read_kinds(r) },
-        }
-    })?;
+    let t: Timeline = parse_args("statewave_get_timeline", a, &[SUBJECT])?;
+    let query = timeline::PageQuery {
+        subject_id: t.subject,
+        limit: t.limit.unwrap_or(100),
+        offset: t.offset.unwrap_or(0),
+        newest_first: t.newest_first.unwrap_or(false),
+        active_only: t.status == Some(TimelineStatus::Active),
+        filter: EpisodeFilter { since: t.since, until: t.until, kinds: t.kinds },
+    };
     let page = timeline::page(&st.pool, tenant, &query).await?;
     let body = crate::http::timeline::Timeline::new(query.subject_id, page);
     Ok(ok_json(&[DATA_NOTICE], serde_json::to_value(body).map_err(anyhow::Error::from)?))
 }
 
-/// `kinds`: a list of episode types (or one comma-separated string); empty means all.
-fn read_kinds(r: &mut Reader<'_>) -> Option<Vec<String>> {
-    let loc = r.child_loc("kinds");
-    let raw = r.raw("kinds")?;
-    let items: Vec<&Value> = match raw {
-        Value::Array(a) => a.iter().collect(),
-        Value::String(_) => vec![raw],
-        _ => Vec::new(),
-    };
-    let mut kinds = Vec::new();
-    let mut bad = !(raw.is_array() || raw.is_string());
-    for v in items {
-        match v.as_str() {
-            Some(s) if !s.contains('\0') => kinds.extend(s.split(',').map(str::trim).map(String::from)),
-            _ => bad = true,
-        }
-    }
-    kinds.retain(|k| !k.is_empty());
-    if bad || kinds.iter().any(|k| k.chars().count() > 128) {
-        let msg = "must be a list of episode kinds (strings of at most 128 characters)".into();
-        r.errors().push(FieldError { loc, msg, kind: "list_type" });
-    } else if kinds.len() > MAX_KINDS {
-        r.errors().push(FieldError { loc, msg: format!("must have at most {MAX_KINDS} items"), kind: "too_long" });
-    }
-    (!kinds.is_empty()).then_some(kinds)
-}
-
 async fn compile(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
-    let (subject_id, is_async) = parse_args("statewave_compile_subject", a, |r| {
-        // `force` is checked and ignored: a compile reads only the pending episodes either way.
-        r.opt_bool("force");
-        (subject(r), r.opt_bool("async").unwrap_or(false))
-    })?;
+    let c: Compile = parse_args("statewave_compile_subject", a, &[SUBJECT])?;
+    let (subject_id, is_async) = (c.subject, c.r#async.unwrap_or(false));
     if is_async {
         let (job, attached) = jobs::submit(&st.pool, tenant, &subject_id, st.config.job_stale_secs).await?;
         st.job_notify.notify_one();

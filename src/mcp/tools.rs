@@ -2,18 +2,22 @@
 //! Each reads its arguments with the HTTP API's rules and calls the same service.
 
 use rmcp::model::{Tool, ToolAnnotations};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
+use crate::http::body::between;
 use crate::http::compile::compile_error;
 use crate::http::extract::Caller;
-use crate::mcp::args::{self, context_args, ok, ok_json, parse, ToolResult, DATA_NOTICE};
+use crate::http::fields::bounded;
+use crate::mcp::args::{self, instant, ok, ok_json, parse, ContextArgs, ToolResult, DATA_NOTICE};
 use crate::model::episode::{Inserted, NewEpisode};
 use crate::model::memory::MemoryKind;
 use crate::services::compile::compile_batch_for;
 use crate::services::context::provenance;
 use crate::services::context_call::context_call;
 use crate::services::memories::{self, KindFilter, SearchQuery};
+use crate::services::receipts::ReceiptMeta;
 use crate::services::{episodes, timeline};
 use crate::state::AppState;
 
@@ -154,26 +158,41 @@ pub async fn call(st: &AppState, caller: &Caller, name: &str, a: &Value) -> Opti
     })
 }
 
+/// `remember`'s arguments (problems are reported in this order; [`REMEMBER_ARGS`] is the
+/// order its refusals list them in).
+#[derive(Debug, Deserialize, garde::Validate)]
+struct Remember {
+    #[garde(custom(bounded(1, 256)))]
+    subject_id: String,
+    #[garde(custom(bounded(1, 100_000)))]
+    text: String,
+    #[garde(custom(bounded(0, 256)))]
+    source: Option<String>,
+    #[garde(custom(bounded(0, 256)))]
+    session_id: Option<String>,
+    #[garde(skip)]
+    compile: Option<bool>,
+}
+
+/// `remember`'s argument names, in its schema's order.
+const REMEMBER_ARGS: [&str; 5] = ["subject_id", "text", "session_id", "source", "compile"];
+
 async fn remember(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
-    let known = ["subject_id", "text", "session_id", "source", "compile"];
-    let (input, compile) = parse(a, &known, |r| {
-        let subject_id = r.req_str("subject_id", 1, 256);
-        let text = r.req_str("text", 1, 100_000);
-        let episode = NewEpisode {
-            subject_id,
-            source: r.opt_str("source", 256).filter(|s| !s.is_empty()).unwrap_or_else(|| "mcp".into()),
-            kind: "message".into(),
-            // A chat message and nothing else: the text cannot carry structured candidates, so
-            // what becomes a fact is decided by the compiler's guarded heuristics alone.
-            payload: json!({"messages": [{"role": "user", "content": text}]}).as_object().cloned().unwrap_or_default(),
-            metadata: Map::new(),
-            provenance: json!({"via": "mcp"}).as_object().cloned().unwrap_or_default(),
-            session_id: r.opt_str("session_id", 256),
-            occurred_at: None,
-            idempotency_key: None,
-        };
-        (episode, r.opt_bool("compile").unwrap_or(false))
-    })?;
+    let r: Remember = args::parse_named(a, &REMEMBER_ARGS, &[])?;
+    let compile = r.compile.unwrap_or(false);
+    let input = NewEpisode {
+        subject_id: r.subject_id,
+        source: r.source.filter(|s| !s.is_empty()).unwrap_or_else(|| "mcp".into()),
+        kind: "message".into(),
+        // A chat message and nothing else: the text cannot carry structured candidates, so
+        // what becomes a fact is decided by the compiler's guarded heuristics alone.
+        payload: json!({"messages": [{"role": "user", "content": r.text}]}).as_object().cloned().unwrap_or_default(),
+        metadata: Map::new(),
+        provenance: json!({"via": "mcp"}).as_object().cloned().unwrap_or_default(),
+        session_id: r.session_id,
+        occurred_at: None,
+        idempotency_key: None,
+    };
     let (row, inserted) = episodes::ingest_one(&st.pool, &st.tenants, &st.webhooks, tenant, &input).await?;
     let mut out = json!({"episode_id": row.id, "subject_id": row.subject_id, "created": inserted == Inserted::New});
     let mut text = vec![format!("Recorded episode {} for {}.", row.id, row.subject_id)];
@@ -210,9 +229,30 @@ async fn compile_subject(st: &AppState, tenant: &str, subject_id: &str) -> Resul
     Ok(json!({"memories_created": created.len(), "memories": created, "has_more": has_more}))
 }
 
+/// `recall`'s arguments.
+#[derive(Debug, Deserialize, garde::Validate)]
+struct Recall {
+    #[garde(custom(bounded(1, 256)))]
+    subject_id: String,
+    #[garde(custom(bounded(1, 4000)))]
+    task: String,
+    #[garde(custom(between(1, 128_000)))]
+    max_tokens: Option<i64>,
+    #[garde(custom(bounded(0, 256)))]
+    session_id: Option<String>,
+    #[serde(default, deserialize_with = "instant")]
+    #[garde(skip)]
+    as_of: Option<chrono::DateTime<chrono::Utc>>,
+    #[garde(custom(bounded(0, 256)))]
+    caller_id: Option<String>,
+    #[garde(custom(bounded(0, 64)))]
+    caller_type: Option<String>,
+}
+
 async fn recall(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
-    let known = ["subject_id", "task", "max_tokens", "session_id", "as_of", "caller_id", "caller_type"];
-    let c = parse(a, &known, |r| context_args(r, false, "subject_id", "task"))?;
+    let r: Recall = parse(a)?;
+    let mut c = ContextArgs::new(r.subject_id, r.task, r.max_tokens, r.session_id, r.as_of);
+    c.meta = ReceiptMeta { caller_id: r.caller_id, caller_type: r.caller_type, ..ReceiptMeta::default() };
     let (bundle, receipt_id) =
         context_call(st, tenant, &c.req, c.emit_receipt, &c.meta).await.map_err(args::context_refused)?;
     let structured = json!({
@@ -232,40 +272,71 @@ async fn recall(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
     Ok(ok(text, structured))
 }
 
+/// `search_memories`' arguments.
+#[derive(Debug, Deserialize, garde::Validate)]
+struct Search {
+    #[garde(custom(bounded(1, 256)))]
+    subject_id: String,
+    #[garde(custom(bounded(1, 4000)))]
+    query: String,
+    #[garde(custom(bounded(0, 64)))]
+    kind: Option<String>,
+    #[garde(custom(between(1, 100)))]
+    limit: Option<i64>,
+}
+
 async fn search(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
-    let known = ["subject_id", "query", "kind", "limit"];
-    let query = parse(a, &known, |r| SearchQuery {
-        subject_id: r.req_str("subject_id", 1, 256),
-        q: Some(r.req_str("query", 1, 4000)),
-        kind: KindFilter::from_param(r.opt_str("kind", 64).as_deref()),
+    let s: Search = parse(a)?;
+    let query = SearchQuery {
+        subject_id: s.subject_id,
+        q: Some(s.query),
+        kind: KindFilter::from_param(s.kind.as_deref()),
         semantic: true,
         hybrid: true,
-        limit: r.opt_int("limit", 1, 100).unwrap_or(10),
-    })?;
+        limit: s.limit.unwrap_or(10),
+    };
     let (found, mode) = memories::search(&st.pool, &st.embedder, tenant, &query).await?;
     Ok(ok_json(&[DATA_NOTICE], json!({"memories": found, "search_mode": mode})))
 }
 
+/// `timeline`'s arguments.
+#[derive(Debug, Deserialize, garde::Validate)]
+struct Recent {
+    #[garde(custom(bounded(1, 256)))]
+    subject_id: String,
+    #[garde(custom(between(1, 200)))]
+    limit: Option<i64>,
+}
+
 async fn recent(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
-    let query = parse(a, &["subject_id", "limit"], |r| timeline::PageQuery {
-        subject_id: r.req_str("subject_id", 1, 256),
-        limit: r.opt_int("limit", 1, 200).unwrap_or(20),
+    let r: Recent = parse(a)?;
+    let query = timeline::PageQuery {
+        subject_id: r.subject_id,
+        limit: r.limit.unwrap_or(20),
         offset: 0,
         newest_first: true,
         active_only: false,
         filter: Default::default(),
-    })?;
+    };
     let page = timeline::page(&st.pool, tenant, &query).await?;
     let body = crate::http::timeline::Timeline::new(query.subject_id, page);
     Ok(ok_json(&[DATA_NOTICE], serde_json::to_value(body).map_err(anyhow::Error::from)?))
 }
 
+/// `forget`'s arguments.
+#[derive(Debug, Deserialize, garde::Validate)]
+struct Forget {
+    #[garde(custom(bounded(1, 256)))]
+    subject_id: String,
+    #[garde(custom(bounded(1, 64)))]
+    memory_id: String,
+}
+
 async fn forget(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
-    let (subject_id, raw_id) =
-        parse(a, &["subject_id", "memory_id"], |r| (r.req_str("subject_id", 1, 256), r.req_str("memory_id", 1, 64)))?;
-    let id = crate::http::input::memory_id_path(&raw_id)
+    let f: Forget = parse(a)?;
+    let id = uuid::Uuid::parse_str(&f.memory_id)
         .map_err(|_| args::invalid_one("memory_id", "must be a UUID", "uuid_parsing"))?;
-    match memories::forget(&st.pool, tenant, &subject_id, id).await? {
+    match memories::forget(&st.pool, tenant, &f.subject_id, id).await? {
         Some(m) => Ok(ok(
             vec![format!("Forgot memory {} of {}.", m.id, m.subject_id)],
             json!({"memory_id": m.id, "subject_id": m.subject_id, "status": m.status}),
