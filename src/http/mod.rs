@@ -9,7 +9,6 @@ pub mod context;
 pub mod episodes;
 pub mod extract;
 pub mod fields;
-pub mod input;
 pub mod labels;
 pub mod layers;
 pub mod memories;

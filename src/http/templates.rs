@@ -4,23 +4,20 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Serialize;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult, Envelope, FieldError};
+use crate::error::{ApiError, ApiResult, Envelope};
+use crate::http::body::no_nul_in_json;
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::input::object_at;
-use crate::http::schema::requests::ApplyTemplate;
+use crate::http::fields::{self, bounded, Leaves, EXTRA};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::model::episode::Episode;
 use crate::model::episode::{Inserted, NewEpisode, MAX_IDEMPOTENCY_KEY};
 use crate::services::templates::{self as svc, Application};
 use crate::state::AppState;
 use crate::templates::{catalog, Template, TemplateView};
-
-/// Keys an apply body may have.
-const BODY_KEYS: [&str; 4] = ["subject_id", "session_id", "values", "idempotency_key"];
 
 fn template(id: &str) -> ApiResult<&'static Template> {
     catalog::find(id).ok_or_else(|| ApiError::not_found("memory template not found"))
@@ -49,37 +46,54 @@ pub async fn get(Path(id): Path<String>) -> ApiResult<Json<TemplateView>> {
     Ok(Json(template(&id)?.view()))
 }
 
+/// `POST /v1/memory-templates/{template_id}/apply`.
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyTemplate {
+    #[garde(custom(bounded(1, 256)))]
+    #[schema(min_length = 1, max_length = 256)]
+    pub subject_id: String,
+    #[garde(custom(bounded(0, 256)))]
+    #[schema(max_length = 256)]
+    pub session_id: Option<String>,
+    /// Field name to value, checked against the template's fields.
+    #[garde(custom(no_nul_in_json))]
+    #[schema(value_type = BTreeMap<String, String>)]
+    pub values: Map<String, Value>,
+    #[garde(custom(bounded(0, MAX_IDEMPOTENCY_KEY)))]
+    #[schema(max_length = 512)]
+    pub idempotency_key: Option<String>,
+}
+
 /// Reads the body and checks the values; every problem (body keys and values alike) is
 /// reported in one 422.
 fn parse(body: &Value, t: &Template) -> ApiResult<NewEpisode> {
-    let mut errors = Vec::new();
-    let app = object_at(body, vec!["body".into()], &mut errors).map(|mut r| {
-        let app = Application {
-            subject_id: r.req_str("subject_id", 1, 256),
-            session_id: r.opt_str("session_id", 256),
-            values: r.req_object("values"),
-            idempotency_key: r.opt_str("idempotency_key", MAX_IDEMPOTENCY_KEY).filter(|k| !k.is_empty()),
-        };
-        for key in body.as_object().into_iter().flat_map(|o| o.keys()) {
-            if !BODY_KEYS.contains(&key.as_str()) {
-                let (loc, msg) = (r.child_loc(key), "extra inputs are not permitted".to_string());
-                r.errors().push(FieldError { loc, msg, kind: "extra_forbidden" });
+    match fields::read::<ApplyTemplate>(body, "body", Leaves::Json) {
+        Ok(app) => svc::episode_for(t, &app.into()).map_err(ApiError::validation),
+        Err(mut errors) => {
+            for e in errors.iter_mut().filter(|e| e.kind == "extra_forbidden") {
+                e.msg = EXTRA.to_string();
             }
+            // The values are checked against the template too when they are an object at all.
+            let values_readable = !errors.iter().any(|e| e.loc.get(1).is_some_and(|l| l == "values"));
+            if let Some(values) = body.get("values").and_then(Value::as_object).filter(|_| values_readable) {
+                if let Err(mut invalid) = t.validate(values) {
+                    errors.append(&mut invalid);
+                }
+            }
+            Err(ApiError::validation(errors))
         }
-        app
-    });
-    // Values are checked against the template only when they are an object at all.
-    let values_readable = !errors.iter().any(|e| e.loc.get(1).is_some_and(|l| l == "values"));
-    let episode = app.filter(|_| values_readable).and_then(|a| match svc::episode_for(t, &a) {
-        Ok(e) => Some(e),
-        Err(mut invalid) => {
-            errors.append(&mut invalid);
-            None
+    }
+}
+
+impl From<ApplyTemplate> for Application {
+    fn from(a: ApplyTemplate) -> Self {
+        Application {
+            subject_id: a.subject_id,
+            session_id: a.session_id,
+            values: a.values,
+            idempotency_key: a.idempotency_key.filter(|k| !k.is_empty()),
         }
-    });
-    match episode {
-        Some(e) if errors.is_empty() => Ok(e),
-        _ => Err(ApiError::validation(errors)),
     }
 }
 

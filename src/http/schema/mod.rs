@@ -1,10 +1,11 @@
-//! Doc-only OpenAPI types: what the hand-written parsers in `http::input` accept, and the
-//! shapes of responses whose bytes are built elsewhere (signed or canonical JSON).
+//! Doc-only OpenAPI types: the tenant config patch (checked key by key in
+//! `services::tenant_config`, which the console shares, so its limits are restated here and
+//! `tests/api/fuzz_bodies.rs`, which generates requests from the document, catches a mismatch),
+//! and the shapes of responses whose bytes are built elsewhere (signed or canonical JSON).
 //!
-//! Nothing here is (de)serialized on the request path. Request bodies and query strings are
-//! read by hand for field-precise 422s, so their limits are restated here and
-//! `tests/fuzz_bodies.rs` (which generates requests from the document) catches a mismatch;
-//! the response schemas are checked against real output by the unit tests in `responses`.
+//! Nothing here is (de)serialized on the request path: request bodies and query strings are
+//! the serde types beside their handlers. The response schemas are checked against real
+//! output by the unit tests in `responses`.
 
 pub mod requests;
 pub mod responses;

@@ -1,11 +1,10 @@
-//! Request bodies as the handlers read them (doc-only; see the module docs of `http::schema`).
-//! Optional fields may also be `null`, which the readers treat as absent.
+//! The tenant config patch as `services::tenant_config::parse_patch` reads it (doc-only; see
+//! the module docs of `http::schema`).
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use utoipa::ToSchema;
-
 
 /// When receipts are written.
 #[derive(Deserialize, ToSchema)]
@@ -75,18 +74,3 @@ pub struct TenantConfigPatch {
     /// Pin a region other than this server's.
     pub force_region_pin: Option<bool>,
 }
-
-/// `POST /v1/memory-templates/{template_id}/apply`.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ApplyTemplate {
-    #[schema(min_length = 1, max_length = 256)]
-    pub subject_id: String,
-    #[schema(max_length = 256)]
-    pub session_id: Option<String>,
-    /// Field name to value, checked against the template's fields.
-    pub values: BTreeMap<String, String>,
-    #[schema(max_length = 512)]
-    pub idempotency_key: Option<String>,
-}
-
