@@ -6,7 +6,6 @@ use anyhow::Context;
 use clap::Parser;
 use sha2::{Digest, Sha256};
 use sqlx::postgres::PgConnectOptions;
-use tracing_subscriber::EnvFilter;
 
 use mnemo::config::{
     AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, KeysAction, KeysArgs, LogFormat, McpBridgeArgs, PgAction, PgArgs,
@@ -17,55 +16,6 @@ use mnemo::progress::Reporter;
 use mnemo::receipts::signing::SigningKeys;
 use mnemo::transfer::{ExportArgs, ImportArgs};
 use mnemo::{db, AppState, RuntimeConfig};
-
-/// Logs to stdout (or stderr), and exports spans over OTLP when `export` and the environment
-/// ask for it (see [`mnemo::telemetry`]); the returned exporter is shut down at exit.
-fn init_logging(format: LogFormat, to_stderr: bool, export: bool) -> Option<mnemo::telemetry::Exporter> {
-    use tracing_subscriber::layer::SubscriberExt as _;
-    use tracing_subscriber::util::SubscriberInitExt as _;
-    use tracing_subscriber::Layer as _;
-
-    std::panic::set_hook(Box::new(log_panic));
-    let filter = EnvFilter::try_from_env("MNEMO_LOG").unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
-    let fmt = tracing_subscriber::fmt::layer().with_target(false);
-    // The stdio bridge owns stdout for JSON-RPC.
-    let fmt = match (to_stderr, format) {
-        (true, _) => fmt.with_writer(std::io::stderr).boxed(),
-        (false, LogFormat::Json) => fmt.json().flatten_event(true).boxed(),
-        (false, LogFormat::Text) => fmt.boxed(),
-    };
-    // MNEMO_LOG sets what is logged; exported spans have their own filter (see telemetry).
-    let fmt = fmt.with_filter(filter);
-    // The OTLP client blocks: it is built off the async runtime's threads.
-    let otel = if export {
-        std::thread::scope(|s| s.spawn(mnemo::telemetry::layer).join()).unwrap_or_else(|_| Ok(None))
-    } else {
-        Ok(None)
-    };
-    let (otel, exporter) = match otel {
-        Ok(Some((layer, exporter))) => (Some(layer), Some(exporter)),
-        Ok(None) => (None, None),
-        Err(e) => {
-            eprintln!("mnemo: OpenTelemetry export is off: {e:#}");
-            (None, None)
-        }
-    };
-    tracing_subscriber::registry().with(otel).with(fmt).init();
-    exporter
-}
-
-/// Reports a panic once, as a log event: inside a request it carries the request's span and id
-/// (the request then answers the opaque 500 from `CatchPanicLayer`).
-fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
-    let location = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
-    let payload = info.payload();
-    let message = payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(non-string payload)");
-    tracing::error!(request_id = mnemo::error::current_request_id(), panic = message, location, "panic");
-}
 
 /// Resolves the database: the given URL, or the embedded cluster. The cluster is returned only
 /// when this process started it: one that was already running (a live server's, or a crashed
@@ -420,7 +370,7 @@ async fn main() -> std::process::ExitCode {
         _ => LogFormat::Text,
     };
     // The stdio bridge owns stdout for JSON-RPC, and an export writes its file there.
-    let exporter = init_logging(
+    let exporter = mnemo::telemetry::init(
         format,
         matches!(cli.command, Command::Mcp(_) | Command::Export(_)),
         matches!(cli.command, Command::Serve(_)),

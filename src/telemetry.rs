@@ -18,6 +18,8 @@ use tracing_subscriber::filter::FilterFn;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
+use crate::config::LogFormat;
+
 /// `gen_ai.provider.name` of every memory span.
 pub const PROVIDER: &str = "mnemo";
 
@@ -139,6 +141,55 @@ pub async fn traced<T, E>(
         }
     }
     result
+}
+
+/// Logs to stdout (or stderr), and exports spans over OTLP when `export` and the environment
+/// ask for it (see [`layer`]); the returned exporter is shut down at exit.
+pub fn init(format: LogFormat, to_stderr: bool, export: bool) -> Option<Exporter> {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::Layer as _;
+
+    std::panic::set_hook(Box::new(log_panic));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MNEMO_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    let fmt = tracing_subscriber::fmt::layer().with_target(false);
+    // The stdio bridge owns stdout for JSON-RPC.
+    let fmt = match (to_stderr, format) {
+        (true, _) => fmt.with_writer(std::io::stderr).boxed(),
+        (false, LogFormat::Json) => fmt.json().flatten_event(true).boxed(),
+        (false, LogFormat::Text) => fmt.boxed(),
+    };
+    // MNEMO_LOG sets what is logged; exported spans have their own filter (see telemetry).
+    let fmt = fmt.with_filter(filter);
+    // The OTLP client blocks: it is built off the async runtime's threads.
+    let otel = if export {
+        std::thread::scope(|s| s.spawn(layer).join()).unwrap_or_else(|_| Ok(None))
+    } else {
+        Ok(None)
+    };
+    let (otel, exporter) = match otel {
+        Ok(Some((layer, exporter))) => (Some(layer), Some(exporter)),
+        Ok(None) => (None, None),
+        Err(e) => {
+            eprintln!("mnemo: OpenTelemetry export is off: {e:#}");
+            (None, None)
+        }
+    };
+    tracing_subscriber::registry().with(otel).with(fmt).init();
+    exporter
+}
+
+/// Reports a panic once, as a log event: inside a request it carries the request's span and id
+/// (the request then answers the opaque 500 from `CatchPanicLayer`).
+fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
+    let location = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+    let payload = info.payload();
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(non-string payload)");
+    tracing::error!(request_id = crate::error::current_request_id(), panic = message, location, "panic");
 }
 
 #[cfg(test)]

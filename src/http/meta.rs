@@ -1,7 +1,6 @@
 //! Probes and version: `/healthz`, `/readyz`, `/v1/version`.
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -90,24 +89,15 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
         let body = Readiness { status: ReadyState::NotReady, checks: vec![check] };
         return (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
     }
-    let started = Instant::now();
-    let probe =
-        tokio::time::timeout(Duration::from_secs(2), crate::db::health::ping(&st.pool))
-            .await;
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let (ok, detail) = match probe {
-        Ok(Ok(_)) => (true, None),
-        Ok(Err(_)) => (false, Some("database query failed")),
-        Err(_) => (false, Some("database did not answer within 2s")),
-    };
+    let probe = crate::services::health::database(&st.pool).await;
     let check = ReadinessCheck {
         name: "database",
-        status: if ok { "ok" } else { "fail" },
-        latency_ms: (latency_ms * 100.0).round() / 100.0,
-        detail,
+        status: if probe.ok { "ok" } else { "fail" },
+        latency_ms: probe.latency_ms,
+        detail: probe.detail,
     };
     let (code, status) =
-        if ok { (StatusCode::OK, ReadyState::Ready) } else { (StatusCode::SERVICE_UNAVAILABLE, ReadyState::NotReady) };
+        if probe.ok { (StatusCode::OK, ReadyState::Ready) } else { (StatusCode::SERVICE_UNAVAILABLE, ReadyState::NotReady) };
     (code, Json(Readiness { status, checks: vec![check] })).into_response()
 }
 

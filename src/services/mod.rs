@@ -8,6 +8,7 @@ pub mod dump;
 pub mod episodes;
 pub mod erase;
 pub mod handoff;
+pub mod health;
 pub mod jobs;
 pub mod keys;
 pub mod labels;

@@ -65,7 +65,7 @@ pub struct TenantConfigPatch {
     /// The tenant's own verb frames for the heuristic compiler (at most 64).
     #[schema(max_items = 64)]
     pub attribute_frames: Option<Vec<AttributeFrame>>,
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 1000000)]
     pub rate_limit_rpm: Option<i64>,
     pub auto_labeling: Option<bool>,
     /// 409 unless it equals the stored version.
