@@ -10,13 +10,13 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::db;
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::body::between;
 use crate::http::extract::Tenant;
 use crate::http::query::{instant, int, length, query};
 use crate::http::schema::responses::Receipt;
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::input::rules::between;
 use crate::model::time::isoformat;
-use crate::receipts::exact_json::parse_exact;
+use crate::receipts::canonical::parse_stored;
 use crate::receipts::signing::verify as verify_signature;
 use crate::services::receipts::{verify_chain, ChainReport};
 use crate::services::replay::{replay as run_replay, ReplayDeps, ReplayError};
@@ -27,7 +27,7 @@ fn not_found() -> ApiError {
 }
 
 fn with_status(row: &db::receipts::ReceiptRow) -> ApiResult<Value> {
-    let mut body = parse_exact(&row.body).map_err(ApiError::Internal)?;
+    let mut body = parse_stored(&row.body).map_err(ApiError::Internal)?;
     body["status"] = json!(row.status);
     if let Some(t) = &row.tombstoned_at {
         body["tombstoned_at"] = json!(isoformat(t));
@@ -141,7 +141,7 @@ pub async fn verify(
 ) -> ApiResult<Json<ReceiptVerdict>> {
     let mut conn = db::scope::begin(&st.pool, &tenant).await?;
     let row = db::receipts::get(&mut conn, &tenant, &id).await?.ok_or_else(not_found)?;
-    let body = parse_exact(&row.body).map_err(ApiError::Internal)?;
+    let body = parse_stored(&row.body).map_err(ApiError::Internal)?;
     let v = verify_signature(&body, &st.signing_keys);
     Ok(Json(ReceiptVerdict {
         valid: v.valid,

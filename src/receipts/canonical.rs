@@ -40,6 +40,15 @@ struct Style {
 const COMPACT: Style = Style { item_sep: ",", key_sep: ":", ensure_ascii: false };
 const PYTHON_DEFAULT: Style = Style { item_sep: ", ", key_sep: ": ", ensure_ascii: true };
 
+/// Reads stored receipt or certificate text back for verification or replay.
+///
+/// Every float must come back bit for bit, or the canonical text and its signature change:
+/// serde_json's `float_roundtrip` feature (on in Cargo.toml) reads floats correctly rounded,
+/// which the tests below hold it to (Python's canonical cases, random canonical documents).
+pub fn parse_stored(text: &str) -> anyhow::Result<Value> {
+    Ok(serde_json::from_str(text)?)
+}
+
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -231,7 +240,6 @@ fn push_python_repr(out: &mut String, digits: &str, exp: i32) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::receipts::exact_json::parse_exact;
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -324,43 +332,39 @@ mod tests {
 
     #[test]
     fn python_canonical_cases_match_byte_for_byte() {
-        let cases = parse_exact(CASES).unwrap();
+        let cases = parse_stored(CASES).unwrap();
         let cases = cases.as_array().unwrap();
         assert!(cases.len() > 300);
-        let mut serde_json_misparsed = 0;
         for case in cases {
             let expected = case["canonical"].as_str().unwrap();
             assert_eq!(canonical_v1(&case["input"]), expected);
-            assert_eq!(canonical_v1(&parse_exact(expected).unwrap()), expected);
-            let via_serde: Value = serde_json::from_str(expected).unwrap();
-            serde_json_misparsed += usize::from(canonical_v1(&via_serde) != expected);
+            assert_eq!(canonical_v1(&parse_stored(expected).unwrap()), expected);
         }
-        // Informational: how many would break if read with plain serde_json instead of parse_exact.
-        eprintln!("plain serde_json misreads {serde_json_misparsed} of {} canonical cases", cases.len());
     }
 
     #[test]
-    fn parse_exact_reads_floats_correctly_rounded() {
-        // serde_json's default parser reads this 17-digit score as 0.98381149223148 (one ulp off); parse_exact does not.
+    fn parse_stored_reads_floats_correctly_rounded() {
+        // serde_json without `float_roundtrip` reads this 17-digit score one ulp off.
         let text = "0.9838114922314801";
-        assert_eq!(parse_exact(text).unwrap().as_f64().unwrap().to_bits(), 0.9838114922314801f64.to_bits());
-        assert_eq!(canonical_v1(&parse_exact(text).unwrap()), text);
+        assert_eq!(parse_stored(text).unwrap().as_f64().unwrap().to_bits(), 0.9838114922314801f64.to_bits());
+        assert_eq!(canonical_v1(&parse_stored(text).unwrap()), text);
     }
 
     #[test]
-    fn parse_exact_accepts_json() {
+    fn parse_stored_accepts_json() {
         let text = " {\"a\" : [1, -0, 1.5E+3, -2e-3, 18446744073709551616, true, false, null],\n\t\"s\": \
                     \"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\ud83d\\udc4b\", \"k\": {\"k\": 1, \"k\": 2}} ";
-        let value = parse_exact(text).unwrap();
+        let value = parse_stored(text).unwrap();
         assert_eq!(
             canonical_v1(&value),
-            "{\"a\":[1,0,1500.0,-0.002,1.8446744073709552e+19,true,false,null],\"k\":{\"k\":2},\"s\":\"\\\"\\\\/\\b\\f\\n\\r\\té👋\"}"
+            "{\"a\":[1,-0.0,1500.0,-0.002,1.8446744073709552e+19,true,false,null],\"k\":{\"k\":2},\"s\":\"\\\"\\\\/\\b\\f\\n\\r\\té👋\"}"
         );
-        assert!(value["a"][1].is_u64());
+        // `-0` is a float, as serde_json reads it (canonical text never holds `-0`: it writes `-0.0`)
+        assert!(value["a"][1].is_f64());
     }
 
     #[test]
-    fn parse_exact_rejects_invalid_json() {
+    fn parse_stored_rejects_invalid_json() {
         let deep = "[".repeat(200) + &"]".repeat(200);
         for bad in [
             "",
@@ -388,10 +392,10 @@ mod tests {
             "1 2",
             &deep,
         ] {
-            assert!(parse_exact(bad).is_err(), "{bad:?}");
+            assert!(parse_stored(bad).is_err(), "{bad:?}");
         }
         let nested = "[".repeat(100) + &"]".repeat(100);
-        assert!(parse_exact(&nested).is_ok());
+        assert!(parse_stored(&nested).is_ok());
     }
 
     #[test]
@@ -450,7 +454,7 @@ mod tests {
         fn float_repr_round_trips_and_matches_reference(f in finite_f64()) {
             let out = float(f);
             prop_assert_eq!(out.parse::<f64>().unwrap().to_bits(), f.to_bits());
-            prop_assert_eq!(parse_exact(&out).unwrap().as_f64().unwrap().to_bits(), f.to_bits());
+            prop_assert_eq!(parse_stored(&out).unwrap().as_f64().unwrap().to_bits(), f.to_bits());
             prop_assert_eq!(out, reference_repr(f));
         }
 
@@ -466,7 +470,7 @@ mod tests {
         #[test]
         fn canonical_text_parses_back_to_the_same_canonical(value in arb_json()) {
             let text = canonical_v1(&value);
-            let reparsed = parse_exact(&text).unwrap();
+            let reparsed = parse_stored(&text).unwrap();
             prop_assert_eq!(&reparsed, &value);
             prop_assert_eq!(canonical_v1(&reparsed), text);
         }

@@ -2,5 +2,4 @@
 
 pub mod canonical;
 pub mod certificate;
-pub mod exact_json;
 pub mod signing;

@@ -179,7 +179,7 @@ pub fn verify(body: &Value, keys: &SigningKeys) -> Verification {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::super::exact_json::parse_exact;
+    use super::super::canonical::parse_stored;
     use super::*;
     use serde_json::json;
     use std::path::PathBuf;
@@ -195,7 +195,7 @@ mod tests {
 
     /// (name, keys holding just that case's key, signed body) for every Python-signed fixture.
     fn python_cases() -> Vec<(String, SigningKeys, Value)> {
-        let cases = parse_exact(PYTHON_SIGNED).unwrap();
+        let cases = parse_stored(PYTHON_SIGNED).unwrap();
         let cases = cases.as_array().unwrap();
         assert!(cases.len() >= 6);
         cases
@@ -226,7 +226,7 @@ mod tests {
         for ((name, keys, _), case) in python_cases().into_iter().zip(cases.as_array().unwrap()) {
             let reason = verify(&case["body"], &keys).reason;
             if name == "full_precision_floats" {
-                // Documents why stored receipts must be read with parse_exact (or serde_json's float_roundtrip).
+                // Documents why stored receipts must be read with parse_stored (or serde_json's float_roundtrip).
                 eprintln!("plain serde_json on {name}: {reason}");
             } else {
                 assert_eq!(reason, "ok", "{name}");

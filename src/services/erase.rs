@@ -18,7 +18,6 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use crate::telemetry::{self, MemoryOp};
 use crate::db;
 use crate::model::time::now_micros;
 use crate::receipts::canonical::canonical_v1;
@@ -26,6 +25,7 @@ use crate::receipts::certificate::{self, subject_digest, ErasureFacts};
 use crate::receipts::signing::SigningKeys;
 use crate::services::receipts::{new_receipt_id, tombstone_body};
 use crate::services::webhooks::{WebhookEvent, Webhooks};
+use crate::telemetry::{self, MemoryOp};
 
 /// What an erasure removed, and its certificate.
 #[derive(Debug, Clone)]
@@ -140,7 +140,7 @@ pub async fn certificate(
     let Some(text) = db::erasures::get(&mut conn, tenant, erasure_id).await? else {
         return Ok(None);
     };
-    let cert = crate::receipts::exact_json::parse_exact(&text)?;
+    let cert = crate::receipts::canonical::parse_stored(&text)?;
     let check = certificate::verify(&cert, keys);
     Ok(Some((cert, check)))
 }

@@ -267,7 +267,7 @@ pub async fn verify_chain(pool: &PgPool, tenant: &str) -> anyhow::Result<ChainRe
 }
 
 fn body_links_match(r: &db::receipts::ReceiptRow) -> bool {
-    match crate::receipts::exact_json::parse_exact(&r.body) {
+    match crate::receipts::canonical::parse_stored(&r.body) {
         Ok(b) => {
             b["chain"]["seq"] == json!(r.seq)
                 && b["chain"]["prev_hash"] == json!(r.prev_hash)

@@ -14,7 +14,7 @@ use crate::db;
 use crate::embed::Embedder;
 use crate::model::time::parse_datetime;
 use crate::policy::eval::PolicyMode;
-use crate::receipts::exact_json::parse_exact;
+use crate::receipts::canonical::parse_stored;
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::{assemble, ContextRequest, PolicyContext, TaskVectorCache};
 use crate::services::receipts::{build_body, emit, ReceiptMeta, RANKING_VERSION};
@@ -138,8 +138,8 @@ async fn rebuild(deps: &ReplayDeps<'_>, tenant: &str, receipt_id: &str, current:
     if row.status == "tombstoned" {
         return Err(unreplayable("tombstoned", "the receipt's content was removed (retention or erasure)"));
     }
-    let body =
-        parse_exact(&row.body).map_err(|e| unreplayable("invalid_snapshot", format!("stored body unreadable: {e}")))?;
+    let body = parse_stored(&row.body)
+        .map_err(|e| unreplayable("invalid_snapshot", format!("stored body unreadable: {e}")))?;
     if body["mode"] == "as_of_replay" {
         return Err(unreplayable("nested_replay", "the receipt is itself a replay"));
     }

@@ -11,7 +11,7 @@ use maud::{html, Markup};
 use crate::console::diff::{self, Line};
 use crate::console::{html, layout, seg, Ctx, PageError, PageResult};
 use crate::db;
-use crate::receipts::exact_json::parse_exact;
+use crate::receipts::canonical::parse_stored;
 use crate::receipts::signing::verify;
 use crate::services::replay::{rebuild_text, replay as run_replay, ReplayDeps, ReplayError};
 use crate::state::AppState;
@@ -53,7 +53,7 @@ async fn receipt_page(
     let mut tx = db::scope::begin(&st.pool, tenant).await?;
     let row = db::receipts::get(&mut tx, tenant, id).await?.ok_or_else(|| PageError::not_found("Receipt"))?;
     drop(tx);
-    let body_json = parse_exact(&row.body)?;
+    let body_json = parse_stored(&row.body)?;
     let v = verify(&body_json, &st.signing_keys);
     let action = format!("/admin/ui/t/{}/receipts/{}/replay", seg(tenant), seg(id));
     let body = html! {
