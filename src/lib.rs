@@ -9,6 +9,7 @@ pub mod db;
 pub mod embed;
 pub mod error;
 pub mod http;
+pub mod input;
 pub mod mcp;
 pub mod metrics;
 pub mod model;

@@ -107,10 +107,10 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use serde_json::{json, Value};
 
-    /// The tenant config patch is checked key by key in `services::tenant_config`, apart from
-    /// the type that documents it: every integer and text limit the document states must be
-    /// the one the check enforces (a value at each bound passes, one past it fails), and every
-    /// documented key must be one the check knows.
+    /// The tenant config patch's limits are stated twice on its type, for utoipa and for garde:
+    /// every integer and text limit the document states must be the one the check enforces (a
+    /// value at each bound passes, one past it fails), and every documented key must be one the
+    /// check knows.
     #[test]
     fn tenant_config_patch_limits_are_the_enforced_ones() {
         let doc = super::document();
@@ -121,13 +121,17 @@ mod tests {
             if key == "expected_version" || key == "force_region_pin" {
                 continue; // not config keys: the version check and the region pin's override
             }
-            let ty = schema["type"].as_array().and_then(|t| t.first()).or(Some(&schema["type"])).and_then(Value::as_str);
+            let ty =
+                schema["type"].as_array().and_then(|t| t.first()).or(Some(&schema["type"])).and_then(Value::as_str);
             match ty {
                 Some("integer") => {
                     let min = schema["minimum"].as_i64().unwrap_or_else(|| panic!("{key}: no minimum documented"));
                     let max = schema["maximum"].as_i64().unwrap_or_else(|| panic!("{key}: no maximum documented"));
                     assert!(ok(key, json!(min)) && ok(key, json!(max)), "{key}: documented bounds refused");
-                    assert!(!ok(key, json!(min - 1)) && !ok(key, json!(max + 1)), "{key}: beyond the documented bounds accepted");
+                    assert!(
+                        !ok(key, json!(min - 1)) && !ok(key, json!(max + 1)),
+                        "{key}: beyond the documented bounds accepted"
+                    );
                     checked += 1;
                 }
                 Some("string") if schema.get("maxLength").is_some() => {
@@ -136,7 +140,10 @@ mod tests {
                     assert!(ok(key, json!("r".repeat(max.max(1)))), "{key}: documented max length refused");
                     assert!(!ok(key, json!("r".repeat(max + 1))), "{key}: over the documented max length accepted");
                     if min > 0 {
-                        assert!(!ok(key, json!("r".repeat(min - 1))), "{key}: under the documented min length accepted");
+                        assert!(
+                            !ok(key, json!("r".repeat(min - 1))),
+                            "{key}: under the documented min length accepted"
+                        );
                     }
                     checked += 1;
                 }

@@ -64,8 +64,7 @@ where
     if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
         resource = resource.with_service_name("mnemo");
     }
-    let provider =
-        SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build()).build();
+    let provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build()).build();
     let tracer = provider.tracer("mnemo");
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
@@ -151,7 +150,8 @@ pub fn init(format: LogFormat, to_stderr: bool, export: bool) -> Option<Exporter
     use tracing_subscriber::Layer as _;
 
     std::panic::set_hook(Box::new(log_panic));
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MNEMO_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MNEMO_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
     let fmt = tracing_subscriber::fmt::layer().with_target(false);
     // The stdio bridge owns stdout for JSON-RPC.
     let fmt = match (to_stderr, format) {
@@ -162,11 +162,8 @@ pub fn init(format: LogFormat, to_stderr: bool, export: bool) -> Option<Exporter
     // MNEMO_LOG sets what is logged; exported spans have their own filter (see telemetry).
     let fmt = fmt.with_filter(filter);
     // The OTLP client blocks: it is built off the async runtime's threads.
-    let otel = if export {
-        std::thread::scope(|s| s.spawn(layer).join()).unwrap_or_else(|_| Ok(None))
-    } else {
-        Ok(None)
-    };
+    let otel =
+        if export { std::thread::scope(|s| s.spawn(layer).join()).unwrap_or_else(|_| Ok(None)) } else { Ok(None) };
     let (otel, exporter) = match otel {
         Ok(Some((layer, exporter))) => (Some(layer), Some(exporter)),
         Ok(None) => (None, None),

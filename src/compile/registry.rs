@@ -12,8 +12,11 @@ use super::frames::{tenant_frames, Frame};
 /// Maximum number of tenant-defined claim keys.
 pub const MAX_TENANT_KEYS: usize = 64;
 
-/// Whether a key holds one current value (superseding) or accumulates values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether a key holds one current value (superseding) or accumulates values (the wire's
+/// `scope`: `single` or `multi`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(as = ClaimScope)]
 pub enum Cardinality {
     /// One value at a time; a different value contradicts the old one.
     Single,

@@ -8,11 +8,10 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope, FieldError};
 use crate::http::extract::{valid_tenant_id, JsonBody};
-use crate::http::schema::requests::TenantConfigPatch;
 use crate::http::schema::CommonErrors;
 use crate::model::tenant_config::ConfigDoc;
 use crate::model::time::isoformat;
-use crate::services::tenant_config::{self as svc, PatchError};
+use crate::services::tenant_config::{self as svc, PatchError, TenantConfigPatch};
 use crate::state::AppState;
 
 fn checked_tenant(tenant_id: &str) -> ApiResult<()> {

@@ -13,11 +13,12 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::body::{chars, no_nul, tenant_id, valid, NOT_OBJECT, REQUIRED};
+use crate::http::body::valid;
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::path::subject_id_path;
 use crate::http::query::{query, TargetTenant};
 use crate::http::schema::CommonErrors;
+use crate::input::rules::{chars, no_nul, tenant_id, NOT_OBJECT, REQUIRED};
 use crate::progress::Silent;
 use crate::services::statewave_backup::{self as svc, ExportDocument, ImportError, ImportRequest, Imported};
 use crate::state::AppState;

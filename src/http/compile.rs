@@ -9,9 +9,10 @@ use utoipa::ToSchema;
 
 use crate::db;
 use crate::error::{ApiError, ApiResult, Envelope};
+use crate::http::body::valid;
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::body::{chars, no_nul, valid};
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::input::rules::{chars, no_nul};
 use crate::model::memory::Memory;
 use crate::services::compile::{compile_batch_for, CompileError};
 use crate::services::jobs::{self, COMPILATION_FAILED};

@@ -9,9 +9,10 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult};
+use crate::http::body::valid;
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::body::{between, chars, datetime, no_nul, valid};
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::input::rules::{between, chars, datetime, no_nul};
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
 use crate::services::context::{self as assemble, provenance, Bundle, SessionInfo};

@@ -10,9 +10,10 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::error::{ApiResult, Envelope};
-use crate::http::body::{chars, datetime, list_len, no_nul, valid};
+use crate::http::body::valid;
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::input::rules::{chars, datetime, list_len, no_nul};
 use crate::model::episode::{Episode, Inserted, NewEpisode, MAX_IDEMPOTENCY_KEY};
 use crate::services::episodes as svc;
 use crate::state::AppState;

@@ -8,11 +8,12 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::db::labels::SuggestedFilter;
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::body::{between, chars, list_len, no_nul, valid};
+use crate::http::body::valid;
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::path::memory_id_path;
 use crate::http::query::{int, length, query, target_tenant, TargetTenant, MAX_OFFSET};
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::input::rules::{between, chars, list_len, no_nul};
 use crate::model::memory::MemoryKind;
 use crate::model::time::isoformat;
 use crate::policy::suggest::{CatalogueEntry, CATALOGUE};
@@ -117,7 +118,6 @@ pub async fn list(
         .collect();
     Ok(Json(ReviewQueue { memories, total: page.total, limit, offset, catalogue: CATALOGUE.to_vec() }))
 }
-
 
 /// `POST /admin/memories/{memory_id}/promote-labels`. Unknown fields are ignored.
 #[derive(Debug, Deserialize, ToSchema, garde::Validate)]

@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::body::{between, chars, list_len, no_nul, valid};
+use crate::http::body::valid;
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::path::memory_id_path;
 use crate::http::query::{int, length, query, yes};
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::input::rules::{between, chars, list_len, no_nul};
 use crate::model::memory::Memory;
 use crate::policy::labels::{normalise_labels, MAX_LABELS};
 use crate::services::memories::{self as svc, search as run_search, KindFilter, SearchMode, SearchQuery};
@@ -96,7 +97,6 @@ pub async fn search(
     let (memories, mode) = run_search(st.read_pool().await?, &st.embedder, &tenant, &query).await?;
     Ok(Json(SearchResults { memories, search_mode: mode }))
 }
-
 
 /// `PATCH /v1/memories/{id}/labels`. Unknown fields are ignored.
 #[derive(Debug, Deserialize, ToSchema, garde::Validate)]

@@ -96,8 +96,11 @@ pub async fn readyz(State(st): State<AppState>) -> Response {
         latency_ms: probe.latency_ms,
         detail: probe.detail,
     };
-    let (code, status) =
-        if probe.ok { (StatusCode::OK, ReadyState::Ready) } else { (StatusCode::SERVICE_UNAVAILABLE, ReadyState::NotReady) };
+    let (code, status) = if probe.ok {
+        (StatusCode::OK, ReadyState::Ready)
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, ReadyState::NotReady)
+    };
     (code, Json(Readiness { status, checks: vec![check] })).into_response()
 }
 

@@ -8,7 +8,6 @@ pub mod compile;
 pub mod context;
 pub mod episodes;
 pub mod extract;
-pub mod fields;
 pub mod labels;
 pub mod layers;
 pub mod memories;

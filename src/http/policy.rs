@@ -9,10 +9,11 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope};
+use crate::http::body::valid;
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::body::{chars, no_nul, valid, NOT_TEXT, REQUIRED};
 use crate::http::query::{query, TargetTenant};
 use crate::http::schema::CommonErrors;
+use crate::input::rules::{chars, no_nul, NOT_TEXT, REQUIRED};
 use crate::services::policy as svc;
 use crate::state::AppState;
 

@@ -1,5 +1,5 @@
 //! Query strings: one `Deserialize + IntoParams + garde::Validate` type per endpoint, read
-//! with every parameter's problem in one 422 (see `http::fields`). The first occurrence of a
+//! with every parameter's problem in one 422 (see `input`). The first occurrence of a
 //! repeated parameter counts and unknown parameters are ignored; numbers are read trimmed,
 //! booleans as `true/false`, `1/0`, `yes/no` or `on/off` in any case. Text limits are worded
 //! "must be MIN..MAX characters without NUL" (kind `string_length`).
@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use utoipa::IntoParams;
 
 use crate::error::ApiError;
-use crate::http::body::{Measured, Text, DATETIME_REFUSED};
-use crate::http::fields::{self, Leaves};
+use crate::input::rules::{Measured, Text, DATETIME_REFUSED};
+use crate::input::{self, Leaves};
 
 /// The largest `offset` of a page.
 pub const MAX_OFFSET: i64 = i32::MAX as i64;
@@ -26,7 +26,7 @@ where
     for (name, value) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
         params.entry(name.into_owned()).or_insert_with(|| Value::String(value.into_owned()));
     }
-    fields::read(&Value::Object(params), "query", Leaves::Text).map_err(ApiError::validation)
+    input::read(&Value::Object(params), "query", Leaves::Text).map_err(ApiError::validation)
 }
 
 /// A default integer (`#[serde(default = "int::<50>")]`, `#[param(default = int::<50>)]`).
@@ -55,7 +55,7 @@ pub fn length<T: Measured + Text>(min: usize, max: usize) -> impl FnOnce(&T, &()
 /// garde rule `custom(target_tenant)`: a tenant id as the header is checked (absent passes).
 pub fn target_tenant(value: &Option<String>, ctx: &()) -> garde::Result {
     length(0, 256)(value, ctx)?;
-    crate::http::body::tenant_id(value, ctx)
+    crate::input::rules::tenant_id(value, ctx)
 }
 
 /// `deserialize_with` for an ISO-8601 instant of at most 64 characters (without an offset,
@@ -82,7 +82,7 @@ where
     if s.is_empty() {
         return Ok(None);
     }
-    fields::from_text(&s).map(Some).map_err(D::Error::custom)
+    input::from_text(&s).map(Some).map_err(D::Error::custom)
 }
 
 /// `tenant_id` of the admin routes that may act on another tenant.
@@ -112,7 +112,7 @@ mod tests {
         #[garde(custom(length(1, 8)))]
         subject_id: String,
         #[serde(default = "int::<20>")]
-        #[garde(custom(crate::http::body::between(1, 200)))]
+        #[garde(custom(crate::input::rules::between(1, 200)))]
         limit: i64,
         #[serde(default)]
         #[garde(skip)]

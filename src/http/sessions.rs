@@ -8,12 +8,13 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
 use crate::error::ApiResult;
-use crate::http::body::{between, chars, no_nul, valid, ONE_OF};
+use crate::http::body::valid;
 use crate::http::context::refused;
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::path::subject_id_path;
 use crate::http::query::{choice, int, length, query, MAX_OFFSET};
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::input::rules::{between, chars, no_nul, ONE_OF};
 use crate::model::time::{isoformat, now_micros};
 
 use crate::services::handoff::{self, handoff as build_handoff, HandoffView};

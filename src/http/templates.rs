@@ -9,10 +9,11 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::body::no_nul_in_json;
 use crate::http::extract::{JsonBody, Tenant};
-use crate::http::fields::{self, bounded, Leaves, EXTRA};
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::input::rules::bounded;
+use crate::input::rules::no_nul_in_json;
+use crate::input::{self, Leaves, EXTRA};
 use crate::model::episode::Episode;
 use crate::model::episode::{Inserted, NewEpisode, MAX_IDEMPOTENCY_KEY};
 use crate::services::templates::{self as svc, Application};
@@ -68,7 +69,7 @@ pub struct ApplyTemplate {
 /// Reads the body and checks the values; every problem (body keys and values alike) is
 /// reported in one 422.
 fn parse(body: &Value, t: &Template) -> ApiResult<NewEpisode> {
-    match fields::read::<ApplyTemplate>(body, "body", Leaves::Json) {
+    match input::read::<ApplyTemplate>(body, "body", Leaves::Json) {
         Ok(app) => svc::episode_for(t, &app.into()).map_err(ApiError::validation),
         Err(mut errors) => {
             for e in errors.iter_mut().filter(|e| e.kind == "extra_forbidden") {

@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::ApiResult;
-use crate::http::body::between;
 use crate::http::extract::Tenant;
 use crate::http::query::{int, length, query, MAX_OFFSET};
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::input::rules::between;
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
 use crate::services::timeline::{self, Page, PageQuery};

@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::body::between;
 use crate::http::query::{int, length, query, MAX_OFFSET};
 use crate::http::schema::CommonErrors;
+use crate::input::rules::between;
 use crate::services::webhooks::admin::{self as svc, EventView, RetryRefused, WebhookStats};
 use crate::state::AppState;
 

@@ -12,12 +12,12 @@ use uuid::Uuid;
 
 use crate::db::working_memory::{LoggedEpisode, SessionRow, SnapshotRow};
 use crate::error::{ApiError, ApiResult, Envelope, FieldError};
-use crate::http::body::{between, check_str, nullable, typed};
+use crate::http::body::valid;
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::path::{subject_id_path, text_id_path};
-use crate::model::text::contains_nul;
 use crate::http::query::{int, length, query, MAX_OFFSET};
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::input::rules::{between, chars, no_nul, nullable};
 use crate::model::episode::Episode;
 use crate::model::time::isoformat;
 use crate::services::working_memory::{
@@ -158,29 +158,54 @@ pub struct SessionListParams {
 }
 
 /// `PUT .../snapshot`: a new snapshot that replaces `prev` (null for the session's first).
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotRequest {
-    /// The caller's summary of the covered turns (1-32768 characters).
+    /// The caller's summary of the covered turns (1-32768 characters, not blank).
     #[schema(min_length = 1, max_length = 32768)]
+    #[garde(custom(chars(1, MAX_SUMMARY_CHARS)), custom(no_nul), custom(not_blank))]
     pub summary: String,
-    /// Episodes of the session that are never summarised (at most 100).
+    /// Episodes of the session that are never summarised (at most 100 distinct; repeats are
+    /// counted once).
     #[serde(default)]
     #[schema(max_items = 100)]
+    #[garde(custom(distinct_at_most(MAX_PINNED)))]
     pub pinned: Vec<Uuid>,
     /// Cursor of the last episode the summary stands for.
+    #[garde(skip)]
     pub covers_through: String,
     /// The latest snapshot this one replaces; null for the first. Required.
     #[serde(deserialize_with = "nullable")]
+    #[garde(skip)]
     pub prev: Option<Uuid>,
 }
 
+/// garde rule: text with something besides whitespace.
+fn not_blank(value: &str, _: &()) -> garde::Result {
+    if value.trim().is_empty() && !value.is_empty() {
+        return Err(garde::Error::new("must not be blank"));
+    }
+    Ok(())
+}
+
+/// garde rule: at most `max` distinct ids.
+fn distinct_at_most(max: usize) -> impl FnOnce(&Vec<Uuid>, &()) -> garde::Result {
+    move |ids, _| {
+        let distinct: std::collections::BTreeSet<&Uuid> = ids.iter().collect();
+        if distinct.len() > max {
+            return Err(garde::Error::new(format!("must have at most {max} distinct episodes")));
+        }
+        Ok(())
+    }
+}
+
 /// `PATCH /v1/subjects/{subject_id}/sessions/{session_id}`.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
 #[serde(deny_unknown_fields)]
 pub struct SessionPatch {
     /// Keys to set; a key set to null is removed.
     #[schema(value_type = Object)]
+    #[garde(custom(no_nul))]
     pub metadata: Map<String, Value>,
 }
 
@@ -270,30 +295,12 @@ pub async fn put_snapshot(
 ) -> ApiResult<(StatusCode, Json<Snapshot>)> {
     subject_id_path(&subject_id)?;
     session_id_path(&session_id)?;
-    let req: SnapshotRequest = typed(body)?;
-    let mut errors: Vec<FieldError> = check_str("summary", &req.summary, 1, MAX_SUMMARY_CHARS).into_iter().collect();
-    if req.summary.trim().is_empty() {
-        errors.push(FieldError {
-            loc: vec!["body".into(), "summary".into()],
-            msg: "must not be blank".into(),
-            kind: "string_length",
-        });
-    }
+    let req: SnapshotRequest = valid(body)?;
     let mut pinned: Vec<Uuid> = Vec::with_capacity(req.pinned.len());
     for id in &req.pinned {
         if !pinned.contains(id) {
             pinned.push(*id);
         }
-    }
-    if pinned.len() > MAX_PINNED {
-        errors.push(FieldError {
-            loc: vec!["body".into(), "pinned".into()],
-            msg: format!("at most {MAX_PINNED} episodes"),
-            kind: "too_long",
-        });
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::validation(errors));
     }
     let covers_through = parse_cursor(&req.covers_through)
         .ok_or_else(|| invalid_cursor("covers_through", "covers_through is not a cursor of this log"))?;
@@ -333,15 +340,7 @@ pub async fn patch(
 ) -> ApiResult<Json<SessionSummary>> {
     subject_id_path(&subject_id)?;
     session_id_path(&session_id)?;
-    let req: SessionPatch = typed(body)?;
-    let patch = req.metadata;
-    if patch.iter().any(|(k, v)| k.contains('\0') || contains_nul(v)) {
-        return Err(ApiError::validation(vec![FieldError {
-            loc: vec!["body".into(), "metadata".into()],
-            msg: "must not contain NUL characters".into(),
-            kind: "value_error",
-        }]));
-    }
+    let patch = valid::<SessionPatch>(body)?.metadata;
     match svc::patch_metadata(&st.pool, &tenant, &subject_id, &session_id, &patch).await? {
         None => Err(no_session(&session_id)),
         Some(Ok(row)) => Ok(Json(row.into())),

@@ -1,7 +1,7 @@
 //! Tool arguments to checked service inputs, with the HTTP API's field rules, and service
 //! errors to tool results: a bad argument is a tool error the model can read, never a 5xx.
 //! Each tool's arguments are one serde type, read with every problem in one answer
-//! (`http::fields`).
+//! (`input`).
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde::de::{DeserializeOwned, Error as _};
@@ -9,9 +9,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{json, Map, Value};
 
 use crate::error::{ApiError, FieldError};
-use crate::http::body::DATETIME_REFUSED;
 use crate::http::context::DEFAULT_MAX_TOKENS;
-use crate::http::fields::{self, field_names, Leaves};
+use crate::input::rules::DATETIME_REFUSED;
+use crate::input::{self, field_names, Leaves};
 use crate::services::context::ContextRequest;
 use crate::services::context_call::CallError;
 use crate::services::receipts::ReceiptMeta;
@@ -83,7 +83,7 @@ where
             errors.push(((at, 0), conflict.clone()));
         }
     }
-    let read = match fields::read::<T>(&input, "arguments", Leaves::Json) {
+    let read = match input::read::<T>(&input, "arguments", Leaves::Json) {
         Ok(v) => Some(v),
         Err(read_errors) => {
             for mut e in read_errors {
@@ -91,7 +91,10 @@ where
                 let mut key = (position(&name), 1);
                 for (group, p) in &picked {
                     // giving one of the group satisfies it
-                    if e.kind == "missing" && p.chosen.is_some_and(|c| c != name) && group.names.contains(&name.as_str()) {
+                    if e.kind == "missing"
+                        && p.chosen.is_some_and(|c| c != name)
+                        && group.names.contains(&name.as_str())
+                    {
                         key.1 = u8::MAX;
                     }
                     if let (Some(given), true) = (p.chosen, group.aliases && group.names[0] == name) {
@@ -262,13 +265,13 @@ pub fn error_result(e: ApiError) -> CallToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::fields::{bounded, required};
+    use crate::input::rules::{bounded, required};
 
     #[derive(Debug, Deserialize, garde::Validate)]
     struct Args {
         #[garde(custom(bounded(1, 256)))]
         subject_id: String,
-        #[garde(custom(crate::http::body::between(1, 10)))]
+        #[garde(custom(crate::input::rules::between(1, 10)))]
         limit: Option<i64>,
     }
 

@@ -57,11 +57,7 @@ where
 }
 
 async fn ingest(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
-    let one_of = [
-        SUBJECT,
-        OneOf::alias(&["kind", "type"]),
-        OneOf::exclusive(&["text", "payload"]),
-    ];
+    let one_of = [SUBJECT, OneOf::alias(&["kind", "type"]), OneOf::exclusive(&["text", "payload"])];
     let input: Ingest = parse_args("statewave_ingest_episode", a, &one_of)?;
     let input = NewEpisode::from(input);
     let (row, _) = episodes::ingest_one(&st.pool, &st.tenants, &st.webhooks, tenant, &input).await?;

@@ -5,10 +5,10 @@ use serde::de::{self, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use crate::http::body::{between, no_nul_in_json, ONE_OF};
-use crate::http::fields::{bounded, required};
 use crate::http::query::MAX_OFFSET;
 use crate::http::timeline::TimelineStatus;
+use crate::input::rules::{between, no_nul_in_json, ONE_OF};
+use crate::input::rules::{bounded, required};
 use crate::mcp::args::instant;
 use crate::model::episode::{NewEpisode, MAX_IDEMPOTENCY_KEY};
 

@@ -177,11 +177,11 @@ mod tests {
     use utoipa::{IntoParams, PartialSchema};
 
     use super::*;
-    use crate::http::memories::SearchParams;
-    use crate::http::timeline::TimelineParams;
     use crate::http::compile::CompileRequest;
     use crate::http::context::ContextRequest;
     use crate::http::episodes::CreateEpisode;
+    use crate::http::memories::SearchParams;
+    use crate::http::timeline::TimelineParams;
 
     fn body_fields<T: PartialSchema>() -> Vec<String> {
         let v = serde_json::to_value(T::schema()).unwrap_or_default();

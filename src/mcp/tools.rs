@@ -6,10 +6,10 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
-use crate::http::body::between;
 use crate::http::compile::compile_error;
 use crate::http::extract::Caller;
-use crate::http::fields::bounded;
+use crate::input::rules::between;
+use crate::input::rules::bounded;
 use crate::mcp::args::{self, instant, ok, ok_json, parse, ContextArgs, ToolResult, DATA_NOTICE};
 use crate::model::episode::{Inserted, NewEpisode};
 use crate::model::memory::MemoryKind;

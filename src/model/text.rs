@@ -21,7 +21,6 @@ pub fn contains_nul(v: &Value) -> bool {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

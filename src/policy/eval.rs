@@ -15,7 +15,7 @@ use super::bundle::{Action, Bundle, Rule, When};
 pub const REDACTION_MARKER: &str = "[REDACTED by policy]";
 
 /// Tenant `config.policy_mode`: whether decisions are only recorded or also applied.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PolicyMode {
     /// Record decisions in the receipt; return every memory unchanged (the default).

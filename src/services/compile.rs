@@ -15,7 +15,6 @@ use serde_json::{json, Value};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::telemetry::{self, MemoryOp};
 use crate::compile::claims::{parse_claim, Cardinality, Registry};
 use crate::compile::link::{link_by_similarity, link_drafts, Current, SIMILARITY_THRESHOLD};
 use crate::compile::llm::prompt::CurrentFact;
@@ -32,6 +31,7 @@ use crate::policy::suggest::suggest_labels;
 use crate::services::episodes::new_id;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::state::AppState;
+use crate::telemetry::{self, MemoryOp};
 
 /// Why a compile failed.
 #[derive(Debug, thiserror::Error)]

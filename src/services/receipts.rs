@@ -10,6 +10,7 @@
 use std::sync::Mutex;
 
 use chrono::Utc;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
@@ -42,15 +43,35 @@ pub fn receipts_disabled() -> bool {
     )
 }
 
+/// Tenant `config.receipts`: when context calls write receipts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReceiptsMode {
+    /// Every context call writes one.
+    Always,
+    /// A call writes one when it asks (`emit_receipt: true`); the default.
+    #[default]
+    OnRequest,
+    /// No call writes one.
+    Never,
+}
+
+impl ReceiptsMode {
+    /// Reads `receipts` from a tenant config object; absent or unrecognised is `on_request`.
+    pub fn from_config(config: &Value) -> Self {
+        config.get("receipts").and_then(|v| Self::deserialize(v).ok()).unwrap_or_default()
+    }
+}
+
 /// The emission decision: disabled switch, then tenant `receipts` (always/never), else the request's opt-in.
 pub fn should_emit(config: &Value, emit_receipt: Option<bool>) -> bool {
     if receipts_disabled() {
         return false;
     }
-    match config.get("receipts").and_then(Value::as_str) {
-        Some("always") => true,
-        Some("never") => false,
-        _ => emit_receipt == Some(true),
+    match ReceiptsMode::from_config(config) {
+        ReceiptsMode::Always => true,
+        ReceiptsMode::Never => false,
+        ReceiptsMode::OnRequest => emit_receipt == Some(true),
     }
 }
 

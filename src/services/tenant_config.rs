@@ -4,14 +4,128 @@
 //! `expected_version` are refused before anything is written. `null` resets a key to its
 //! default (for `region`: unpinned).
 
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sqlx::PgPool;
+use utoipa::ToSchema;
 
 use crate::compile::frames::validate_tenant_frames;
-use crate::compile::registry::{validate_tenant_claim_keys, Registry};
+use crate::compile::registry::{validate_tenant_claim_keys, Cardinality, Registry};
 use crate::db;
 use crate::error::FieldError;
+use crate::input::rules::{between, bounded, NUL_IN_JSON};
+use crate::input::{self, Leaves, Setting};
 pub use crate::model::tenant_config::ConfigDoc;
+use crate::policy::eval::PolicyMode;
+use crate::services::receipts::ReceiptsMode;
+
+/// `PATCH /admin/tenants/{tenant_id}/config`: the keys sent are set, a key sent as `null` is
+/// reset to its default (`region`: unpinned), the rest are kept. Unknown keys are refused.
+#[derive(Debug, Default, Deserialize, ToSchema, garde::Validate)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfigPatch {
+    /// When context calls write receipts (default `on_request`).
+    #[serde(default)]
+    #[schema(value_type = Option<ReceiptsMode>)]
+    #[garde(skip)]
+    pub receipts: Setting<ReceiptsMode>,
+    /// Days receipts are kept; 0 keeps them for ever.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 36500)]
+    #[garde(custom(between(0, 36500)))]
+    pub receipt_retention_days: Setting<i64>,
+    /// Whether policy decisions are only recorded or also applied (default `log_only`).
+    #[serde(default)]
+    #[schema(value_type = Option<PolicyMode>)]
+    #[garde(skip)]
+    pub policy_mode: Setting<PolicyMode>,
+    /// Refuse context calls that do not name their caller.
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    #[garde(skip)]
+    pub require_caller_identity: Setting<bool>,
+    /// The region the tenant's data is pinned to.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
+    #[garde(custom(bounded(1, 64)))]
+    pub region: Setting<String>,
+    /// The id of the key that signs the tenant's receipts.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 64)]
+    #[garde(custom(bounded(1, 64)))]
+    pub receipt_signing_key_id: Setting<String>,
+    /// The tenant's own claim keys (`"ns.key": "single" | "multi"`, at most 64; built-in keys
+    /// cannot be redefined).
+    #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, Cardinality>>)]
+    #[garde(custom(allowed_claim_keys))]
+    pub claim_keys: Setting<BTreeMap<String, Cardinality>>,
+    /// The tenant's own verb frames for the heuristic compiler (at most 64).
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<AttributeFrame>>, max_items = 64)]
+    #[garde(custom(known_frames))]
+    pub attribute_frames: Setting<Vec<AttributeFrame>>,
+    /// Requests per minute per API key and for the tenant, in place of the server's
+    /// `MNEMO_RATE_LIMIT_RPM`; 0 is no limit.
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 1000000)]
+    #[garde(custom(between(0, 1_000_000)))]
+    pub rate_limit_rpm: Setting<i64>,
+    /// Suggest sensitivity labels for new memories (on by default).
+    #[serde(default)]
+    #[schema(value_type = Option<bool>)]
+    #[garde(skip)]
+    pub auto_labeling: Setting<bool>,
+    /// 409 unless it equals the stored version (0: the document must not exist yet).
+    #[schema(minimum = 0)]
+    #[garde(custom(between(0, i64::MAX)))]
+    pub expected_version: Option<i64>,
+    /// Pin a region other than this server's anyway.
+    #[garde(skip)]
+    pub force_region_pin: Option<bool>,
+}
+
+/// One tenant verb frame: a phrase with one value slot, and the claim key it states.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttributeFrame {
+    /// e.g. `"we bill through {name}"`; slots `{value}`, `{name}`, `{place}`, `{role}`,
+    /// `{cadence}`, `{diet}`, speakers `{i}` and `{im}`, choices `(a|b)`, optional `(x )?`.
+    #[schema(max_length = 500)]
+    pub pattern: String,
+    /// A known claim key, an `attr.*` key, or `link`.
+    pub key: String,
+    /// Also read when told in the past ("first day at …").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<bool>,
+}
+
+/// garde rule: claim keys the registry accepts (it words the problem, naming the key).
+fn allowed_claim_keys(keys: &Setting<BTreeMap<String, Cardinality>>, _: &()) -> garde::Result {
+    match keys.value() {
+        Some(map) => {
+            let as_json = serde_json::to_value(map).unwrap_or_default();
+            validate_tenant_claim_keys(&as_json).map_err(garde::Error::new)
+        }
+        None => Ok(()),
+    }
+}
+
+/// garde rule: frames that compile, each naming a key the registry knows.
+fn known_frames(frames: &Setting<Vec<AttributeFrame>>, _: &()) -> garde::Result {
+    match frames.value() {
+        Some(list) if !list.is_empty() => {
+            if list.iter().any(|f| f.pattern.contains('\0') || f.key.contains('\0')) {
+                return Err(garde::Error::new(NUL_IN_JSON));
+            }
+            let as_json = serde_json::to_value(list).unwrap_or_default();
+            validate_tenant_frames(&as_json, &Registry::builtin()).map_err(garde::Error::new)
+        }
+        _ => Ok(()),
+    }
+}
 
 /// A checked partial update.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -26,6 +140,40 @@ pub struct Patch {
     pub force_region_pin: bool,
 }
 
+impl Patch {
+    fn put<T: Serialize>(&mut self, key: &str, setting: Setting<T>) {
+        match setting {
+            Setting::Keep => {}
+            Setting::Reset => self.remove.push(key.to_string()),
+            Setting::Set(v) => {
+                // the types serialize to the JSON they were read from
+                self.set.insert(key.to_string(), serde_json::to_value(v).unwrap_or(Value::Null));
+            }
+        }
+    }
+}
+
+impl From<TenantConfigPatch> for Patch {
+    fn from(p: TenantConfigPatch) -> Self {
+        let mut out = Patch {
+            expected_version: p.expected_version,
+            force_region_pin: p.force_region_pin.unwrap_or(false),
+            ..Patch::default()
+        };
+        out.put("receipts", p.receipts);
+        out.put("receipt_retention_days", p.receipt_retention_days);
+        out.put("policy_mode", p.policy_mode);
+        out.put("require_caller_identity", p.require_caller_identity);
+        out.put("region", p.region);
+        out.put("receipt_signing_key_id", p.receipt_signing_key_id);
+        out.put("claim_keys", p.claim_keys);
+        out.put("attribute_frames", p.attribute_frames);
+        out.put("rate_limit_rpm", p.rate_limit_rpm);
+        out.put("auto_labeling", p.auto_labeling);
+        out
+    }
+}
+
 /// Why a PATCH was refused.
 #[derive(Debug, Clone)]
 pub enum PatchError {
@@ -37,85 +185,11 @@ pub enum PatchError {
     VersionConflict { expected: i64, actual: i64 },
 }
 
-fn field(name: &str, msg: impl Into<String>, kind: &'static str) -> FieldError {
-    FieldError { loc: vec!["body".into(), name.into()], msg: msg.into(), kind }
-}
-
-fn check_value(key: &str, v: &Value) -> Result<(), FieldError> {
-    let one_of = |allowed: &[&str]| match v.as_str() {
-        Some(s) if allowed.contains(&s) => Ok(()),
-        _ => Err(field(key, format!("must be one of {}", allowed.join(", ")), "enum")),
-    };
-    let int_in = |min: i64, max: i64| match v.as_i64() {
-        Some(n) if (min..=max).contains(&n) && !v.is_f64() => Ok(()),
-        _ => Err(field(key, format!("must be an integer in {min}..={max}"), "int_range")),
-    };
-    match key {
-        "receipts" => one_of(&["always", "on_request", "never"]),
-        "policy_mode" => one_of(&["log_only", "enforce"]),
-        "receipt_retention_days" => int_in(0, 36500),
-        "rate_limit_rpm" => int_in(0, 1_000_000),
-        "require_caller_identity" | "auto_labeling" => {
-            v.as_bool().map(|_| ()).ok_or_else(|| field(key, "must be a boolean", "bool_type"))
-        }
-        "region" => match v.as_str() {
-            Some(s) if !s.is_empty() && s.chars().count() <= 64 => Ok(()),
-            _ => Err(field(key, "must be a string of 1-64 characters, or null", "string_type")),
-        },
-        "receipt_signing_key_id" => match v.as_str() {
-            Some(s) if !s.is_empty() && s.chars().count() <= 64 => Ok(()),
-            _ => Err(field(key, "must be a string of 1-64 characters", "string_type")),
-        },
-        "claim_keys" => validate_tenant_claim_keys(v).map_err(|m| field(key, m, "value_error")),
-        "attribute_frames" => validate_tenant_frames(v, &Registry::builtin()).map_err(|m| field(key, m, "value_error")),
-        _ => Err(field(key, "extra inputs are not permitted", "extra_forbidden")),
-    }
-}
-
-/// Checks a PATCH body against the known keys; `server_region` is this server's region.
+/// Reads a PATCH body as [`TenantConfigPatch`] (every problem in one answer); `server_region`
+/// is this server's region, which a pin elsewhere must be forced to leave.
 pub fn parse_patch(body: &Value, server_region: Option<&str>) -> Result<Patch, PatchError> {
-    let Some(obj) = body.as_object() else {
-        return Err(PatchError::Invalid(vec![FieldError {
-            loc: vec!["body".into()],
-            msg: "must be a JSON object".into(),
-            kind: "dict_type",
-        }]));
-    };
-    let mut patch = Patch::default();
-    let mut errors = Vec::new();
-    for (k, v) in obj {
-        // Postgres cannot store NUL in jsonb text: refuse it here rather than fail the write.
-        if crate::model::text::contains_nul(v) {
-            errors.push(field(k, "must not contain NUL bytes (\\u0000)", "string_nul"));
-            continue;
-        }
-        match k.as_str() {
-            "expected_version" => match v.as_i64().filter(|n| *n >= 0 && !v.is_f64()) {
-                Some(n) => patch.expected_version = Some(n),
-                None if v.is_null() => {}
-                None => errors.push(field(k, "must be a non-negative integer", "int_type")),
-            },
-            "force_region_pin" => match v {
-                Value::Bool(b) => patch.force_region_pin = *b,
-                Value::Null => {}
-                _ => errors.push(field(k, "must be a boolean", "bool_type")),
-            },
-            _ if v.is_null() => match check_value(k, &Value::Null) {
-                // Null resets a known key; unknown keys stay refused.
-                Err(e) if e.kind == "extra_forbidden" => errors.push(e),
-                _ => patch.remove.push(k.clone()),
-            },
-            _ => match check_value(k, v) {
-                Ok(()) => {
-                    patch.set.insert(k.clone(), v.clone());
-                }
-                Err(e) => errors.push(e),
-            },
-        }
-    }
-    if !errors.is_empty() {
-        return Err(PatchError::Invalid(errors));
-    }
+    let typed: TenantConfigPatch = input::read(body, "body", Leaves::Json).map_err(PatchError::Invalid)?;
+    let patch = Patch::from(typed);
     if let (Some(server), Some(pin)) = (server_region, patch.set.get("region").and_then(Value::as_str)) {
         if pin != server && !patch.force_region_pin {
             return Err(PatchError::InvalidPin(format!(
@@ -201,6 +275,34 @@ mod tests {
         assert_eq!(invalid_fields(json!({"unknown": null})), ["unknown"]);
         assert_eq!(invalid_fields(json!({"receipt_signing_key_id": "k\u{0}"})), ["receipt_signing_key_id"]);
         assert!(matches!(parse_patch(&json!([1]), None), Err(PatchError::Invalid(_))));
+    }
+
+    #[test]
+    fn every_problem_is_located_and_the_values_are_stored_as_sent() {
+        let errs = match parse_patch(
+            &json!({"claim_keys": {"crm.stage": "sometimes"}, "policy_mode": 3, "rate_limit_rpm": -1,
+                    "attribute_frames": [{"pattern": "we bill via {name}", "key": "attr.billing", "colour": 1}]}),
+            None,
+        ) {
+            Err(PatchError::Invalid(errs)) => errs,
+            other => panic!("expected invalid, got {other:?}"),
+        };
+        let got: Vec<(String, &str)> = errs.iter().map(|e| (e.loc.join("."), e.kind)).collect();
+        assert_eq!(
+            got,
+            [
+                ("body.policy_mode".to_string(), "string_type"),
+                ("body.claim_keys.crm.stage".to_string(), "enum"),
+                ("body.attribute_frames.0.colour".to_string(), "extra_forbidden"),
+                ("body.rate_limit_rpm".to_string(), "int_range"),
+            ]
+        );
+        let frames = json!([{"pattern": "we bill (through|via) {name}", "key": "attr.billing_provider"}]);
+        let p = parse_patch(&json!({"claim_keys": {"crm.stage": "multi"}, "attribute_frames": frames}), None).unwrap();
+        assert_eq!(p.set.get("claim_keys"), Some(&json!({"crm.stage": "multi"})));
+        assert_eq!(p.set.get("attribute_frames"), Some(&frames));
+        let bad = json!({"attribute_frames": [{"pattern": "we bill through", "key": "attr.billing_provider"}]});
+        assert!(matches!(parse_patch(&bad, None), Err(PatchError::Invalid(e)) if e[0].msg.contains("value slot")));
     }
 
     #[test]

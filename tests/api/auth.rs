@@ -2,7 +2,6 @@
 //! security headers.
 #![allow(clippy::unwrap_used)]
 
-
 use crate::common::{spawn, spawn_replica, spawn_with, TestApp};
 use mnemo::services::access::AccessPolicy;
 use mnemo::RuntimeConfig;
@@ -20,7 +19,8 @@ async fn call(app: &TestApp, key: Option<&str>, tenant: Option<&str>, path: &str
 }
 
 async fn ingest(app: &TestApp, key: &str, subject: &str, text: &str) -> (u16, Value) {
-    let r = app.client.post(app.url("/v1/episodes")).header("X-API-Key", key).json(&crate::common::episode(subject, text));
+    let r =
+        app.client.post(app.url("/v1/episodes")).header("X-API-Key", key).json(&crate::common::episode(subject, text));
     crate::common::split(r.send().await.unwrap()).await
 }
 

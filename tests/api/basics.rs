@@ -1,7 +1,6 @@
 //! Cross-cutting HTTP behaviour: probes, request ids, auth, tenants, timeline and subjects.
 #![allow(clippy::unwrap_used)]
 
-
 use crate::common::{episode, spawn, spawn_with, split};
 use mnemo::RuntimeConfig;
 use serde_json::json;

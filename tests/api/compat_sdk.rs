@@ -4,7 +4,6 @@
 //! virtualenv this test says so and skips; set `MNEMO_REQUIRE_COMPAT=1` to make that a failure.
 #![allow(clippy::unwrap_used)]
 
-
 use std::path::PathBuf;
 
 use mnemo::RuntimeConfig;

@@ -1,7 +1,6 @@
 //! Compile through HTTP: drain, supersession, claims, async jobs, concurrency, failures, search, labels.
 #![allow(clippy::unwrap_used)]
 
-
 use std::sync::Arc;
 use std::time::Duration;
 

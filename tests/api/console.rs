@@ -5,7 +5,6 @@
 //! it), so CI really runs it. Screenshots of every page go to `target/console-screenshots/`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -2,7 +2,6 @@
 //! the loopback-only rule without keys, and sessions ending with their key.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use crate::common::TestApp;
 use reqwest::redirect::Policy;
 

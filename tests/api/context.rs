@@ -1,7 +1,6 @@
 //! POST /v1/context through HTTP: validation, budget, determinism, as_of, gates, sessions, tenants.
 #![allow(clippy::unwrap_used)]
 
-
 use crate::common::{episode, spawn, spawn_full};
 use serde_json::{json, Value};
 

@@ -1,7 +1,6 @@
 //! Episode ingest through HTTP: creation, idempotency, batches, and bad input that writes nothing.
 #![allow(clippy::unwrap_used)]
 
-
 use crate::common::{episode, spawn};
 use serde_json::json;
 

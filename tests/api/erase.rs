@@ -1,11 +1,10 @@
 //! DELETE /v1/subjects/{id}: every row of the subject goes, other subjects and tenants stay.
 #![allow(clippy::unwrap_used)]
 
-
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use crate::common::{spawn, TestApp};
+use base64::Engine as _;
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -129,7 +128,8 @@ async fn deletes_racing_ingests_and_compiles_never_fail_and_leave_nothing() {
         max_attempts: 1000,
         ..Default::default()
     };
-    let app = std::sync::Arc::new(crate::common::spawn_with(mnemo::RuntimeConfig { webhooks, ..Default::default() }).await);
+    let app =
+        std::sync::Arc::new(crate::common::spawn_with(mnemo::RuntimeConfig { webhooks, ..Default::default() }).await);
     let deadline = Instant::now() + Duration::from_secs(4);
     let mut tasks = Vec::new();
     for worker in 0..7 {

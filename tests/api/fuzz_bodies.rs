@@ -6,7 +6,6 @@
 //! Cases come from proptest strategies drawn with a deterministic runner, so every run sends the same requests.
 #![allow(clippy::unwrap_used)]
 
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -1509,8 +1508,11 @@ async fn mcp_tool_arguments_never_break_the_rules() {
             }
             assert!(f.count(&label, 400..500) > refused, "{label}: no mutated arguments were refused");
         }
-        let any_call =
-            crate::common::mcp::request(1, "tools/call", json!({"name": "timeline", "arguments": {"subject_id": SEEDED}}));
+        let any_call = crate::common::mcp::request(
+            1,
+            "tools/call",
+            json!({"name": "timeline", "arguments": {"subject_id": SEEDED}}),
+        );
         for _ in 0..cases() / 2 {
             let (r, ct) = f.draw(&(raw(), content_type()));
             let bytes = raw_bytes(&any_call, &r, &json!({}), &doc);

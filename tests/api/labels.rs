@@ -2,7 +2,6 @@
 //! (rules, audit trail, tenancy) and the tenant switch that turns suggestions off.
 #![allow(clippy::unwrap_used)]
 
-
 use crate::common::{spawn, TestApp};
 use serde_json::{json, Value};
 

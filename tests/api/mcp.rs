@@ -3,7 +3,6 @@
 //! the HTTP API's answer, and the official Python client over HTTP and through `mnemo mcp`.
 #![allow(clippy::unwrap_used)]
 
-
 use std::path::PathBuf;
 
 use crate::common::mcp::{self, request, LEGACY, MODERN};
@@ -272,7 +271,8 @@ async fn origins_are_checked() {
 
 #[tokio::test]
 async fn the_statewave_toolset_answers_with_statewaves_names_and_bodies() {
-    let app = crate::common::spawn_with(with_mcp(McpConfig { toolset: Toolset::Statewave, ..Default::default() })).await;
+    let app =
+        crate::common::spawn_with(with_mcp(McpConfig { toolset: Toolset::Statewave, ..Default::default() })).await;
     let tools = mcp::tools(&app, None).await;
     assert_eq!(
         names(&tools),
@@ -417,7 +417,8 @@ async fn python_mcp_client_suite_passes() {
     let app = crate::common::spawn_with(with_mcp(McpConfig { allow_forget: true, ..Default::default() })).await;
     let alpha = mnemo::services::keys::create(&app.pool, "alpha", false, None).await.unwrap().secret;
     let beta = mnemo::services::keys::create(&app.pool, "beta", false, None).await.unwrap().secret;
-    let statewave = crate::common::spawn_with(with_mcp(McpConfig { toolset: Toolset::Statewave, ..Default::default() })).await;
+    let statewave =
+        crate::common::spawn_with(with_mcp(McpConfig { toolset: Toolset::Statewave, ..Default::default() })).await;
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat/mcp");
     let out = tokio::process::Command::new(python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])

@@ -1,7 +1,6 @@
 //! The OpenAPI document matches the routes and the committed `openapi.json`.
 #![allow(clippy::unwrap_used)]
 
-
 use std::collections::BTreeSet;
 
 #[test]
@@ -29,9 +28,11 @@ fn committed_file_matches_the_code() {
 
 #[tokio::test]
 async fn served_publicly() {
-    let app =
-        crate::common::spawn_with(mnemo::RuntimeConfig { api_key_sha256: Some([7u8; 32]), ..mnemo::RuntimeConfig::default() })
-            .await;
+    let app = crate::common::spawn_with(mnemo::RuntimeConfig {
+        api_key_sha256: Some([7u8; 32]),
+        ..mnemo::RuntimeConfig::default()
+    })
+    .await;
     let (s, doc) = app.get("/openapi.json").await;
     assert_eq!(s, 200);
     assert_eq!(doc["openapi"], "3.1.0");

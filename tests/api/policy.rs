@@ -4,7 +4,6 @@
 //! every context call (a change through another server or by SQL is seen by the next call).
 #![allow(clippy::unwrap_used)]
 
-
 use crate::common::{spawn, spawn_replica, TestApp};
 use mnemo::RuntimeConfig;
 use serde_json::{json, Value};
@@ -274,7 +273,8 @@ async fn policy_bodies_are_typed_with_located_errors() {
     assert_eq!((s, kind(&b)), (422, (json!(["body", "bundle"]), json!("string_type"))), "{b}");
     let (s, b) = app.post_as("acme", "/admin/policy/bundles", &json!({"bundle": null})).await;
     assert_eq!((s, kind(&b)), (422, (json!(["body", "bundle"]), json!("missing"))), "{b}");
-    let (s, b) = app.post_as("acme", "/admin/policy/bundles", &json!({"tenant_id": "t".repeat(257), "bundle": BUNDLE})).await;
+    let (s, b) =
+        app.post_as("acme", "/admin/policy/bundles", &json!({"tenant_id": "t".repeat(257), "bundle": BUNDLE})).await;
     assert_eq!((s, kind(&b)), (422, (json!(["body", "tenant_id"]), json!("string_too_long"))), "{b}");
     // A JSON object is a bundle too, stored as its JSON text.
     let object = json!({"version": 1, "rules": [{"id": "r", "when": {"caller_id": "x"}, "action": "deny"}]});

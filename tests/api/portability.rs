@@ -5,7 +5,6 @@
 //! when absent).
 #![allow(clippy::unwrap_used)]
 
-
 use std::path::PathBuf;
 
 use crate::common::{spawn, TestApp};

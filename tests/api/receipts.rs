@@ -1,7 +1,6 @@
 //! Receipts over HTTP: emission, reads, paging, signatures, tampering, the chain, replay, erasure.
 #![allow(clippy::unwrap_used)]
 
-
 use crate::common::{spawn, TestApp};
 use mnemo::receipts::signing::SigningKeys;
 use serde_json::{json, Value};

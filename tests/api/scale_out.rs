@@ -4,7 +4,6 @@
 //! this suite through pgbouncer in transaction pooling mode.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::time::Duration;
 
 use crate::common::{spawn_replica, TestApp};
@@ -94,8 +93,9 @@ async fn erasure_is_complete_while_another_process_compiles() {
     let (a, b) = two().await;
     for round in 0..4 {
         let subject = format!("gone:{round}");
-        let batch: Vec<_> =
-            (0..40).map(|i| crate::common::episode(&subject, &format!("My project codename is Kite{round}x{i}."))).collect();
+        let batch: Vec<_> = (0..40)
+            .map(|i| crate::common::episode(&subject, &format!("My project codename is Kite{round}x{i}.")))
+            .collect();
         assert_eq!(a.post("/v1/episodes/batch", &json!({"episodes": batch})).await.0, 201);
         let body = json!({"subject_id": subject});
         let compile = b.post("/v1/memories/compile", &body);

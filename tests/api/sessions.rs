@@ -2,9 +2,8 @@
 //! briefs with receipts and policy, and their erasure.
 #![allow(clippy::unwrap_used)]
 
-
-use chrono::{Duration, SecondsFormat, Utc};
 use crate::common::{spawn, TestApp};
+use chrono::{Duration, SecondsFormat, Utc};
 use serde_json::{json, Value};
 
 fn ago(minutes: i64) -> String {

@@ -3,7 +3,6 @@
 //! (Citus) without changing a key.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::collections::BTreeSet;
 
 use sqlx::PgPool;

@@ -3,7 +3,6 @@
 //! (children of the request's server span), and no span carries the subject, the content or the task.
 #![allow(clippy::unwrap_used)]
 
-
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -101,7 +100,8 @@ async fn memory_operations_export_genai_spans_without_content() {
         "payload": {"messages": [{"role": "user", "content": "My cat is called Zorblaxian and I work at Quintarix."}]}});
     let r = call(reqwest::Method::POST, "/v1/episodes").json(&episode).send().await.unwrap();
     assert_eq!(r.status(), 201);
-    let r = call(reqwest::Method::POST, "/v1/memories/compile").json(&json!({"subject_id": subject})).send().await.unwrap();
+    let r =
+        call(reqwest::Method::POST, "/v1/memories/compile").json(&json!({"subject_id": subject})).send().await.unwrap();
     assert!(r.status().is_success(), "compile: {}", r.status());
     let r = call(reqwest::Method::POST, "/v1/context")
         .json(&json!({"subject_id": subject, "task": "What is the name of Zorblaxian's owner's cat?"}))

@@ -1,7 +1,6 @@
 //! Memory templates: the catalogue, strict application, and what the resulting episodes compile into.
 #![allow(clippy::unwrap_used)]
 
-
 use crate::common::TestApp;
 use serde_json::{json, Value};
 

@@ -1,7 +1,6 @@
 //! Tenancy: row-level security as a second wall behind the application's tenant filters.
 #![allow(clippy::unwrap_used)]
 
-
 use crate::common::{spawn, TestApp};
 use serde_json::json;
 

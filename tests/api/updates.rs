@@ -3,7 +3,6 @@
 //! and a tenant's own verb frames extend the registry.
 #![allow(clippy::unwrap_used)]
 
-
 use crate::common::spawn;
 use serde_json::{json, Value};
 

@@ -2,15 +2,14 @@
 //! committed changes, are signed, retried, dead-lettered, shared by replicas, and erased.
 #![allow(clippy::unwrap_used)]
 
-
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::TestApp;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use crate::common::TestApp;
 use mnemo::services::webhooks::signature::verify;
 use mnemo::services::webhooks::{Secret, WebhookConfig, WebhookEvent, Webhooks};
 use mnemo::RuntimeConfig;
@@ -298,7 +297,8 @@ async fn two_replicas_deliver_each_event_exactly_once() {
     let mut sent = 0;
     for i in 0..30 {
         let app = if i % 2 == 0 { &a } else { &b };
-        let (s, _) = app.post("/v1/episodes", &crate::common::episode(&format!("u{}", i % 3), &format!("note {i}"))).await;
+        let (s, _) =
+            app.post("/v1/episodes", &crate::common::episode(&format!("u{}", i % 3), &format!("note {i}"))).await;
         assert_eq!(s, 201);
         sent += 1;
     }
@@ -319,8 +319,7 @@ async fn erasure_leaves_no_webhook_row_naming_the_subject() {
     let rx = receiver(&[503, 503]).await;
     let app = spawn_hooked(WebhookConfig { backoff_base: Duration::from_secs(600), ..hooks(&rx.url) }).await;
     app.post("/v1/episodes", &crate::common::episode("gone", "My name is Ola.")).await;
-    let batch =
-        json!({"episodes": [crate::common::episode("gone", "I live in Bergen."), crate::common::episode("kept", "I use Go.")]});
+    let batch = json!({"episodes": [crate::common::episode("gone", "I live in Bergen."), crate::common::episode("kept", "I use Go.")]});
     app.post("/v1/episodes/batch", &batch).await;
     eventually("two failed attempts", || async { rx.seen().len() == 2 }).await;
 

@@ -1,13 +1,11 @@
-//! Doc-only OpenAPI types: the tenant config patch (checked key by key in
-//! `services::tenant_config`, which the console shares, so its limits are restated here and
-//! `tests/api/fuzz_bodies.rs`, which generates requests from the document, catches a mismatch),
-//! and the shapes of responses whose bytes are built elsewhere (signed or canonical JSON).
+//! Doc-only OpenAPI types: the shapes of responses whose bytes are built elsewhere (signed or
+//! canonical JSON), checked against real output by the unit tests in `responses`; the tenant
+//! header and the common errors.
 //!
 //! Nothing here is (de)serialized on the request path: request bodies and query strings are
-//! the serde types beside their handlers. The response schemas are checked against real
-//! output by the unit tests in `responses`.
+//! the serde types beside their handlers (the tenant config patch is
+//! `services::tenant_config::TenantConfigPatch`, which the console shares).
 
-pub mod requests;
 pub mod responses;
 
 use utoipa::{IntoParams, IntoResponses};

@@ -203,7 +203,16 @@ pub async fn spawn_bound(
         .await
         .expect("serve");
     });
-    TestApp { base, client: reqwest::Client::new(), pool, app_pool, db_options: opts, metrics_base, shutdown: Some(tx), db }
+    TestApp {
+        base,
+        client: reqwest::Client::new(),
+        pool,
+        app_pool,
+        db_options: opts,
+        metrics_base,
+        shutdown: Some(tx),
+        db,
+    }
 }
 
 impl TestApp {

@@ -6,8 +6,8 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::rules::{kind_of, NOT_OBJECT, NOT_TEXT, ONE_OF, REQUIRED};
 use super::{Leaves, Loc, Plan};
-use crate::http::body::{kind_of, NOT_OBJECT, NOT_TEXT, ONE_OF, REQUIRED};
 
 const NOT_BOOL: &str = "must be a boolean";
 const NOT_INT: &str = "must be an integer";

@@ -8,6 +8,10 @@
 //! order, whatever the order of the input.
 
 mod de;
+pub mod rules;
+mod setting;
+
+pub use setting::Setting;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,8 +20,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::FieldError;
-use crate::http::body::{limit_errors, Measured, Text, REQUIRED};
 use de::{Ctx, De};
+use rules::limit_errors;
 
 /// How leaf values are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,8 +70,7 @@ where
             Err(p) => {
                 let mut loc = p.loc.unwrap_or_default();
                 loc.extend(p.field);
-                let fresh =
-                    if p.unknown { plan.dropped.insert(loc.clone()) } else { plan.emptied.insert(loc.clone()) };
+                let fresh = if p.unknown { plan.dropped.insert(loc.clone()) } else { plan.emptied.insert(loc.clone()) };
                 if !fresh {
                     // even the emptiest value failed: what is noted is the answer
                     break;
@@ -120,27 +123,10 @@ fn field_order(loc: &[String], fields: &BTreeMap<Loc, &'static [&'static str]>) 
         .collect()
 }
 
-/// garde rule `custom(bounded(min, max))`: text of `min..=max` characters without NUL, the
-/// first of those problems only (absent passes).
-pub fn bounded<T: Measured + Text>(min: usize, max: usize) -> impl FnOnce(&T, &()) -> garde::Result {
-    move |value, ctx| {
-        crate::http::body::chars(min, max)(value, ctx)?;
-        crate::http::body::no_nul(value, ctx)
-    }
-}
-
-/// garde rule `custom(required)`: a value that must be given (null is not).
-pub fn required<T>(value: &Option<T>, _: &()) -> garde::Result {
-    match value {
-        None => Err(garde::Error::new(REQUIRED)),
-        Some(_) => Ok(()),
-    }
-}
-
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, dead_code)]
+    use super::rules::{between, bounded};
     use super::*;
     use serde::Deserialize;
     use serde_json::json;
@@ -149,7 +135,7 @@ mod tests {
     struct Args {
         #[garde(custom(bounded(1, 8)))]
         name: String,
-        #[garde(custom(crate::http::body::between(1, 10)))]
+        #[garde(custom(between(1, 10)))]
         n: Option<i64>,
         #[garde(dive)]
         inner: Option<Inner>,
@@ -216,8 +202,11 @@ mod tests {
         let v = json!({"n": " 7", "on": "Yes"});
         let q: Q = read(&v, "query", Leaves::Text).unwrap();
         assert_eq!((q.n, q.on), (7, true));
-        let kinds: Vec<&str> =
-            read::<Q>(&json!({"n": "x", "on": "2"}), "query", Leaves::Text).unwrap_err().iter().map(|e| e.kind).collect();
+        let kinds: Vec<&str> = read::<Q>(&json!({"n": "x", "on": "2"}), "query", Leaves::Text)
+            .unwrap_err()
+            .iter()
+            .map(|e| e.kind)
+            .collect();
         assert_eq!(kinds, ["int_parsing", "bool_parsing"]);
         assert_eq!(from_text::<bool>("off"), Ok(false));
     }
