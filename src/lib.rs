@@ -39,6 +39,23 @@ pub fn app(state: AppState) -> Router {
     http::router(state)
 }
 
+/// Resolves on Ctrl-C or SIGTERM: the `shutdown` that `mnemo serve` hands to [`serve`].
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutdown requested; draining requests");
+}
+
 /// Serves the app on `listener` until `shutdown` resolves, then drains in-flight requests.
 ///
 /// From the moment `shutdown` resolves `/readyz` answers 503; the listener keeps accepting for

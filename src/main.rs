@@ -67,22 +67,6 @@ fn signing_keys(json: Option<&str>) -> anyhow::Result<SigningKeys> {
     }
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
-    tracing::info!("shutdown requested; draining requests");
-}
-
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Check settings and load the model before starting anything: clear, early errors.
     args.webhooks.to_config().map_err(anyhow::Error::msg)?;
@@ -195,7 +179,7 @@ async fn serve_with(
             }
         });
     }
-    mnemo::serve(listener, state, shutdown_signal()).await?;
+    mnemo::serve(listener, state, mnemo::shutdown_signal()).await?;
     let _ = stop_metrics.send(());
     pool.close().await;
     Ok(())
