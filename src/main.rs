@@ -162,6 +162,8 @@ async fn serve_with(
         tracing::info!(max_lag_ms = args.read_max_lag_ms, "reads go to the replica when it has caught up");
         state = state.with_read_replica(mnemo::services::read_replica::ReadReplica::new(replica, max_lag));
     }
+    // The compiler's regexes are built now rather than by the first compile (hundreds of ms).
+    drop(tokio::task::spawn_blocking(mnemo::compile::pipeline::warm));
     let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("binding {}", args.addr))?;
     tracing::info!(addr = %listener.local_addr()?, "mnemo listening");
     let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();

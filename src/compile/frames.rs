@@ -19,7 +19,7 @@
 //! like "so", "well", "big news:"), so "my brother's first day at Google" never reads as the
 //! user's. `key` may contain `{slot}`: the text of the frame's first choice, slugged.
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use serde_json::Value;
 
 use super::attributes::{attributes, is_open_key, phrase_words, FrameSpec};
@@ -52,6 +52,8 @@ pub struct Frame {
     pub slot: Slot,
     /// Whether the value slot ends the pattern (then it runs to the end of the clause and is cut).
     trailing: bool,
+    /// Words every match contains, by group (one of each): see [`literals`].
+    literals: Vec<Vec<String>>,
 }
 
 /// What a frame found in a clause.
@@ -178,7 +180,64 @@ pub fn compile(spec: &FrameSpec, diets: &[String]) -> Result<Frame, String> {
     let body =
         if starts_with_speaker { format!("(?P<body>{out})") } else { format!("{LEAD}{ANCHOR_TAIL}(?P<body>{out})") };
     let re = Regex::new(&format!("(?i){body}")).map_err(|e| format!("pattern does not compile: {e}"))?;
-    Ok(Frame { re, key, event: spec.event, slot: slot.unwrap_or(Slot::Value), trailing })
+    Ok(Frame { re, key, event: spec.event, slot: slot.unwrap_or(Slot::Value), trailing, literals: literals(p) })
+}
+
+/// What every match of a pattern contains, as groups of which at least one word must appear
+/// (matched case-insensitively): a plain word outside choices is a group of one; a choice that
+/// is not optional gives one word per alternative (its longest plain word), unless one of its
+/// alternatives has none. Slots match anything and add nothing. Characters the pattern language
+/// gives a meaning (space, apostrophe, `?`, `|`) end a word; leaving a character or a group out
+/// only makes the test weaker, never wrong.
+fn literals(pattern: &str) -> Vec<Vec<String>> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut word = String::new();
+    // Per alternative of the choice being read: its longest plain word so far.
+    let mut choice: Vec<Option<String>> = Vec::new();
+    let (mut depth, mut in_slot) = (0i32, false);
+    for (i, &c) in chars.iter().enumerate() {
+        if in_slot {
+            in_slot = c != '}';
+            continue;
+        }
+        if !matches!(c, '(' | ')' | '{' | '}' | '|' | '?' | '\'' | '’') && !c.is_whitespace() {
+            if depth <= 1 {
+                word.push(c);
+            }
+            continue;
+        }
+        let w = std::mem::take(&mut word);
+        if !w.is_empty() {
+            match (depth, choice.last_mut()) {
+                (0, _) => out.push(vec![w]),
+                (1, Some(best)) if best.as_ref().is_none_or(|b| b.len() < w.len()) => *best = Some(w),
+                _ => {}
+            }
+        }
+        match c {
+            '{' => in_slot = true,
+            '(' => {
+                depth += 1;
+                if depth == 1 {
+                    choice = vec![None];
+                }
+            }
+            '|' if depth == 1 => choice.push(None),
+            ')' => {
+                let optional = chars.get(i + 1) == Some(&'?');
+                if depth == 1 && !optional && choice.iter().all(Option::is_some) {
+                    out.push(choice.drain(..).flatten().collect());
+                }
+                depth -= 1;
+            }
+            _ => {}
+        }
+    }
+    if !word.is_empty() {
+        out.push(vec![word]);
+    }
+    out
 }
 
 impl Frame {
@@ -217,6 +276,45 @@ pub fn builtin() -> &'static [Frame] {
         a.frames.iter().filter_map(|f| compile(f, &a.diets).ok()).collect()
     });
     &FRAMES
+}
+
+/// Which built-in frames can match a clause at all: each frame's [`literals`], looked for
+/// together in one pass. A frame can only match a clause that contains one word of each of its
+/// groups, so skipping the others changes nothing but the time (most clauses hold the words of
+/// few frames).
+pub fn builtin_candidates<'a>(clause: &str) -> impl Iterator<Item = &'a Frame> {
+    struct Prefilter {
+        /// One case-insensitive pattern per distinct word (the frames' own case rules).
+        words: RegexSet,
+        /// Per built-in frame, per group, the indexes of its words in `words`.
+        needs: Vec<Vec<Vec<usize>>>,
+    }
+    static PREFILTER: std::sync::LazyLock<Option<Prefilter>> = std::sync::LazyLock::new(|| {
+        let mut distinct: Vec<&str> = Vec::new();
+        let mut index = |w: &'static str| match distinct.iter().position(|d| *d == w) {
+            Some(i) => i,
+            None => {
+                distinct.push(w);
+                distinct.len() - 1
+            }
+        };
+        let needs = builtin()
+            .iter()
+            .map(|f| f.literals.iter().map(|group| group.iter().map(|w| index(w.as_str())).collect()).collect())
+            .collect();
+        // Without the set every frame is tried, as before.
+        let words = RegexSet::new(distinct.iter().map(|w| format!("(?i){}", regex::escape(w)))).ok()?;
+        Some(Prefilter { words, needs })
+    });
+    let found = PREFILTER.as_ref().map(|p| (p, p.words.matches(clause)));
+    builtin()
+        .iter()
+        .enumerate()
+        .filter(move |(i, _)| match &found {
+            Some((p, m)) => p.needs[*i].iter().all(|group| group.iter().any(|&w| m.matched(w))),
+            None => true,
+        })
+        .map(|(_, f)| -> &'a Frame { f })
 }
 
 /// Reads a tenant's `attribute_frames` ([{pattern, key, event?}]); invalid entries are skipped.
@@ -299,6 +397,76 @@ mod tests {
             hit(&stack, "our frontend is built with Svelte"),
             Some(("attr.frontend_stack".into(), "Svelte".into()))
         );
+    }
+
+    /// A clause the pattern reads: the first choice of each group, a plain value per slot.
+    fn example(pattern: &str, diet: &str) -> String {
+        let mut out = String::new();
+        let mut skip = Vec::new(); // per open group: whether its first choice has ended
+        let mut chars = pattern.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '(' => skip.push(false),
+                ')' => {
+                    skip.pop();
+                }
+                '|' if !skip.is_empty() => {
+                    if let Some(last) = skip.last_mut() {
+                        *last = true;
+                    }
+                }
+                _ if skip.iter().any(|s| *s) => {}
+                '?' if out.ends_with(' ') || pattern.contains(")?") => {}
+                '{' => {
+                    let name: String = chars.by_ref().take_while(|&ch| ch != '}').collect();
+                    out.push_str(match name.as_str() {
+                        "i" => "I",
+                        "im" => "I'm",
+                        "role" => "software engineer",
+                        "cadence" => "every week",
+                        "diet" => diet,
+                        "old" => "old thing",
+                        _ => "Acme",
+                    });
+                }
+                _ => out.push(c),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn literals_are_the_words_outside_choices_and_slots() {
+        let g = |ws: &[&str]| -> Vec<String> { ws.iter().map(|w| w.to_string()).collect() };
+        assert_eq!(literals("{i} bank (with|at) {name}"), vec![g(&["bank"]), g(&["with", "at"])]);
+        assert_eq!(literals("{i} switched banks to {name}"), vec![g(&["switched"]), g(&["banks"]), g(&["to"])]);
+        assert_eq!(
+            literals("{name} (runs|leads) (my|our) team"),
+            vec![g(&["runs", "leads"]), g(&["my", "our"]), g(&["team"])]
+        );
+        assert_eq!(literals("I'm (now )?at {name}"), vec![g(&["I"]), g(&["m"]), g(&["at"])]);
+        assert_eq!(literals("(got|'ve been|just got) promoted"), vec![g(&["got", "been", "just"]), g(&["promoted"])]);
+        // An alternative without a plain word (a nested choice, a slot) leaves its choice out.
+        assert_eq!(literals("(a|(b|c)) x (y|{value}) z"), vec![g(&["x"]), g(&["z"])]);
+    }
+
+    #[test]
+    fn the_prefilter_keeps_every_frame_that_matches() {
+        let a = attributes();
+        let diet = a.diets.first().map_or("vegan", String::as_str);
+        let mut matched = 0;
+        for (i, f) in builtin().iter().enumerate() {
+            let text = example(&a.frames[i].pattern, diet);
+            for clause in [text.clone(), text.to_uppercase(), format!("so yeah, {text} these days")] {
+                if f.find(&clause).is_some() {
+                    matched += 1;
+                    let kept = builtin_candidates(&clause).any(|c| std::ptr::eq(c, f));
+                    assert!(kept, "{} dropped for {clause:?}", a.frames[i].pattern);
+                }
+            }
+        }
+        assert!(matched >= builtin().len() / 2, "only {matched} examples matched their frame");
+        assert!(builtin_candidates("the weather has been awful all week").count() < builtin().len() / 2);
     }
 
     #[test]

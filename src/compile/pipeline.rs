@@ -181,6 +181,23 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
     drafts
 }
 
+/// Builds the compiler's pattern tables (several hundred regexes) and the label suggester's
+/// now, so the first compile after a start does not pay for them; the server calls it once at
+/// start, off the async threads. Nothing is written.
+pub fn warm() {
+    let text = "Hi! I work at Acme and my name is Sam Lee. We use Docker at work; I moved to Oslo.";
+    let ep = EpisodeInput {
+        id: Uuid::nil(),
+        seq: 0,
+        source: "chat".into(),
+        payload: json!({"messages": [{"role": "user", "content": text}]}),
+        occurred_at: DateTime::UNIX_EPOCH,
+    };
+    for d in compile_episode(&ep, &Registry::builtin()) {
+        crate::policy::suggest::suggest_labels(&d.content, d.claim.as_ref().map(|c| c.key.as_str()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,6 +258,11 @@ mod tests {
         assert_eq!(drafts[1].kind, MemoryKind::Procedure);
         assert_eq!(drafts[1].confidence, 1.0);
         assert_eq!(drafts[0].confidence, 0.9);
+    }
+
+    #[test]
+    fn warm_runs() {
+        warm();
     }
 
     #[test]

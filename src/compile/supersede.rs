@@ -252,6 +252,7 @@ fn lexical_pass<'a>(rows: &[&'a MemoryView], claim_losers: &BTreeSet<Uuid>) -> V
     for (kind, group) in by_kind {
         let threshold = if kind == MemoryKind::ProfileFact { PROFILE_FACT_THRESHOLD } else { DEFAULT_THRESHOLD };
         let tokens: Vec<BTreeSet<String>> = group.iter().map(|m| lexical_tokens(&m.content)).collect();
+        let ids = interned(&tokens);
         for (i, &older) in group.iter().enumerate() {
             if claim_losers.contains(&older.id) {
                 continue;
@@ -260,7 +261,7 @@ fn lexical_pass<'a>(rows: &[&'a MemoryView], claim_losers: &BTreeSet<Uuid>) -> V
                 if single_claim(older).is_some() && single_claim(newer).is_some() {
                     continue;
                 }
-                let score = jaccard(&tokens[i], &tokens[j]);
+                let score = jaccard_ids(&ids[i], &ids[j]);
                 if score < threshold {
                     continue;
                 }
@@ -292,6 +293,35 @@ fn lexical_pass<'a>(rows: &[&'a MemoryView], claim_losers: &BTreeSet<Uuid>) -> V
         }
     }
     out
+}
+
+/// The token sets as sorted ids (ids follow the tokens' order), so that comparing every pair
+/// of a group compares integers rather than strings.
+fn interned(tokens: &[BTreeSet<String>]) -> Vec<Vec<u32>> {
+    let all: BTreeSet<&str> = tokens.iter().flatten().map(String::as_str).collect();
+    let id: HashMap<&str, u32> = all.into_iter().zip(0u32..).collect();
+    tokens.iter().map(|t| t.iter().map(|tok| id[tok.as_str()]).collect()).collect()
+}
+
+/// [`jaccard`] of two sets given as sorted, distinct ids: the same counts, so the same value.
+fn jaccard_ids(a: &[u32], b: &[u32]) -> f64 {
+    let (mut i, mut j, mut inter) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            Ordering::Less => i += 1,
+            Ordering::Greater => j += 1,
+            Ordering::Equal => {
+                inter += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let union = a.len() + b.len() - inter;
+    if union == 0 {
+        return 0.0;
+    }
+    inter as f64 / union as f64
 }
 
 fn round4(x: f64) -> f64 {
@@ -439,6 +469,21 @@ mod tests {
         assert_eq!(Rule::ClaimDuplicate.as_str(), "claim_duplicate");
         assert_eq!(Rule::Lexical.as_str(), "lexical");
         assert_eq!(Rule::WideningSkipped.as_str(), "widening_skipped");
+    }
+
+    #[test]
+    fn interned_jaccard_is_jaccard() {
+        let sets: Vec<BTreeSet<String>> =
+            ["I use Vim daily", "i use vim", "", "completely unrelated words", "vim, Vim! daily? use I"]
+                .iter()
+                .map(|s| lexical_tokens(s))
+                .collect();
+        let ids = interned(&sets);
+        for i in 0..sets.len() {
+            for j in 0..sets.len() {
+                assert_eq!(jaccard_ids(&ids[i], &ids[j]).to_bits(), jaccard(&sets[i], &sets[j]).to_bits());
+            }
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use regex::{Captures, Regex};
 
 use super::attributes::{attributes, phrase_words, shape, Shape};
-use super::frames::{builtin, Frame, FrameMatch, Slot, LEAD};
+use super::frames::{builtin_candidates, Frame, FrameMatch, Slot, LEAD};
 use super::heuristic::{claim_cut, cut_value, looks_like_place, plausible_value, ExtractedFact, LinkHint, RawClaim};
 use super::values::{first_word, first_word_lower, lower_name_run, name_run, strip_article, NAME_END};
 
@@ -106,7 +106,7 @@ pub(super) fn update_facts(clause: &str, present_ok: bool, extra: &[Frame]) -> V
     let straight = clause.replace('’', "'");
     let update = marks_update(&straight);
     let mut out = Vec::new();
-    for f in extra.iter().chain(builtin()) {
+    for f in extra.iter().chain(builtin_candidates(&straight)) {
         if !present_ok && !f.event {
             continue;
         }

@@ -1,5 +1,7 @@
 //! Deterministic feature-hashing embedder: fast and dependency-free, but not semantic.
 
+use std::collections::HashMap;
+
 use sha2::{Digest, Sha256};
 
 use super::{l2_normalize, Embedder};
@@ -14,6 +16,10 @@ pub struct HashEmbedder {
     model_id: String,
 }
 
+/// What one word adds to a vector: (bucket, signed weight) of the word and of each of its
+/// trigrams, in the order they are added.
+type WordFeatures = Vec<(usize, f32)>;
+
 impl HashEmbedder {
     /// Creates an embedder producing `dims`-long vectors (a `dims` of 0 is treated as 1).
     pub fn new(dims: usize) -> Self {
@@ -23,14 +29,17 @@ impl HashEmbedder {
 
     /// Embeds one text (the per-text step of `embed`).
     pub fn embed_one(&self, text: &str) -> Vec<f32> {
+        self.embed_cached(text, &mut HashMap::new())
+    }
+
+    /// Embeds one text, reusing the features of words already seen in the same batch: the
+    /// additions happen in the same order with the same values, so the vector is the same.
+    fn embed_cached(&self, text: &str, seen: &mut HashMap<String, WordFeatures>) -> Vec<f32> {
         let mut v = vec![0f32; self.dims];
         for word in words(text) {
-            self.add_feature(&mut v, b'w', &word, 1.0);
-            // Boundary markers give short words trigrams too and mark prefixes/suffixes.
-            let chars: Vec<char> = format!("<{word}>").chars().collect();
-            for gram in chars.windows(3) {
-                let gram: String = gram.iter().collect();
-                self.add_feature(&mut v, b'g', &gram, TRIGRAM_WEIGHT);
+            let features = seen.entry(word).or_insert_with_key(|w| self.word_features(w));
+            for &(bucket, x) in features.iter() {
+                v[bucket] += x;
             }
         }
         if !l2_normalize(&mut v) {
@@ -41,7 +50,21 @@ impl HashEmbedder {
         v
     }
 
-    fn add_feature(&self, v: &mut [f32], kind: u8, feature: &str, weight: f32) {
+    /// The word itself, then the character trigrams of `<word>` (boundary markers give short
+    /// words trigrams too and mark prefixes/suffixes).
+    fn word_features(&self, word: &str) -> WordFeatures {
+        let bracketed = format!("<{word}>");
+        let starts: Vec<usize> =
+            bracketed.char_indices().map(|(i, _)| i).chain(std::iter::once(bracketed.len())).collect();
+        let mut out = Vec::with_capacity(starts.len());
+        out.push(self.feature(b'w', word, 1.0));
+        for w in starts.windows(4) {
+            out.push(self.feature(b'g', &bracketed[w[0]..w[3]], TRIGRAM_WEIGHT));
+        }
+        out
+    }
+
+    fn feature(&self, kind: u8, feature: &str, weight: f32) -> (usize, f32) {
         // The kind prefix keeps the word "the" and the trigram "the" in different buckets.
         let digest = Sha256::new().chain_update([kind, b':']).chain_update(feature.as_bytes()).finalize();
         let mut first = [0u8; 8];
@@ -50,7 +73,7 @@ impl HashEmbedder {
         // Low bits pick the bucket, the top bit the sign: independent enough for feature hashing.
         let bucket = (h % self.dims as u64) as usize;
         let sign = if h >> 63 == 0 { 1.0 } else { -1.0 };
-        v[bucket] += sign * weight;
+        (bucket, sign * weight)
     }
 }
 
@@ -73,7 +96,8 @@ impl Embedder for HashEmbedder {
     }
 
     fn embed(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<f32>>> {
-        Ok(texts.iter().map(|t| self.embed_one(t)).collect())
+        let mut seen = HashMap::new();
+        Ok(texts.iter().map(|t| self.embed_cached(t, &mut seen)).collect())
     }
 }
 
@@ -117,6 +141,47 @@ mod tests {
         let ab = cosine(&a, &b);
         assert!(ab > 0.2, "{ab}");
         assert!(ab > cosine(&a, &c));
+    }
+
+    /// The embedder as first written (a hash per feature occurrence, no cache).
+    fn reference(e: &HashEmbedder, text: &str) -> Vec<f32> {
+        let mut v = vec![0f32; e.dims];
+        let mut add = |kind: u8, feature: &str, weight: f32| {
+            let digest = Sha256::new().chain_update([kind, b':']).chain_update(feature.as_bytes()).finalize();
+            let h = u64::from_le_bytes(digest[..8].try_into().unwrap());
+            v[(h % e.dims as u64) as usize] += if h >> 63 == 0 { weight } else { -weight };
+        };
+        for word in words(text) {
+            add(b'w', &word, 1.0);
+            let chars: Vec<char> = format!("<{word}>").chars().collect();
+            for gram in chars.windows(3) {
+                add(b'g', &gram.iter().collect::<String>(), TRIGRAM_WEIGHT);
+            }
+        }
+        if !l2_normalize(&mut v) {
+            v.iter_mut().for_each(|x| *x = 0.0);
+            v[0] = 1.0;
+        }
+        v
+    }
+
+    #[test]
+    fn a_batch_gives_the_vectors_of_the_reference_bit_for_bit() {
+        let e = HashEmbedder::new(384);
+        let texts: Vec<String> =
+            ["I work at Globex. I work at GLOBEX!", "Ünïcode straße 42 ǅ 日本語", "", "a a a b", "x"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let batch = e.embed(&texts).unwrap();
+        for (t, v) in texts.iter().zip(&batch) {
+            let want = reference(&e, t);
+            assert_eq!(
+                v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                want.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+            );
+            assert_eq!(v, &e.embed_one(t));
+        }
     }
 
     #[test]
