@@ -289,7 +289,7 @@ pub fn builtin_candidates<'a>(clause: &str) -> impl Iterator<Item = &'a Frame> {
         /// Per built-in frame, per group, the indexes of its words in `words`.
         needs: Vec<Vec<Vec<usize>>>,
     }
-    static PREFILTER: std::sync::LazyLock<Option<Prefilter>> = std::sync::LazyLock::new(|| {
+    static PREFILTER: std::sync::LazyLock<Prefilter> = std::sync::LazyLock::new(|| {
         let mut distinct: Vec<&str> = Vec::new();
         let mut index = |w: &'static str| match distinct.iter().position(|d| *d == w) {
             Some(i) => i,
@@ -302,18 +302,14 @@ pub fn builtin_candidates<'a>(clause: &str) -> impl Iterator<Item = &'a Frame> {
             .iter()
             .map(|f| f.literals.iter().map(|group| group.iter().map(|w| index(w.as_str())).collect()).collect())
             .collect();
-        // Without the set every frame is tried, as before.
-        let words = RegexSet::new(distinct.iter().map(|w| format!("(?i){}", regex::escape(w)))).ok()?;
-        Some(Prefilter { words, needs })
+        let words = RegexSet::new(distinct.iter().map(|w| format!("(?i){}", regex::escape(w))));
+        Prefilter { words: crate::patterns::built("frame prefilter", words), needs }
     });
-    let found = PREFILTER.as_ref().map(|p| (p, p.words.matches(clause)));
+    let found = PREFILTER.words.matches(clause);
     builtin()
         .iter()
         .enumerate()
-        .filter(move |(i, _)| match &found {
-            Some((p, m)) => p.needs[*i].iter().all(|group| group.iter().any(|&w| m.matched(w))),
-            None => true,
-        })
+        .filter(move |(i, _)| PREFILTER.needs[*i].iter().all(|group| group.iter().any(|&w| found.matched(w))))
         .map(|(_, f)| -> &'a Frame { f })
 }
 
