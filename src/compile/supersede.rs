@@ -307,17 +307,16 @@ fn interned(tokens: &[BTreeSet<String>]) -> Vec<Vec<u32>> {
 fn jaccard_ids(a: &[u32], b: &[u32]) -> f64 {
     let (mut i, mut j, mut inter) = (0, 0, 0usize);
     while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            Ordering::Less => i += 1,
-            Ordering::Greater => j += 1,
-            Ordering::Equal => {
-                inter += 1;
-                i += 1;
-                j += 1;
-            }
-        }
+        let order = a[i].cmp(&b[j]);
+        inter += usize::from(order == Ordering::Equal);
+        i += usize::from(order != Ordering::Greater);
+        j += usize::from(order != Ordering::Less);
     }
-    let union = a.len() + b.len() - inter;
+    ratio(inter, a.len() + b.len() - inter)
+}
+
+/// `inter / union`, 0 for two empty sets.
+fn ratio(inter: usize, union: usize) -> f64 {
     if union == 0 {
         return 0.0;
     }
@@ -343,11 +342,7 @@ pub fn lexical_tokens(s: &str) -> BTreeSet<String> {
 /// Jaccard similarity |a ∩ b| / |a ∪ b|; 0 when both sets are empty.
 pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
     let inter = a.intersection(b).count();
-    let union = a.len() + b.len() - inter;
-    if union == 0 {
-        return 0.0;
-    }
-    inter as f64 / union as f64
+    ratio(inter, a.len() + b.len() - inter)
 }
 
 // Function words of 3+ letters; shorter tokens are dropped by length anyway.
