@@ -17,6 +17,29 @@ use crate::input::{self, Leaves};
 /// The largest `offset` of a page.
 pub const MAX_OFFSET: i64 = i32::MAX as i64;
 
+/// A query-string struct with the shared paging parameters appended after its own fields:
+/// `limit` (1-200, default 50) and `offset` (0-`MAX_OFFSET`, default 0). One description of
+/// paging for every list endpoint (`#[serde(flatten)]` does not work with `IntoParams`).
+macro_rules! paged {
+    ($(#[$m:meta])* $vis:vis struct $name:ident { $($(#[$fm:meta])* $fvis:vis $field:ident: $ty:ty),* $(,)? }) => {
+        $(#[$m])*
+        $vis struct $name {
+            $($(#[$fm])* $fvis $field: $ty,)*
+            /// Page size.
+            #[serde(default = "crate::http::query::int::<50>")]
+            #[garde(custom(crate::input::rules::between(1, 200)))]
+            #[param(minimum = 1, maximum = 200, default = crate::http::query::int::<50>)]
+            pub limit: i64,
+            /// Rows to skip.
+            #[serde(default)]
+            #[garde(custom(crate::input::rules::between(0, crate::http::query::MAX_OFFSET)))]
+            #[param(minimum = 0, maximum = 2147483647, default = 0)]
+            pub offset: i64,
+        }
+    };
+}
+pub(crate) use paged;
+
 /// Reads the raw query string as `T`; a 422 names every bad parameter.
 pub fn query<T>(raw: Option<&str>) -> Result<T, ApiError>
 where

@@ -12,7 +12,8 @@ use crate::http::body::valid;
 use crate::http::context::refused;
 use crate::http::extract::{JsonBody, Tenant};
 use crate::http::path::subject_id_path;
-use crate::http::query::{choice, int, length, query, MAX_OFFSET};
+use crate::http::query::paged;
+use crate::http::query::{choice, length, query};
 use crate::http::schema::{CommonErrors, TenantHeader};
 use crate::input::rules::{between, chars, no_nul, ONE_OF};
 use crate::model::time::{isoformat, now_micros};
@@ -204,29 +205,21 @@ pub async fn upsert_resolution(
     Ok(Json(row.into()))
 }
 
-/// `GET /v1/resolutions`.
-#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
-#[into_params(parameter_in = Query)]
-pub struct ResolutionListParams {
-    /// Subject.
-    #[garde(custom(length(1, 256)))]
-    #[param(min_length = 1, max_length = 256)]
-    pub subject_id: String,
-    /// Only this status.
-    #[serde(default, deserialize_with = "choice::<_, _, 32>")]
-    #[garde(skip)]
-    #[param(inline)]
-    pub status: Option<ResolutionStatus>,
-    /// Page size.
-    #[serde(default = "int::<50>")]
-    #[garde(custom(between(1, 200)))]
-    #[param(minimum = 1, maximum = 200, default = int::<50>)]
-    pub limit: i64,
-    /// Rows to skip.
-    #[serde(default)]
-    #[garde(custom(between(0, MAX_OFFSET)))]
-    #[param(minimum = 0, maximum = 2147483647, default = 0)]
-    pub offset: i64,
+paged! {
+    /// `GET /v1/resolutions`.
+    #[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+    #[into_params(parameter_in = Query)]
+    pub struct ResolutionListParams {
+        /// Subject.
+        #[garde(custom(length(1, 256)))]
+        #[param(min_length = 1, max_length = 256)]
+        pub subject_id: String,
+        /// Only this status.
+        #[serde(default, deserialize_with = "choice::<_, _, 32>")]
+        #[garde(skip)]
+        #[param(inline)]
+        pub status: Option<ResolutionStatus>,
+    }
 }
 
 /// The subject's resolutions as a bare array, most recently updated first.

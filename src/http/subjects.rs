@@ -11,10 +11,10 @@ use crate::db::subjects::SubjectSummary;
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::extract::Tenant;
 use crate::http::path::subject_id_path;
-use crate::http::query::{int, query, MAX_OFFSET};
+use crate::http::query::paged;
+use crate::http::query::query;
 use crate::http::schema::responses::ErasureCertificate;
 use crate::http::schema::{CommonErrors, TenantHeader};
-use crate::input::rules::between;
 use crate::receipts::certificate::CertificateCheck;
 use crate::services::erase;
 use crate::state::AppState;
@@ -46,20 +46,12 @@ pub struct ErasureRecord {
     pub signature_check: CertificateCheck,
 }
 
-/// `GET /v1/subjects`.
-#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
-#[into_params(parameter_in = Query)]
-pub struct PageParams {
-    /// Page size.
-    #[serde(default = "int::<50>")]
-    #[garde(custom(between(1, 200)))]
-    #[param(minimum = 1, maximum = 200, default = int::<50>)]
-    pub limit: i64,
-    /// Rows to skip.
-    #[serde(default)]
-    #[garde(custom(between(0, MAX_OFFSET)))]
-    #[param(minimum = 0, maximum = 2147483647, default = 0)]
-    pub offset: i64,
+paged! {
+    /// `GET /v1/subjects`.
+    #[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+    #[into_params(parameter_in = Query)]
+    pub struct PageParams {
+    }
 }
 
 /// Lists the tenant's subjects with episode and memory counts.

@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::query::{int, length, query, MAX_OFFSET};
+use crate::http::query::paged;
+use crate::http::query::{length, query};
 use crate::http::schema::CommonErrors;
-use crate::input::rules::between;
 use crate::services::webhooks::admin::{self as svc, EventView, RetryRefused, WebhookStats};
 use crate::state::AppState;
 
@@ -50,29 +50,21 @@ impl WebhookStatusFilter {
     }
 }
 
-/// `GET /admin/webhooks`.
-#[derive(Debug, Deserialize, IntoParams, garde::Validate)]
-#[into_params(parameter_in = Query)]
-pub struct WebhookListParams {
-    /// Status filter.
-    #[serde(default)]
-    #[garde(skip)]
-    #[param(inline)]
-    pub status: WebhookStatusFilter,
-    /// Only this tenant's events.
-    #[garde(custom(length(0, 256)))]
-    #[param(max_length = 256)]
-    pub tenant_id: Option<String>,
-    /// Page size.
-    #[serde(default = "int::<50>")]
-    #[garde(custom(between(1, 200)))]
-    #[param(minimum = 1, maximum = 200, default = int::<50>)]
-    pub limit: i64,
-    /// Rows to skip.
-    #[serde(default)]
-    #[garde(custom(between(0, MAX_OFFSET)))]
-    #[param(minimum = 0, maximum = 2147483647, default = 0)]
-    pub offset: i64,
+paged! {
+    /// `GET /admin/webhooks`.
+    #[derive(Debug, Deserialize, IntoParams, garde::Validate)]
+    #[into_params(parameter_in = Query)]
+    pub struct WebhookListParams {
+        /// Status filter.
+        #[serde(default)]
+        #[garde(skip)]
+        #[param(inline)]
+        pub status: WebhookStatusFilter,
+        /// Only this tenant's events.
+        #[garde(custom(length(0, 256)))]
+        #[param(max_length = 256)]
+        pub tenant_id: Option<String>,
+    }
 }
 
 /// `GET /admin/webhooks/stats`.
