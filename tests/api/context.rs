@@ -224,6 +224,58 @@ async fn lexical_scores(app: &crate::common::TestApp, subject: &str, task_words:
     found.memories.iter().map(|c| c.lex).chain(found.episodes.iter().map(|c| c.lex)).collect()
 }
 
+/// The subject's stored term counts: (source, lexeme, df), in order.
+async fn term_counts(app: &crate::common::TestApp, subject: &str) -> Vec<(String, String, i64)> {
+    sqlx::query_as("SELECT source, lexeme, df FROM subject_terms WHERE subject_id = $1 ORDER BY source, lexeme")
+        .bind(subject)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// The term counts of every memory and compiled episode of a subject, for each source that has
+/// reached COMMON_TERM_DF items (a source under it has none stored).
+async fn recount(app: &crate::common::TestApp, subject: &str) -> Vec<(String, String, i64)> {
+    sqlx::query_as(
+        "SELECT src, lexeme, count(*) FROM ( \
+           SELECT 'memory' AS src, t.lexeme FROM memories m, unnest(m.content_tsv) t WHERE m.subject_id = $1 \
+           UNION ALL \
+           SELECT 'episode', t.lexeme FROM episodes e JOIN compile_cursors c USING (tenant_id, subject_id), \
+             unnest(e.search_tsv) t WHERE e.subject_id = $1 AND e.seq <= c.compiled_seq) x \
+         WHERE (SELECT count(*) FROM memories WHERE subject_id = $1) >= $2 AND src = 'memory' \
+            OR (SELECT compiled_seq FROM compile_cursors WHERE subject_id = $1) >= $2 AND src = 'episode' \
+         GROUP BY src, lexeme ORDER BY src, lexeme",
+    )
+    .bind(subject)
+    .bind(mnemo::db::terms::COMMON_TERM_DF)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap()
+}
+
+/// A subject under COMMON_TERM_DF items has no term counts (no word of it can be common); one
+/// counted batch by batch before that rule, with counts under the threshold, goes on adding.
+#[tokio::test]
+async fn small_subjects_are_not_counted_and_earlier_counts_go_on() {
+    let app = spawn().await;
+    app.ingest_and_compile("fresh", &["My favourite standup comedian is Ali Wong."]).await;
+    assert!(term_counts(&app, "fresh").await.is_empty());
+
+    sqlx::query(
+        "INSERT INTO subject_terms (tenant_id, subject_id, source, lexeme, df) \
+         VALUES ('default', 'old', 'episode', 'standup', 3)",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    app.ingest_and_compile("old", &["Another standup show tonight."]).await;
+    let counts = term_counts(&app, "old").await;
+    let df = |lexeme: &str| counts.iter().find(|c| c.0 == "episode" && c.1 == lexeme).map(|c| c.2);
+    assert_eq!(df("standup"), Some(4), "{counts:?}");
+    assert_eq!(df("tonight"), Some(1), "{counts:?}");
+    assert!(counts.iter().all(|c| c.0 == "episode"), "memories were not counted before: {counts:?}");
+}
+
 /// A word found in COMMON_TERM_DF of a subject's items stops counting for its full-text lanes
 /// from the instant compile counted it there; a call as of an earlier instant still uses it, and
 /// the other words of the task still count. Erasure removes the subject's term statistics.
@@ -241,10 +293,20 @@ async fn a_word_in_a_thousand_items_stops_counting_from_then_on() {
         }
         app.compile_all("big").await;
         if from == 0 {
+            // Under COMMON_TERM_DF compiled episodes no episode lexeme can be common: not counted yet.
+            let episode_rows: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM subject_terms WHERE subject_id = 'big' AND source = 'episode'")
+                    .fetch_one(&app.pool)
+                    .await
+                    .unwrap();
+            assert_eq!(episode_rows, 0);
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
+        assert_eq!(term_counts(&app, "big").await, recount(&app, "big").await);
     }
     app.ingest_and_compile("big", &["My favourite standup comedian is Ali Wong."]).await;
+    // Once counted, later batches add to the counts: they stay those of every item.
+    assert_eq!(term_counts(&app, "big").await, recount(&app, "big").await);
     let (_, ctx) = app.post("/v1/context", &json!({"subject_id": "big", "task": "standup comedian"})).await;
     let now = ctx["as_of"].as_str().unwrap().to_string();
 
