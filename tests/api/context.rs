@@ -294,11 +294,12 @@ async fn a_word_in_a_thousand_items_stops_counting_from_then_on() {
         app.compile_all("big").await;
         if from == 0 {
             // Under COMMON_TERM_DF compiled episodes no episode lexeme can be common: not counted yet.
-            let episode_rows: i64 =
-                sqlx::query_scalar("SELECT count(*) FROM subject_terms WHERE subject_id = 'big' AND source = 'episode'")
-                    .fetch_one(&app.pool)
-                    .await
-                    .unwrap();
+            let episode_rows: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM subject_terms WHERE subject_id = 'big' AND source = 'episode'",
+            )
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
             assert_eq!(episode_rows, 0);
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
