@@ -25,11 +25,12 @@ enum Counting {
 }
 
 impl Counting {
-    fn of(has_counts: bool, items: i64) -> Self {
-        match (has_counts, items >= COMMON_TERM_DF) {
-            (true, _) => Counting::Add,
-            (false, true) => Counting::Backfill,
-            (false, false) => Counting::Defer,
+    /// From the subject's items of the source, or None when it already has counts for it.
+    fn of(uncounted_items: Option<i64>) -> Self {
+        match uncounted_items {
+            None => Counting::Add,
+            Some(n) if n >= COMMON_TERM_DF => Counting::Backfill,
+            Some(_) => Counting::Defer,
         }
     }
 }
@@ -53,18 +54,19 @@ pub async fn count_batch(
     after_seq: i64,
     last_seq: i64,
 ) -> sqlx::Result<()> {
-    // Whether the subject has counts per source, and otherwise its items (up to the threshold;
-    // the memories of this batch are already in the table).
-    let state = sqlx::query!(
+    // Per source: None when the subject has counts, else its items (up to the threshold; the
+    // memories of this batch are already in the table).
+    let items = sqlx::query!(
         r#"SELECT
-             EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = $1 AND s.subject_id = $2 AND s.source = 'memory')
-               AS "memory_counted!",
-             EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = $1 AND s.subject_id = $2 AND s.source = 'episode')
-               AS "episode_counted!",
-             (SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.tenant_id = $1 AND m.subject_id = $2 LIMIT $3) x)
-               AS "memories!",
-             (SELECT count(*) FROM (SELECT 1 FROM episodes e WHERE e.tenant_id = $1 AND e.subject_id = $2
-                                      AND e.seq <= $4 LIMIT $3) x) AS "episodes!""#,
+             CASE WHEN NOT EXISTS (SELECT 1 FROM subject_terms s
+                                   WHERE s.tenant_id = $1 AND s.subject_id = $2 AND s.source = 'memory')
+                  THEN (SELECT count(*) FROM (SELECT 1 FROM memories m
+                                              WHERE m.tenant_id = $1 AND m.subject_id = $2 LIMIT $3) x) END AS memories,
+             CASE WHEN NOT EXISTS (SELECT 1 FROM subject_terms s
+                                   WHERE s.tenant_id = $1 AND s.subject_id = $2 AND s.source = 'episode')
+                  THEN (SELECT count(*) FROM (SELECT 1 FROM episodes e
+                                              WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.seq <= $4 LIMIT $3) x)
+             END AS episodes"#,
         tenant,
         subject_id,
         COMMON_TERM_DF,
@@ -72,16 +74,31 @@ pub async fn count_batch(
     )
     .fetch_one(&mut *conn)
     .await?;
-    let memory = Counting::of(state.memory_counted, state.memories);
-    let episode = Counting::of(state.episode_counted, state.episodes);
-    if memory == Counting::Add || episode == Counting::Add {
-        let ids = if memory == Counting::Add { memory_ids } else { &[] };
-        let after = if episode == Counting::Add { after_seq } else { last_seq };
-        add(conn, tenant, subject_id, ids, after, last_seq).await?;
-    }
-    if memory == Counting::Backfill || episode == Counting::Backfill {
-        backfill(conn, tenant, subject_id, memory == Counting::Backfill, episode == Counting::Backfill, last_seq)
+    let memory = Counting::of(items.memories);
+    let episode = Counting::of(items.episodes);
+    // A backfill counts like a batch of every item: no rows exist yet, so the sums are the counts.
+    let all_memories;
+    let memory_ids = match memory {
+        Counting::Add => memory_ids,
+        Counting::Backfill => {
+            all_memories = sqlx::query_scalar!(
+                "SELECT id FROM memories WHERE tenant_id = $1 AND subject_id = $2",
+                tenant,
+                subject_id
+            )
+            .fetch_all(&mut *conn)
             .await?;
+            &all_memories
+        }
+        Counting::Defer => &[],
+    };
+    let after_seq = match episode {
+        Counting::Add => after_seq,
+        Counting::Backfill => 0,
+        Counting::Defer => last_seq,
+    };
+    if !memory_ids.is_empty() || after_seq < last_seq {
+        add(conn, tenant, subject_id, memory_ids, after_seq, last_seq).await?;
     }
     Ok(())
 }
@@ -123,50 +140,15 @@ async fn add(
     Ok(())
 }
 
-/// Counts the lexemes of every memory (with `memories`) and of every episode up to `last_seq`
-/// (with `episodes`) of a subject that has no counts for that source yet.
-async fn backfill(
-    conn: &mut PgConnection,
-    tenant: &str,
-    subject_id: &str,
-    memories: bool,
-    episodes: bool,
-    last_seq: i64,
-) -> sqlx::Result<()> {
-    sqlx::query!(
-        "INSERT INTO subject_terms AS s (tenant_id, subject_id, source, lexeme, df, common_since) \
-         SELECT $1, $2, src, lexeme, count(*), CASE WHEN count(*) >= $6 THEN now() END FROM ( \
-           SELECT 'memory' AS src, t.lexeme FROM memories m, unnest(m.content_tsv) t \
-           WHERE $3 AND m.tenant_id = $1 AND m.subject_id = $2 AND octet_length(t.lexeme) <= $7 \
-           UNION ALL \
-           SELECT 'episode', t.lexeme FROM episodes e, unnest(e.search_tsv) t \
-           WHERE $4 AND e.tenant_id = $1 AND e.subject_id = $2 AND e.seq <= $5 \
-             AND octet_length(t.lexeme) <= $7) x \
-         GROUP BY src, lexeme ORDER BY src, lexeme \
-         ON CONFLICT (tenant_id, subject_id, source, lexeme) DO UPDATE SET df = EXCLUDED.df, \
-           common_since = COALESCE(s.common_since, EXCLUDED.common_since)",
-        tenant,
-        subject_id,
-        memories,
-        episodes,
-        last_seq,
-        COMMON_TERM_DF,
-        MAX_TERM_BYTES
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_source_is_counted_once_it_can_hold_a_common_lexeme() {
-        assert_eq!(Counting::of(true, 0), Counting::Add);
-        assert_eq!(Counting::of(true, COMMON_TERM_DF), Counting::Add);
-        assert_eq!(Counting::of(false, COMMON_TERM_DF - 1), Counting::Defer);
-        assert_eq!(Counting::of(false, COMMON_TERM_DF), Counting::Backfill);
+        assert_eq!(Counting::of(None), Counting::Add);
+        assert_eq!(Counting::of(Some(0)), Counting::Defer);
+        assert_eq!(Counting::of(Some(COMMON_TERM_DF - 1)), Counting::Defer);
+        assert_eq!(Counting::of(Some(COMMON_TERM_DF)), Counting::Backfill);
     }
 }

@@ -1363,7 +1363,12 @@ impl Fuzzer {
         let started = Instant::now();
         let before = std::mem::take(&mut self.last);
         let logged_before = crate::common::SERVER_LOG.lock().unwrap().len();
-        let answer = crate::common::mcp::try_post_with(&self.app, None, &msg, &[]).await;
+        let mut answer = crate::common::mcp::try_post_with(&self.app, None, &msg, &[]).await;
+        // As in the raw MCP phase: a pooled keep-alive connection the server had just closed fails
+        // before any byte of an answer; sent again once, on another connection.
+        if answer.as_ref().is_err_and(|e| !e.is_timeout() && e.status().is_none()) {
+            answer = crate::common::mcp::try_post_with(&self.app, None, &msg, &[]).await;
+        }
         self.resync().await;
         let cause = new_server_errors(logged_before);
         let (status, body) = match answer {

@@ -65,21 +65,28 @@ def test_async_batch_compile_labels_and_receipts():
 
 def test_rate_limit_is_retried_after_retry_after():
     tenant = f"compat-rl-{uuid.uuid4().hex[:6]}"
-    with StatewaveClient(URL_LIMITED, tenant_id=tenant, retry=NO_RETRY) as strict:
-        refused = None
-        for _ in range(300):
-            try:
-                strict.list_subjects()
-            except StatewaveAPIError as e:
-                refused = e
-                break
-        assert refused is not None, "the bucket of 120 never ran out"
-        assert refused.status_code == 429 and refused.code == "rate_limited"
-    # The default client honours Retry-After (1 s at 120 rpm) and then succeeds.
-    with StatewaveClient(URL_LIMITED, tenant_id=tenant) as patient:
-        started = time.monotonic()
-        assert patient.list_subjects().total == 0
-        assert time.monotonic() - started >= 0.4
+    waited = []
+    # On a busy machine a token may refill between the refusal and the next call (2 a second at
+    # 120 rpm), and then nothing is left to wait for: drain and ask again, a few times at most.
+    for _ in range(5):
+        with StatewaveClient(URL_LIMITED, tenant_id=tenant, retry=NO_RETRY) as strict:
+            refused = None
+            for _ in range(300):
+                try:
+                    strict.list_subjects()
+                except StatewaveAPIError as e:
+                    refused = e
+                    break
+            assert refused is not None, "the bucket of 120 never ran out"
+            assert refused.status_code == 429 and refused.code == "rate_limited"
+        # The default client honours Retry-After (1 s at 120 rpm) and then succeeds.
+        with StatewaveClient(URL_LIMITED, tenant_id=tenant) as patient:
+            started = time.monotonic()
+            assert patient.list_subjects().total == 0
+            waited.append(time.monotonic() - started)
+        if waited[-1] >= 0.4:
+            break
+    assert max(waited) >= 0.4, f"the refused client never waited: {waited}"
 
 
 def test_async_rate_limit_is_retried():
