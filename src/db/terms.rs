@@ -97,22 +97,9 @@ pub async fn count_batch(
         Counting::Backfill => 0,
         Counting::Defer => last_seq,
     };
-    if !memory_ids.is_empty() || after_seq < last_seq {
-        add(conn, tenant, subject_id, memory_ids, after_seq, last_seq).await?;
+    if memory_ids.is_empty() && after_seq >= last_seq {
+        return Ok(());
     }
-    Ok(())
-}
-
-/// Adds the lexemes of the memories `memory_ids` and of the episodes with seq in
-/// `(after_seq, last_seq]` to the subject's counts.
-async fn add(
-    conn: &mut PgConnection,
-    tenant: &str,
-    subject_id: &str,
-    memory_ids: &[Uuid],
-    after_seq: i64,
-    last_seq: i64,
-) -> sqlx::Result<()> {
     // Rows are upserted in key order, so two writers could never deadlock on them (compile
     // already serialises a subject; this keeps it true if that changes).
     sqlx::query!(
@@ -135,7 +122,7 @@ async fn add(
         COMMON_TERM_DF,
         MAX_TERM_BYTES
     )
-    .execute(conn)
+    .execute(&mut *conn)
     .await?;
     Ok(())
 }

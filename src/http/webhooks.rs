@@ -7,8 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::query::paged;
-use crate::http::query::{length, query};
+use crate::http::query::{length, paged, query};
 use crate::http::schema::CommonErrors;
 use crate::services::webhooks::admin::{self as svc, EventView, RetryRefused, WebhookStats};
 use crate::state::AppState;

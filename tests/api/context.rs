@@ -262,9 +262,9 @@ async fn small_subjects_are_not_counted_and_earlier_counts_go_on() {
     assert!(term_counts(&app, "fresh").await.is_empty());
 
     sqlx::query(
-        "INSERT INTO subject_terms (tenant_id, subject_id, source, lexeme, df) \
-         VALUES ('default', 'old', 'episode', 'standup', 3)",
+        "INSERT INTO subject_terms (tenant_id, subject_id, source, lexeme, df) VALUES ($1, 'old', 'episode', 'standup', 3)",
     )
+    .bind(mnemo::model::text::DEFAULT_TENANT)
     .execute(&app.pool)
     .await
     .unwrap();
