@@ -428,6 +428,10 @@ pub struct ServeArgs {
     /// Most episodes one compile batch reads.
     #[arg(long, env = "MNEMO_COMPILE_BATCH_SIZE", default_value_t = 500, value_parser = clap::value_parser!(i64).range(1..=10000))]
     pub compile_batch_size: i64,
+    /// Lanes of single-episode ingest per tenant, one statement in flight each; requests that
+    /// arrive while it runs share the lane's next statement and its commit (group commit).
+    #[arg(long, env = "MNEMO_INGEST_WRITERS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub ingest_writers: u16,
     /// Finished compile jobs are deleted after this many hours.
     #[arg(long, env = "MNEMO_COMPILE_JOB_RETENTION_HOURS", default_value_t = 168)]
     pub compile_job_retention_hours: i64,
@@ -497,6 +501,7 @@ mod tests {
             compiler: compiler_args(),
             receipt_signing_keys: None,
             compile_batch_size: 500,
+            ingest_writers: 1,
             compile_job_retention_hours: 168,
             compile_job_stale_secs: 60,
             region: None,

@@ -140,6 +140,7 @@ async fn serve_with(
         shutdown_drain_secs: args.shutdown_drain_secs,
         console_session_minutes: args.console_session_minutes,
         compile_batch_size: args.compile_batch_size,
+        ingest_writers: usize::from(args.ingest_writers),
         job_stale_secs: args.compile_job_stale_secs,
         job_retention_hours: args.compile_job_retention_hours,
         access: mnemo::services::access::AccessPolicy {

@@ -11,6 +11,7 @@ use tokio::sync::Notify;
 use crate::embed::Embedder;
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::TaskVectorCache;
+use crate::services::group_commit::GroupCommit;
 use crate::services::read_replica::ReadReplica;
 use crate::services::tenant_settings::SettingsCache;
 use crate::services::webhooks::Webhooks;
@@ -48,6 +49,9 @@ pub struct RuntimeConfig {
     pub compiler: crate::compile::llm::Compiler,
     /// How long an admin console session lasts, in minutes.
     pub console_session_minutes: u64,
+    /// Lanes of single-episode ingest per tenant (one statement in flight each); requests
+    /// arriving meanwhile share the lane's next statement (group commit).
+    pub ingest_writers: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -68,6 +72,7 @@ impl Default for RuntimeConfig {
             shutdown_drain_secs: 0,
             compiler: Default::default(),
             console_session_minutes: 480,
+            ingest_writers: 1,
         }
     }
 }
@@ -91,6 +96,8 @@ pub struct AppState {
     pub keys_present: Arc<KeysPresent>,
     /// The webhook outbox handle (enqueue inside a change's transaction).
     pub webhooks: Arc<Webhooks>,
+    /// Single-episode writes, grouped per tenant under concurrency.
+    pub group_commit: Arc<GroupCommit>,
     /// Set when graceful shutdown starts: readiness answers 503 from then on.
     pub shutting_down: Arc<AtomicBool>,
     /// Signs admin console sessions: derived from the first receipt-signing key (so replicas
@@ -103,9 +110,11 @@ pub struct AppState {
 impl AppState {
     /// Builds the state around a connected pool.
     pub fn new(pool: PgPool, config: RuntimeConfig, embedder: Arc<dyn Embedder>) -> Self {
+        let webhooks = Arc::new(Webhooks::new(&config.webhooks));
         AppState {
+            group_commit: Arc::new(GroupCommit::new(pool.clone(), Arc::clone(&webhooks), config.ingest_writers)),
             pool,
-            webhooks: Arc::new(Webhooks::new(&config.webhooks)),
+            webhooks,
             config: Arc::new(config),
             tenants: Arc::new(KnownTenants::default()),
             embedder,

@@ -1,14 +1,15 @@
 //! Recording episodes, singly or in atomic batches.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::db;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
+use crate::services::group_commit::GroupCommit;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::state::KnownTenants;
 use crate::telemetry::{self, MemoryOp};
@@ -42,51 +43,101 @@ async fn ensure_tenant(pool: &PgPool, known: &KnownTenants, tenant: &str) -> sql
 /// Records one episode; a repeated idempotency key returns the stored row unchanged.
 /// A new row announces `episode.created` (a repeat announces nothing).
 ///
-/// Without that webhook the insert is one statement on a bare connection (it applies the
-/// tenant itself); with it, the statement and the outbox row share a transaction.
+/// Concurrent calls for one tenant share statements ([`GroupCommit`]): alone, the insert is one
+/// statement on a bare connection (it applies the tenant itself); with the webhook, the
+/// statement and the outbox row share a transaction.
 pub async fn ingest_one(
-    pool: &PgPool,
+    group: &Arc<GroupCommit>,
     known: &KnownTenants,
-    hooks: &Webhooks,
     tenant: &str,
     episode: &NewEpisode,
 ) -> sqlx::Result<(Episode, Inserted)> {
     let span = telemetry::memory_span(MemoryOp::Create, tenant);
-    let fut = ingest_one_in(pool, known, hooks, tenant, episode);
+    let fut = async {
+        ensure_tenant(group.pool(), known, tenant).await?;
+        group.record(tenant, episode.clone()).await
+    };
     telemetry::traced(span, fut, |(_, inserted)| usize::from(*inserted == Inserted::New)).await
 }
 
-async fn ingest_one_in(
-    pool: &PgPool,
-    known: &KnownTenants,
-    hooks: &Webhooks,
-    tenant: &str,
-    episode: &NewEpisode,
-) -> sqlx::Result<(Episode, Inserted)> {
-    ensure_tenant(pool, known, tenant).await?;
-    let id = new_id();
-    if !hooks.wants(WebhookEvent::EpisodeCreated) {
-        let inserted = db::episodes::insert(&mut *db::scope::single(pool).await?, tenant, id, episode).await?;
-        return match inserted {
-            Some(row) => Ok((row, Inserted::New)),
-            None => Ok((stored_one(pool, tenant, episode).await?, Inserted::Existing)),
-        };
-    }
-    let mut tx = db::scope::begin(pool, tenant).await?;
-    let Some(row) = db::episodes::insert(&mut tx, tenant, id, episode).await? else {
-        tx.commit().await?;
-        return Ok((stored_one(pool, tenant, episode).await?, Inserted::Existing));
-    };
-    let data = json!({"id": row.id, "subject_id": row.subject_id});
-    hooks.enqueue(&mut tx, tenant, WebhookEvent::EpisodeCreated, data).await?;
-    tx.commit().await?;
-    Ok((row, Inserted::New))
+/// How new rows are announced: one `episode.created` each, or one `episodes.batch_created`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Announce {
+    EachRow,
+    Batch,
 }
 
-/// The row stored under the episode's idempotency key (the insert found it taken).
-async fn stored_one(pool: &PgPool, tenant: &str, e: &NewEpisode) -> sqlx::Result<Episode> {
-    let mut stored = stored(pool, tenant, &[e]).await?;
-    stored.pop().ok_or(sqlx::Error::RowNotFound)
+/// Inserts `episodes` under `ids` in one statement (the single-row one for one episode), with
+/// their announcements in the same transaction; returns each input's new row, or None where its
+/// idempotency key was taken (see [`with_stored`]).
+pub(crate) async fn insert_new(
+    pool: &PgPool,
+    hooks: &Webhooks,
+    tenant: &str,
+    ids: &[Uuid],
+    episodes: &[NewEpisode],
+    announce: Announce,
+) -> sqlx::Result<Vec<Option<Episode>>> {
+    let event = match announce {
+        Announce::EachRow => WebhookEvent::EpisodeCreated,
+        Announce::Batch => WebhookEvent::EpisodesBatchCreated,
+    };
+    let new_rows = if hooks.wants(event) {
+        let mut tx = db::scope::begin(pool, tenant).await?;
+        let rows = insert_statement(&mut tx, tenant, ids, episodes).await?;
+        match announce {
+            Announce::EachRow => {
+                for row in &rows {
+                    let data = json!({"id": row.id, "subject_id": row.subject_id});
+                    hooks.enqueue(&mut tx, tenant, event, data).await?;
+                }
+            }
+            Announce::Batch if !rows.is_empty() => {
+                let subjects: BTreeSet<&str> = rows.iter().map(|r| r.subject_id.as_str()).collect();
+                let data = json!({"count": rows.len(), "subject_ids": subjects});
+                hooks.enqueue(&mut tx, tenant, event, data).await?;
+            }
+            Announce::Batch => {}
+        }
+        tx.commit().await?;
+        rows
+    } else {
+        insert_statement(&mut *db::scope::single(pool).await?, tenant, ids, episodes).await?
+    };
+    let mut by_id: BTreeMap<Uuid, Episode> = new_rows.into_iter().map(|r| (r.id, r)).collect();
+    Ok(ids.iter().map(|id| by_id.remove(id)).collect())
+}
+
+/// Each input's row from [`insert_new`]'s result: the new one, else the one stored under its
+/// idempotency key (read after the insert committed).
+pub(crate) async fn with_stored(
+    pool: &PgPool,
+    tenant: &str,
+    episodes: &[NewEpisode],
+    rows: Vec<Option<Episode>>,
+) -> sqlx::Result<Vec<(Episode, Inserted)>> {
+    let mut rows: Vec<Option<(Episode, Inserted)>> = rows.into_iter().map(|r| r.map(|r| (r, Inserted::New))).collect();
+    let skipped: Vec<&NewEpisode> = rows.iter().zip(episodes).filter(|(r, _)| r.is_none()).map(|(_, e)| e).collect();
+    if !skipped.is_empty() {
+        let mut found = stored(pool, tenant, &skipped).await?.into_iter();
+        for slot in rows.iter_mut().filter(|r| r.is_none()) {
+            *slot = found.next().map(|r| (r, Inserted::Existing));
+        }
+    }
+    rows.into_iter().collect::<Option<Vec<_>>>().ok_or(sqlx::Error::RowNotFound)
+}
+
+/// One episode through the single-row statement, several through the batch statement.
+async fn insert_statement(
+    conn: &mut PgConnection,
+    tenant: &str,
+    ids: &[Uuid],
+    episodes: &[NewEpisode],
+) -> sqlx::Result<Vec<Episode>> {
+    match (ids, episodes) {
+        ([id], [episode]) => Ok(db::episodes::insert(conn, tenant, *id, episode).await?.into_iter().collect()),
+        _ => db::episodes::insert_batch(conn, tenant, ids, episodes).await,
+    }
 }
 
 /// The stored rows under the idempotency keys of `episodes`, in their order. Read after the
@@ -136,31 +187,10 @@ async fn ingest_batch_in(
 ) -> sqlx::Result<(Vec<Episode>, usize)> {
     ensure_tenant(pool, known, tenant).await?;
     let ids: Vec<Uuid> = episodes.iter().map(|_| new_id()).collect();
-    let new_rows = if hooks.wants(WebhookEvent::EpisodesBatchCreated) {
-        let mut tx = db::scope::begin(pool, tenant).await?;
-        let rows = db::episodes::insert_batch(&mut tx, tenant, &ids, episodes).await?;
-        if !rows.is_empty() {
-            let subjects: BTreeSet<&str> = rows.iter().map(|r| r.subject_id.as_str()).collect();
-            let data = json!({"count": rows.len(), "subject_ids": subjects});
-            hooks.enqueue(&mut tx, tenant, WebhookEvent::EpisodesBatchCreated, data).await?;
-        }
-        tx.commit().await?;
-        rows
-    } else {
-        db::episodes::insert_batch(&mut *db::scope::single(pool).await?, tenant, &ids, episodes).await?
-    };
-    let created = new_rows.len();
-    let mut by_id: BTreeMap<Uuid, Episode> = new_rows.into_iter().map(|r| (r.id, r)).collect();
-    let mut rows: Vec<Option<Episode>> = ids.iter().map(|id| by_id.remove(id)).collect();
-    let skipped: Vec<&NewEpisode> = rows.iter().zip(episodes).filter(|(r, _)| r.is_none()).map(|(_, e)| e).collect();
-    if !skipped.is_empty() {
-        let mut found = stored(pool, tenant, &skipped).await?.into_iter();
-        for slot in rows.iter_mut().filter(|r| r.is_none()) {
-            *slot = found.next();
-        }
-    }
-    let rows = rows.into_iter().collect::<Option<Vec<Episode>>>().ok_or(sqlx::Error::RowNotFound)?;
-    Ok((rows, created))
+    let new_rows = insert_new(pool, hooks, tenant, &ids, episodes, Announce::Batch).await?;
+    let rows = with_stored(pool, tenant, episodes, new_rows).await?;
+    let created = rows.iter().filter(|(_, inserted)| *inserted == Inserted::New).count();
+    Ok((rows.into_iter().map(|(row, _)| row).collect(), created))
 }
 
 #[cfg(test)]

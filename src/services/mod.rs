@@ -7,6 +7,7 @@ pub mod context_call;
 pub mod dump;
 pub mod episodes;
 pub mod erase;
+pub mod group_commit;
 pub mod handoff;
 pub mod health;
 pub mod jobs;

@@ -2,12 +2,12 @@
 //! ingest path (same idempotency, counters and `episode.created` webhook as `POST /v1/episodes`).
 
 use serde_json::{json, Map, Value};
-use sqlx::PgPool;
+use std::sync::Arc;
 
 use crate::error::FieldError;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::services::episodes;
-use crate::services::webhooks::Webhooks;
+use crate::services::group_commit::GroupCommit;
 use crate::state::KnownTenants;
 use crate::templates::Template;
 
@@ -43,11 +43,10 @@ pub fn episode_for(template: &Template, app: &Application) -> Result<NewEpisode,
 
 /// Records the episode built from a template.
 pub async fn apply(
-    pool: &PgPool,
+    group: &Arc<GroupCommit>,
     known: &KnownTenants,
-    hooks: &Webhooks,
     tenant: &str,
     episode: &NewEpisode,
 ) -> sqlx::Result<(Episode, Inserted)> {
-    episodes::ingest_one(pool, known, hooks, tenant, episode).await
+    episodes::ingest_one(group, known, tenant, episode).await
 }

@@ -1,7 +1,7 @@
 //! Episode ingest through HTTP: creation, idempotency, batches, and bad input that writes nothing.
 #![allow(clippy::unwrap_used)]
 
-use crate::common::{episode, spawn};
+use crate::common::{episode, hold_counter, send_all, spawn, until_queued};
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -298,4 +298,93 @@ async fn the_single_statement_insert_is_still_checked_by_row_level_security() {
     let left: Option<String> =
         sqlx::query_scalar("SELECT current_setting('mnemo.tenant', true)").fetch_one(&mut *conn).await.unwrap();
     assert!(left.as_deref().unwrap_or("").is_empty(), "{left:?}");
+}
+
+#[tokio::test]
+async fn concurrent_single_ingests_share_one_statement_and_keep_every_row_in_seq_order() {
+    let app = crate::common::spawn_with(mnemo::RuntimeConfig { ingest_writers: 1, ..Default::default() }).await;
+    let lock = hold_counter(&app, "user:g").await;
+    let first = send_all(&app, vec![episode("user:g", "alone")]);
+    until_queued(&app, 0).await;
+    let mut bodies: Vec<Value> = (0..5).map(|i| episode("user:g", &format!("g{i}"))).collect();
+    bodies.extend((0..4).map(|i| episode("user:h", &format!("h{i}"))));
+    let mut dup = episode("user:g", "keyed");
+    dup["idempotency_key"] = json!("dup");
+    bodies.push(dup.clone());
+    bodies.push(dup);
+    let queued = send_all(&app, bodies);
+    until_queued(&app, 11).await;
+    lock.commit().await.unwrap();
+
+    let (status, alone) = first.into_iter().next().unwrap().await.unwrap();
+    assert_eq!(status, 201, "{alone}");
+    let mut results = Vec::new();
+    for handle in queued {
+        results.push(handle.await.unwrap());
+    }
+    let statuses: Vec<u16> = results.iter().map(|(s, _)| *s).collect();
+    assert_eq!(statuses[..10], [201; 10], "{results:?}");
+    assert_eq!(statuses[10], 200, "the repeated key returns the row stored by the same group");
+    assert_eq!(results[10].1, results[9].1);
+    // Each caller got its own row back.
+    for (i, (_, row)) in results.iter().enumerate().take(9) {
+        let want = if i < 5 { format!("g{i}") } else { format!("h{}", i - 5) };
+        assert_eq!(row["payload"]["messages"][0]["content"], want.as_str(), "{row}");
+    }
+    // One statement: one transaction, one created_at, after the lone write's.
+    let created: std::collections::BTreeSet<&str> =
+        results.iter().map(|(_, r)| r["created_at"].as_str().unwrap()).collect();
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert!(created.iter().all(|c| *c > alone["created_at"].as_str().unwrap()));
+    // Seqs: distinct, after the lone write's in its subject, and in id order (the order the
+    // group was formed in, which ties on created_at fall back to).
+    let ids: Vec<&str> = results.iter().take(10).map(|(_, r)| r["id"].as_str().unwrap()).collect();
+    let got = seqs(&app, &ids).await;
+    let lone = seqs(&app, &[alone["id"].as_str().unwrap()]).await[0].1;
+    for subject in ["user:g", "user:h"] {
+        let mut rows: Vec<(uuid::Uuid, i64)> = ids
+            .iter()
+            .zip(&got)
+            .filter(|(_, (s, _))| s == subject)
+            .map(|(id, (_, seq))| (id.parse().unwrap(), *seq))
+            .collect();
+        rows.sort();
+        let in_id_order: Vec<i64> = rows.iter().map(|(_, seq)| *seq).collect();
+        let mut sorted = in_id_order.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(in_id_order, sorted, "{subject}: seqs follow ids and are distinct");
+        if subject == "user:g" {
+            assert!(in_id_order[0] > lone, "{in_id_order:?} after {lone}");
+        }
+    }
+    assert_eq!(app.count("episodes").await, 1 + 1 + 10);
+}
+
+#[tokio::test]
+async fn an_episode_postgres_refuses_fails_alone_and_its_group_is_written() {
+    let app = crate::common::spawn_with(mnemo::RuntimeConfig { ingest_writers: 1, ..Default::default() }).await;
+    // A rule only Postgres knows: nothing the HTTP layer checks refuses this episode.
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           IF NEW.payload::text LIKE '%poison%' THEN RAISE EXCEPTION 'poisoned episode'; END IF; RETURN NEW; END $$; \
+         CREATE TRIGGER refuse_poison BEFORE INSERT ON episodes FOR EACH ROW EXECUTE FUNCTION refuse_poison();",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let lock = hold_counter(&app, "user:p").await;
+    let first = send_all(&app, vec![episode("user:p", "alone")]);
+    until_queued(&app, 0).await;
+    let bodies = vec![episode("user:p", "good 1"), episode("user:p", "poison"), episode("user:q", "good 2")];
+    let queued = send_all(&app, bodies);
+    until_queued(&app, 3).await;
+    lock.commit().await.unwrap();
+    assert_eq!(first.into_iter().next().unwrap().await.unwrap().0, 201);
+    let mut statuses = Vec::new();
+    for handle in queued {
+        statuses.push(handle.await.unwrap().0);
+    }
+    assert_eq!(statuses, [201, 500, 201]);
+    assert_eq!(app.count("episodes").await, 1 + 1 + 2);
 }

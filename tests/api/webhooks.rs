@@ -177,6 +177,39 @@ async fn committed_changes_fire_signed_events_and_repeats_fire_nothing() {
 }
 
 #[tokio::test]
+async fn single_ingests_written_together_announce_each_new_episode_once() {
+    use crate::common::{episode, hold_counter, send_all, until_queued};
+    let rx = receiver(&[]).await;
+    let app = spawn_hooked(hooks(&rx.url)).await;
+    // One lane (the default): the writes queued behind the held counter go in one statement.
+    let lock = hold_counter(&app, "user:g").await;
+    let first = send_all(&app, vec![episode("user:g", "alone")]);
+    until_queued(&app, 0).await;
+    let mut keyed = episode("user:g", "keyed");
+    keyed["idempotency_key"] = json!("k");
+    let queued = send_all(&app, vec![episode("user:g", "a"), episode("user:h", "b"), keyed.clone(), keyed]);
+    until_queued(&app, 4).await;
+    lock.commit().await.unwrap();
+    let mut created = Vec::new();
+    for handle in first.into_iter().chain(queued) {
+        let (status, row) = handle.await.unwrap();
+        if status == 201 {
+            created.push(row["id"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(created.len(), 4, "alone, a, b and the first keyed write");
+    // The held counter's first write announced itself too.
+    eventually("five deliveries", || async { rx.seen().len() >= 5 }).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let seen = rx.seen();
+    assert_eq!(seen.len(), 5, "one event per new episode, none for the repeat");
+    assert!(seen.iter().all(|s| s.event == "episode.created"));
+    let announced: std::collections::BTreeSet<String> =
+        seen.iter().map(|s| s.body["data"]["id"].as_str().unwrap().to_string()).collect();
+    assert!(created.iter().all(|id| announced.contains(id)), "{created:?} in {announced:?}");
+}
+
+#[tokio::test]
 async fn the_allowlist_and_an_unset_url_keep_events_out_of_the_outbox() {
     let rx = receiver(&[]).await;
     let only_deletes = WebhookConfig { events: vec![WebhookEvent::SubjectDeleted], ..hooks(&rx.url) };

@@ -26,6 +26,8 @@ pub struct TestApp {
     /// The server's own pool (runs as mnemo_app).
     pub app_pool: PgPool,
     pub db_options: PgConnectOptions,
+    /// The server's single-episode write queues (to see what is waiting).
+    pub group_commit: Arc<mnemo::services::group_commit::GroupCommit>,
     /// Base URL of the separate `/metrics` listener.
     pub metrics_base: String,
     shutdown: Option<oneshot::Sender<()>>,
@@ -190,6 +192,7 @@ pub async fn spawn_bound(
     db::pool::migrate(&pool).await.expect("migrate");
     let app_pool = db::pool::connect_app(app_options(&opts), 10).await.expect("app pool");
     let state = AppState::new(app_pool.clone(), config, embedder).with_signing_keys(keys);
+    let group_commit = state.group_commit.clone();
     let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
     let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let metrics_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -209,6 +212,7 @@ pub async fn spawn_bound(
         pool,
         app_pool,
         db_options: opts,
+        group_commit,
         metrics_base,
         shutdown: Some(tx),
         db,
@@ -310,6 +314,44 @@ pub async fn split(r: reqwest::Response) -> (u16, Value) {
     let status = r.status().as_u16();
     let text = r.text().await.unwrap_or_default();
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// Holds `subject`'s counter row locked, so the next single ingest of it waits in Postgres and
+/// the requests after it queue up behind it (`ingest_writers: 1`).
+pub async fn hold_counter(app: &TestApp, subject: &str) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let (status, body) = app.post("/v1/episodes", &episode(subject, "before")).await;
+    assert_eq!(status, 201, "{body}");
+    let mut tx = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM subject_counters WHERE subject_id = $1 FOR UPDATE")
+        .bind(subject)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx
+}
+
+/// Sends single-episode POSTs concurrently; returns their join handles in order.
+pub fn send_all(app: &TestApp, bodies: Vec<Value>) -> Vec<tokio::task::JoinHandle<(u16, Value)>> {
+    bodies
+        .into_iter()
+        .map(|body| {
+            let (client, url) = (app.client.clone(), app.url("/v1/episodes"));
+            tokio::spawn(async move { split(client.post(url).json(&body).send().await.unwrap()).await })
+        })
+        .collect()
+}
+
+/// Waits until Postgres has a lock request waiting, then until `n` writes are queued.
+pub async fn until_queued(app: &TestApp, n: usize) {
+    for _ in 0..500 {
+        let waiting: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM pg_locks WHERE NOT granted").fetch_one(&app.pool).await.unwrap();
+        if waiting > 0 && app.group_commit.queued(mnemo::model::text::DEFAULT_TENANT) == n {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("{n} writes never queued behind the held counter row");
 }
 
 /// A minimal valid episode body.
