@@ -22,6 +22,8 @@ const LLM_CALLS: &str = "mnemo_llm_calls_total";
 const LLM_CALL_DURATION: &str = "mnemo_llm_call_duration_seconds";
 const LLM_EPISODES: &str = "mnemo_llm_episodes_total";
 const READ_ROUTES: &str = "mnemo_read_routes_total";
+const INGEST_STATEMENTS: &str = "mnemo_ingest_statements_total";
+const INGEST_STATEMENT_EPISODES: &str = "mnemo_ingest_statement_episodes_total";
 
 /// Latency bucket upper bounds, in seconds (every histogram here is a duration).
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
@@ -56,6 +58,11 @@ fn describe() {
         "Reads with a replica configured, by where they went (replica, primary_lagging, primary_replica_down)."
     );
     describe_gauge!(POOL_CONNECTIONS, "Database pool connections.");
+    describe_counter!(INGEST_STATEMENTS, "Statements that wrote single-episode requests (group commit).");
+    describe_counter!(
+        INGEST_STATEMENT_EPISODES,
+        "Single-episode requests those statements carried (over the statements: the mean group size)."
+    );
     describe_counter!(LLM_TOKENS, "Tokens sent to (in) and received from (out) the LLM compiler's model.");
     describe_counter!(LLM_CALLS, "LLM compiler requests by outcome (ok, unavailable, malformed, rejected).");
     describe_histogram!(LLM_CALL_DURATION, Unit::Seconds, "Time per LLM compiler request.");
@@ -81,6 +88,12 @@ pub fn record_embedding(elapsed: Duration) {
 /// Counts a finished compile job.
 pub fn record_job(completed: bool) {
     counter!(COMPILE_JOBS, "outcome" => if completed { "completed" } else { "failed" }).increment(1);
+}
+
+/// Counts one statement of single-episode ingest and the requests it carried.
+pub fn record_ingest_statement(episodes: usize) {
+    counter!(INGEST_STATEMENTS).increment(1);
+    counter!(INGEST_STATEMENT_EPISODES).increment(episodes as u64);
 }
 
 /// Counts one read routed with a replica configured.

@@ -129,6 +129,7 @@ impl GroupCommit {
             group.into_iter().map(|w| (w.episode, w.reply)).unzip();
         // Ids in queue order: rows of one transaction share created_at, and ties order by id.
         let ids: Vec<Uuid> = episodes.iter().map(|_| new_id()).collect();
+        crate::metrics::record_ingest_statement(episodes.len());
         let rows = match insert_new(&self.pool, &self.hooks, tenant, &ids, &episodes, Announce::EachRow).await {
             Ok(rows) => rows,
             Err(e) if replies.len() > 1 && matches!(e, sqlx::Error::Database(_)) => {

@@ -239,6 +239,9 @@ async fn metrics_are_served_on_their_own_listener_by_route_template() {
     assert!(text.contains("# TYPE mnemo_http_request_duration_seconds histogram"));
     assert!(text.contains("mnemo_embedding_duration_seconds_count"));
     assert!(text.contains("mnemo_compile_jobs_total{outcome=\"completed\"}"));
+    for series in ["mnemo_ingest_statements_total", "mnemo_ingest_statement_episodes_total"] {
+        assert!(sample(&text, series) >= sample(&before, series) + 1.0, "{series} not counted:\n{text}");
+    }
     assert!(text.contains("mnemo_db_pool_connections{state=\"max\"} 10"));
     assert!(!text.contains("secret-subject"), "labels are route templates, never raw paths");
     assert!(!text.contains("no-such-route"), "unmatched paths are not labels either");
