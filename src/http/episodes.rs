@@ -105,7 +105,7 @@ pub async fn create(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let input: NewEpisode = valid::<CreateEpisode>(body)?.into();
-    let (row, inserted) = svc::ingest_one(&st.group_commit, &st.tenants, &tenant, &input).await?;
+    let (row, inserted) = svc::ingest_one(&st.group_commit, &st.tenants, &tenant, input).await?;
     let status = match inserted {
         Inserted::New => StatusCode::CREATED,
         Inserted::Existing => StatusCode::OK,

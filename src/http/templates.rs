@@ -113,7 +113,7 @@ pub async fn apply(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Response> {
     let episode = parse(&body, template(&id)?)?;
-    let (row, inserted) = svc::apply(&st.group_commit, &st.tenants, &tenant, &episode).await?;
+    let (row, inserted) = svc::apply(&st.group_commit, &st.tenants, &tenant, episode).await?;
     let status = match inserted {
         Inserted::New => StatusCode::CREATED,
         Inserted::Existing => StatusCode::OK,

@@ -60,7 +60,7 @@ async fn ingest(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
     let one_of = [SUBJECT, OneOf::alias(&["kind", "type"]), OneOf::exclusive(&["text", "payload"])];
     let input: Ingest = parse_args("statewave_ingest_episode", a, &one_of)?;
     let input = NewEpisode::from(input);
-    let (row, _) = episodes::ingest_one(&st.group_commit, &st.tenants, tenant, &input).await?;
+    let (row, _) = episodes::ingest_one(&st.group_commit, &st.tenants, tenant, input).await?;
     Ok(ok_json(&[], serde_json::to_value(row).map_err(anyhow::Error::from)?))
 }
 

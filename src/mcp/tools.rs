@@ -193,7 +193,7 @@ async fn remember(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
         occurred_at: None,
         idempotency_key: None,
     };
-    let (row, inserted) = episodes::ingest_one(&st.group_commit, &st.tenants, tenant, &input).await?;
+    let (row, inserted) = episodes::ingest_one(&st.group_commit, &st.tenants, tenant, input).await?;
     let mut out = json!({"episode_id": row.id, "subject_id": row.subject_id, "created": inserted == Inserted::New});
     let mut text = vec![format!("Recorded episode {} for {}.", row.id, row.subject_id)];
     if compile {

@@ -50,12 +50,12 @@ pub async fn ingest_one(
     group: &Arc<GroupCommit>,
     known: &KnownTenants,
     tenant: &str,
-    episode: &NewEpisode,
+    episode: NewEpisode,
 ) -> sqlx::Result<(Episode, Inserted)> {
     let span = telemetry::memory_span(MemoryOp::Create, tenant);
     let fut = async {
         ensure_tenant(group.pool(), known, tenant).await?;
-        group.record(tenant, episode.clone()).await
+        group.record(tenant, episode).await
     };
     telemetry::traced(span, fut, |(_, inserted)| usize::from(*inserted == Inserted::New)).await
 }

@@ -46,7 +46,7 @@ pub async fn apply(
     group: &Arc<GroupCommit>,
     known: &KnownTenants,
     tenant: &str,
-    episode: &NewEpisode,
+    episode: NewEpisode,
 ) -> sqlx::Result<(Episode, Inserted)> {
     episodes::ingest_one(group, known, tenant, episode).await
 }
