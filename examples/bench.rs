@@ -725,6 +725,7 @@ fn tuned(set: &[(String, f64)]) -> anyhow::Result<RetrievalOptions> {
             "month" => t.month_boost = v,
             "whole" => t.whole_turns = v as usize,
             "tchars" => t.turn_chars = v as usize,
+            "lanetok" => t.lane_tokens = v as usize,
             other => bail!("--set: unknown name {other}"),
         }
     }

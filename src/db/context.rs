@@ -15,15 +15,19 @@ use crate::db::working_memory::SnapshotRow;
 use crate::model::episode::Episode;
 use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 
-/// Lane sizes: each lane contributes at most this many candidates.
-pub const LEXICAL_LANE: i64 = 100;
-pub const SEMANTIC_LANE: i64 = 100;
+/// Lane sizes: each lane contributes at most this many candidates. The two ranked lanes
+/// (lexical and semantic) take [`Probe::ranked_lane`] candidates, sized by the call's token
+/// budget ([`ranked_lane`]) between [`MIN_RANKED_LANE`] and [`MAX_RANKED_LANE`].
+pub const MAX_RANKED_LANE: i64 = 100;
+/// The fewest candidates a ranked lane takes, however small the budget.
+pub const MIN_RANKED_LANE: i64 = 25;
 pub const RECENT_FACTS: i64 = 50;
 pub const RECENT_EPISODES: i64 = 20;
 pub const SESSION_EPISODES: i64 = 30;
 pub const DATE_EPISODES: i64 = 30;
-/// HNSW candidates per vector lane in a large subject, re-scored exactly down to [`SEMANTIC_LANE`].
-pub const APPROX_CANDIDATES: i64 = 4 * SEMANTIC_LANE;
+/// HNSW candidates per vector lane in a large subject (per candidate the lane keeps), re-scored
+/// exactly down to the lane's size.
+pub const APPROX_PER_CANDIDATE: i64 = 4;
 /// Subjects with this many episodes (as of the call) use approximate vector candidates: an exact
 /// cosine over every vector grows with the subject (about 1 s at 100k memories with MiniLM).
 pub const APPROX_VECTORS_FROM: i64 = 20_000;
@@ -45,6 +49,24 @@ pub struct Probe<'a> {
     /// HNSW indexes (see [`crate::db::vector_index`]) and score only those exactly; below it they
     /// score every vector of the subject. Normally [`APPROX_VECTORS_FROM`].
     pub approx_from: i64,
+    /// Candidates each ranked lane (lexical, semantic) takes: see [`ranked_lane`].
+    pub ranked_lane: i64,
+}
+
+/// Candidates per ranked lane for a bundle of `max_tokens`: one per `tokens_per_candidate`
+/// tokens of the budget, between [`MIN_RANKED_LANE`] and [`MAX_RANKED_LANE`] (0 tokens per
+/// candidate: always [`MAX_RANKED_LANE`]).
+///
+/// A bundle shows a few dozen lines (a compact line is some 20-40 tokens), so a lane far longer
+/// than the budget can show only adds rows to read, return and check: about half of a call's
+/// Postgres time on a large subject grows with the lanes (bench/README.md, "Lanes sized by the
+/// budget").
+pub fn ranked_lane(max_tokens: usize, tokens_per_candidate: usize) -> i64 {
+    if tokens_per_candidate == 0 {
+        return MAX_RANKED_LANE;
+    }
+    let n = i64::try_from(max_tokens.div_ceil(tokens_per_candidate)).unwrap_or(i64::MAX);
+    n.clamp(MIN_RANKED_LANE, MAX_RANKED_LANE)
 }
 
 /// A memory candidate with its bitemporal columns and raw relevance signals.
@@ -112,16 +134,10 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
         None => (None, None),
     };
     let iterative = p.vector.is_some() && iterative_scan(pool).await?;
-    let lanes = [
-        LEXICAL_LANE,
-        SEMANTIC_LANE,
-        RECENT_FACTS,
-        RECENT_EPISODES,
-        SESSION_EPISODES,
-        DATE_EPISODES,
-        APPROX_CANDIDATES,
-    ]
-    .map(|n| n as i32);
+    let ranked = p.ranked_lane.clamp(1, MAX_RANKED_LANE);
+    let lanes =
+        [ranked, ranked, RECENT_FACTS, RECENT_EPISODES, SESSION_EPISODES, DATE_EPISODES, APPROX_PER_CANDIDATE * ranked]
+            .map(|n| n as i32);
     // The function takes the vector as text (migration 0020) and casts it back: the binary
     // vector sent here turns into the same floats.
     let rows: Vec<Row> = sqlx::query_as!(
@@ -291,5 +307,29 @@ fn missing(column: &str) -> sqlx::Error {
     sqlx::Error::ColumnDecode {
         index: column.to_string(),
         source: "mnemo_context returned NULL for a column its part always fills".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranked_lanes_follow_the_budget_between_their_bounds() {
+        // One candidate per 20 tokens, rounded up.
+        assert_eq!(ranked_lane(800, 20), 40);
+        assert_eq!(ranked_lane(801, 20), 41);
+        assert_eq!(ranked_lane(1000, 20), 50);
+        // Never fewer than the floor, never more than the longest lane.
+        assert_eq!(ranked_lane(0, 20), MIN_RANKED_LANE);
+        assert_eq!(ranked_lane(100, 20), MIN_RANKED_LANE);
+        assert_eq!(ranked_lane(2000, 20), MAX_RANKED_LANE);
+        assert_eq!(ranked_lane(usize::MAX, 20), MAX_RANKED_LANE);
+        assert_eq!(ranked_lane(usize::MAX, 1), MAX_RANKED_LANE);
+        // 0 tokens per candidate: the longest lanes whatever the budget.
+        assert_eq!(ranked_lane(100, 0), MAX_RANKED_LANE);
+        // Monotone in the budget.
+        let sizes: Vec<i64> = (0..5000).step_by(7).map(|t| ranked_lane(t, 20)).collect();
+        assert!(sizes.windows(2).all(|w| w[0] <= w[1]));
     }
 }

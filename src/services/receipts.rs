@@ -22,7 +22,7 @@ use crate::services::context::{Bundle, ContextRequest};
 
 /// Identifies the ranking and rendering code; a replay under another version may differ.
 /// 3: terms common in the subject (see `db::terms`) leave the full-text query.
-pub const RANKING_VERSION: &str = "mnemo-rank-6";
+pub const RANKING_VERSION: &str = "mnemo-rank-7";
 
 static IDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
 

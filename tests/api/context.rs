@@ -219,6 +219,7 @@ async fn lexical_scores(app: &crate::common::TestApp, subject: &str, task_words:
         session_id: None,
         days: Vec::new(),
         approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
+        ranked_lane: mnemo::db::context::MAX_RANKED_LANE,
     };
     let (found, _) = mnemo::db::context::candidates(&app.app_pool, &probe, false, false).await.unwrap();
     found.memories.iter().map(|c| c.lex).chain(found.episodes.iter().map(|c| c.lex)).collect()

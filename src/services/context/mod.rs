@@ -4,7 +4,7 @@
 //!   suppression needs, in one statement that names the tenant itself;
 //! - [`suppress`] (stages 2-4): what must not be shown (contradicted or unbacked turns, the
 //!   policy), and no double spending between a turn and its own summary;
-//! - [`rank`] (stage 5): one deterministic score per item (`mnemo-rank-6`, formula in README.md
+//! - [`rank`] (stage 5): one deterministic score per item (`mnemo-rank-7`, formula in README.md
 //!   and `context::score`; constants in [`Tuning::DEFAULT`]) and the total order;
 //! - [`output`] (stages 6-7): packing under the exact token budget and the bundle of what was
 //!   included.
@@ -140,6 +140,7 @@ pub async fn probe<'a>(
         session_id: req.session_id.as_deref(),
         days: if opts.dates { candidates::day_starts(&req.task, as_of) } else { Vec::new() },
         approx_from: opts.approx_vectors_from,
+        ranked_lane: crate::db::context::ranked_lane(req.max_tokens, opts.tuning.lane_tokens),
     })
 }
 

@@ -75,6 +75,9 @@ pub struct Tuning {
     pub whole_turns: usize,
     /// Room of the other turns' excerpts (the sentences sharing the task's words), in chars.
     pub turn_chars: usize,
+    /// Tokens of the budget per candidate of each ranked lane (0: the longest lanes whatever the
+    /// budget); see [`db::context::ranked_lane`].
+    pub lane_tokens: usize,
 }
 
 impl Tuning {
@@ -92,5 +95,6 @@ impl Tuning {
         month_boost: 0.25,
         whole_turns: 3,
         turn_chars: 130,
+        lane_tokens: 20,
     };
 }

@@ -3,7 +3,7 @@
 //! Episode relevance before context: BM25 as a share of the best episode's, the cosine smoothed
 //! over the session's neighbouring turns, fused; then context: the neighbours of the best
 //! matches, sessions holding several of them, days and months the task names, speakers it
-//! names (`mnemo-rank-6`, formula in README.md and `context::score`).
+//! names (`mnemo-rank-7`, formula in README.md and `context::score`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
