@@ -9,6 +9,9 @@
 # (one JSON object per measurement), DIR/meta.json and DIR/results.md (the tables).
 # --quick: 5 s runs, 1k-memory subject only, 100k background episodes (about 5 minutes).
 set -euo pipefail
+# Context calls ask for bundles of CTX_TOKENS tokens: 800 by default, the budget of issue 18's
+# comparison (the API's default is 4000; bundles that large read the longest lanes).
+CTX_TOKENS=${CTX_TOKENS:-800}
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
@@ -95,7 +98,7 @@ analyze() { sql -c "VACUUM ANALYZE" 2>/dev/null; }
 {
     echo "{"
     echo "\"date_utc\": \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\","
-    echo "\"quick\": $QUICK, \"duration_s\": $DUR, \"warmup_s\": $WARM,"
+    echo "\"quick\": $QUICK, \"duration_s\": $DUR, \"warmup_s\": $WARM, \"context_max_tokens\": $CTX_TOKENS,"
     echo "\"nproc\": $(nproc), \"mem_gib\": $(awk '/MemTotal/ {printf "%.1f", $2/1048576}' /proc/meminfo),"
     echo "\"cpu\": \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\","
     echo "\"os\": \"$(. /etc/os-release && echo "$PRETTY_NAME")\","
@@ -159,13 +162,13 @@ record seed-ctx1k "$LG" seed --url "$URL" --pid "$SERVER_PID" --subject ctx1k --
 analyze
 context_runs() { # size subject concurrency extra...
     local size=$1 subject=$2 conc=$3; shift 3
-    record "context-hash-$size-max" load --scenario context --subject "$subject" --concurrency "$conc" "$@"
-    record "context-hash-$size-fixed" load --scenario context --subject "$subject" --rate "$(half_rate)" --concurrency 64 "$@"
+    record "context-hash-$size-max" load --scenario context --max-tokens "$CTX_TOKENS" --subject "$subject" --concurrency "$conc" "$@"
+    record "context-hash-$size-fixed" load --scenario context --max-tokens "$CTX_TOKENS" --subject "$subject" --rate "$(half_rate)" --concurrency 64 "$@"
 }
 context_runs 1k ctx1k 4 --receipts false
-record context-hash-1k-c1 load --scenario context --subject ctx1k --concurrency 1 --receipts false
-record context-hash-1k-receipts-max load --scenario context --subject ctx1k --concurrency 4 --receipts true
-record context-hash-1k-receipts-fixed load --scenario context --subject ctx1k --rate "$(half_rate)" --concurrency 64 --receipts true
+record context-hash-1k-c1 load --scenario context --max-tokens "$CTX_TOKENS" --subject ctx1k --concurrency 1 --receipts false
+record context-hash-1k-receipts-max load --scenario context --max-tokens "$CTX_TOKENS" --subject ctx1k --concurrency 4 --receipts true
+record context-hash-1k-receipts-fixed load --scenario context --max-tokens "$CTX_TOKENS" --subject ctx1k --rate "$(half_rate)" --concurrency 64 --receipts true
 
 if [ $BIG = 1 ]; then
     record seed-ctx10k "$LG" seed --url "$URL" --pid "$SERVER_PID" --subject ctx10k --episodes 6050 --round 1000 --compile
@@ -206,11 +209,11 @@ if [ $MINILM = 1 ]; then
     start_mnemo minilm
     record compile-minilm "$LG" seed --url "$URL" --pid "$SERVER_PID" --subject mini1k --episodes 605 --compile
     analyze
-    record context-minilm-1k-max load --scenario context --subject mini1k --concurrency 2 --receipts false
-    record context-minilm-1k-fixed load --scenario context --subject mini1k --rate "$(half_rate)" --concurrency 64 --receipts false
+    record context-minilm-1k-max load --scenario context --max-tokens "$CTX_TOKENS" --subject mini1k --concurrency 2 --receipts false
+    record context-minilm-1k-fixed load --scenario context --max-tokens "$CTX_TOKENS" --subject mini1k --rate "$(half_rate)" --concurrency 64 --receipts false
     # 20 distinct tasks, repeated: the task vector comes from the cache after the first call.
-    record context-minilm-1k-cached-max load --scenario context --subject mini1k --concurrency 2 --tasks 20 --receipts false
-    record context-minilm-1k-cached-fixed load --scenario context --subject mini1k --rate "$(half_rate)" --concurrency 64 --tasks 20 --receipts false
+    record context-minilm-1k-cached-max load --scenario context --max-tokens "$CTX_TOKENS" --subject mini1k --concurrency 2 --tasks 20 --receipts false
+    record context-minilm-1k-cached-fixed load --scenario context --max-tokens "$CTX_TOKENS" --subject mini1k --rate "$(half_rate)" --concurrency 64 --tasks 20 --receipts false
     record ingest-max-minilm load --scenario ingest --subject ing --subjects 100 --concurrency 16 --seed 16
     stop_mnemo
 fi
