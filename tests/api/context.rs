@@ -377,3 +377,62 @@ async fn long_turns_show_the_sentences_that_match_the_task() {
     assert!(text.contains("- user: My bicycle is blue."), "{text}");
     assert_eq!(b["episodes"].as_array().unwrap().len(), 7, "{b}");
 }
+
+/// `mnemo_bm25_rank` (migration 0027) returns exactly the rows of the ranking it replaced
+/// (migration 0015's, run here as a temporary function) for lanes shorter and longer than their
+/// hits, with scores tied across the lane's last place, and with more items than `p_n`.
+#[tokio::test]
+async fn bm25_ranking_matches_the_original_formula_row_for_row() {
+    use rand::{Rng, SeedableRng};
+    let app = spawn().await;
+    let migration = include_str!("../../migrations/0015_bm25_plans.sql");
+    let start = migration.find("CREATE FUNCTION mnemo_bm25_rank").unwrap();
+    let end = start + migration[start..].find("\n$$;").unwrap() + 4;
+    let reference =
+        migration[start..end].replacen("CREATE FUNCTION mnemo_bm25_rank", "CREATE FUNCTION pg_temp.bm25_reference", 1);
+    let mut conn = app.pool.acquire().await.unwrap();
+    sqlx::query(&reference).execute(&mut *conn).await.unwrap();
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(27);
+    let terms = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
+    let mut cases = 0;
+    for round in 0..60 {
+        let docs = [1, 3, 20, 39, 40, 41, 150, 400][round % 8];
+        // Every third round all items share one length and one term: every score ties.
+        let tied = round % 3 == 0;
+        let dls: Vec<f64> = (0..docs).map(|_| if tied { 7.0 } else { f64::from(rng.gen_range(1..40)) }).collect();
+        let doc_ids: Vec<uuid::Uuid> = (0..docs).map(|_| uuid::Uuid::from_u128(rng.gen())).collect();
+        let (mut ids, mut ls, mut dl) = (Vec::new(), Vec::new(), Vec::new());
+        for (t, term) in terms.iter().enumerate() {
+            for (d, len) in dls.iter().enumerate() {
+                if (tied && t == 0) || (!tied && rng.gen_bool(0.4)) {
+                    ids.push(doc_ids[d]);
+                    ls.push(term.to_string());
+                    dl.push(*len);
+                }
+            }
+        }
+        for (n, limit) in [(10_000.0, 40), (5.0, 40), (600.0, 100), (600.0, 25), (600.0, 1)] {
+            // The function's own order (score descending, then id), not re-sorted here.
+            let mut rows = Vec::new();
+            for f in ["pg_temp.bm25_reference", "mnemo_bm25_rank"] {
+                let sql = format!("SELECT id, score FROM {f}($1, $2, $3, $4, $5)");
+                let r: Vec<(uuid::Uuid, f64)> = sqlx::query_as(&sql)
+                    .bind(&ids)
+                    .bind(&ls)
+                    .bind(&dl)
+                    .bind(n)
+                    .bind(limit)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .unwrap();
+                rows.push(r);
+            }
+            let (want, got) = (&rows[0], &rows[1]);
+            assert_eq!(got, want, "round {round}, n {n}, limit {limit}");
+            assert!(got.len() <= limit as usize);
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, 300);
+}
