@@ -180,6 +180,7 @@ if [ $BIG = 1 ]; then
     analyze
     log "clone took $(echo "$(date +%s.%N) - $T0" | bc) s; memories: $(sql -Atc "SELECT count(*) FROM memories WHERE subject_id = 'ctx100k'")"
     context_runs 100k ctx100k 2 --receipts false
+    record context-hash-100k-c1 load --scenario context --max-tokens "$CTX_TOKENS" --subject ctx100k --concurrency 1 --receipts false
 fi
 
 log "background: $BG episodes in other subjects (SQL)"
