@@ -1,0 +1,118 @@
+//! The functions behind a context call (`mnemo_context` and its lane helpers) on real Postgres,
+//! called as the server calls them: their rows against a reference, and the plans they take.
+#![allow(clippy::unwrap_used)]
+
+use crate::common::{episode, spawn};
+use serde_json::{json, Value};
+
+/// `mnemo_bm25_rank` (migration 0027) returns exactly the rows of the ranking it replaced
+/// (migration 0015's, run here as a temporary function) for lanes shorter and longer than their
+/// hits, with scores tied across the lane's last place, and with more items than `p_n`.
+#[tokio::test]
+async fn bm25_ranking_matches_the_original_formula_row_for_row() {
+    use rand::{Rng, SeedableRng};
+    let app = spawn().await;
+    let migration = include_str!("../../migrations/0015_bm25_plans.sql");
+    let start = migration.find("CREATE FUNCTION mnemo_bm25_rank").unwrap();
+    let end = start + migration[start..].find("\n$$;").unwrap() + 4;
+    let reference =
+        migration[start..end].replacen("CREATE FUNCTION mnemo_bm25_rank", "CREATE FUNCTION pg_temp.bm25_reference", 1);
+    let mut conn = app.pool.acquire().await.unwrap();
+    sqlx::query(&reference).execute(&mut *conn).await.unwrap();
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(27);
+    let terms = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
+    let mut cases = 0;
+    for round in 0..60 {
+        let docs = [1, 3, 20, 39, 40, 41, 150, 400][round % 8];
+        // Every third round all items share one length and one term: every score ties.
+        let tied = round % 3 == 0;
+        let dls: Vec<f64> = (0..docs).map(|_| if tied { 7.0 } else { f64::from(rng.gen_range(1..40)) }).collect();
+        let doc_ids: Vec<uuid::Uuid> = (0..docs).map(|_| uuid::Uuid::from_u128(rng.gen())).collect();
+        let (mut ids, mut ls, mut dl) = (Vec::new(), Vec::new(), Vec::new());
+        for (t, term) in terms.iter().enumerate() {
+            for (d, len) in dls.iter().enumerate() {
+                if (tied && t == 0) || (!tied && rng.gen_bool(0.4)) {
+                    ids.push(doc_ids[d]);
+                    ls.push(term.to_string());
+                    dl.push(*len);
+                }
+            }
+        }
+        for (n, limit) in [(10_000.0, 40), (5.0, 40), (600.0, 100), (600.0, 25), (600.0, 1)] {
+            // The function's own order (score descending, then id), not re-sorted here.
+            let mut rows = Vec::new();
+            for f in ["pg_temp.bm25_reference", "mnemo_bm25_rank"] {
+                let sql = format!("SELECT id, score FROM {f}($1, $2, $3, $4, $5)");
+                let r: Vec<(uuid::Uuid, f64)> = sqlx::query_as(&sql)
+                    .bind(&ids)
+                    .bind(&ls)
+                    .bind(&dl)
+                    .bind(n)
+                    .bind(limit)
+                    .fetch_all(&mut *conn)
+                    .await
+                    .unwrap();
+                rows.push(r);
+            }
+            let (want, got) = (&rows[0], &rows[1]);
+            assert_eq!(got, want, "round {round}, n {n}, limit {limit}");
+            assert!(got.len() <= limit as usize);
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, 300);
+}
+
+/// In a database of many small subjects, the cached generic plans of a context call estimate a
+/// subject's rows as that small average. A large subject's full-text probes must still go
+/// through the full-text index (migration 0028), not test every row of the subject per term.
+#[tokio::test]
+async fn a_large_subject_among_many_small_ones_is_probed_through_the_full_text_index() {
+    let app = spawn().await;
+    for chunk in (0..1100).collect::<Vec<_>>().chunks(100) {
+        let eps: Vec<Value> = chunk
+            .iter()
+            .map(|i| {
+                // A word in a third of the turns: under the 1,000 items that make a word common.
+                let extra = if i % 3 == 0 { " The kafka consumer lagged." } else { "" };
+                episode("large", &format!("Ticket {i}: the deploy pipeline failed on staging again.{extra}"))
+            })
+            .collect();
+        let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": eps })).await;
+        assert_eq!(s, 201, "{b}");
+    }
+    // 4,000 subjects of one episode each.
+    let mut conn = app.pool.acquire().await.unwrap();
+    for sql in [
+        "INSERT INTO episodes (tenant_id, subject_id, id, source, type, payload, seq, occurred_at) \
+         SELECT 'default', 'small-' || g, gen_random_uuid(), 'chat', 'message', \
+                '{\"messages\": [{\"role\": \"user\", \"content\": \"hello there\"}]}'::jsonb, 1, now() \
+         FROM generate_series(1, 4000) g",
+        "ANALYZE episodes",
+    ] {
+        sqlx::query(sql).execute(&mut *conn).await.unwrap();
+    }
+    drop(conn);
+
+    // The call as the server makes it, then what this transaction's scans read.
+    let call = |task: &str| {
+        format!(
+            "SELECT count(*) FROM mnemo_context('default', 'large', now(), '{task}', NULL, NULL, NULL, '{{}}', \
+             20000, true, true, false, '{{40,40,50,20,30,30,160}}')"
+        )
+    };
+    let read = |f: &str, rel: &str| format!("SELECT {f}('{rel}'::regclass)");
+    // A word of hundreds of turns: the probes read the full-text index, not the subject in order.
+    let mut tx = app.app_pool.begin().await.unwrap();
+    let rows: i64 = sqlx::query_scalar(&call("kafka | consumer")).fetch_one(&mut *tx).await.unwrap();
+    assert!(rows > 40, "{rows}");
+    let mut by_index = Vec::new();
+    for index in ["episodes_subject_order", "episodes_subject_tsv"] {
+        let sql = read("pg_stat_get_xact_tuples_returned", index);
+        by_index.push(sqlx::query_scalar::<_, i64>(&sql).fetch_one(&mut *tx).await.unwrap());
+    }
+    tx.rollback().await.unwrap();
+    assert!(by_index[1] > 0, "the full-text index was not used");
+    assert!(by_index[0] < 200, "the probe read the subject's turns in order: {} entries", by_index[0]);
+}
