@@ -17,11 +17,6 @@ use mnemo::receipts::signing::SigningKeys;
 use mnemo::transfer::{ExportArgs, ImportArgs};
 use mnemo::{db, AppState, RuntimeConfig};
 
-/// mimalloc instead of the system allocator: a context call allocates and frees thousands of
-/// small buffers (rows, JSON, rendering), and glibc malloc was a fifth of the server's CPU.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Resolves the database: the given URL, or the embedded cluster. The cluster is returned only
 /// when this process started it: one that was already running (a live server's, or a crashed
 /// one's) must not be stopped by us.
