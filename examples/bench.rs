@@ -697,6 +697,7 @@ async fn locomo_http(a: &Args, url: &str, convs: &[locomo::Conversation]) -> any
                 tally.latencies.push(t.elapsed().as_secs_f64() * 1000.0);
                 let tokens = bundle["token_estimate"].as_u64().unwrap_or(0) as usize;
                 tally.add(&conv.id, budget, q, &locomo::shown(&bundle, &dia_of), tokens);
+                tally.bundle_text(bundle["assembled_context"].as_str().unwrap_or_default());
             }
         }
     }
@@ -805,6 +806,7 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
                         locomo::print_miss(conv, q, budget, &shown);
                     }
                     tally.add(&conv.id, budget, q, &shown, bundle.token_estimate);
+                    tally.bundle_text(&bundle.assembled_context);
                     if a.depth
                         && budget == a.budgets[a.budgets.len() / 2]
                         && q.evidence.iter().any(|e| !shown.contains(e))

@@ -180,9 +180,27 @@ pub struct Tally {
     pub latencies: Vec<f64>,
     /// Tokens per bundle, per budget (sum, count).
     tokens: BTreeMap<usize, (usize, usize)>,
+    /// sha256 over every bundle's text in call order: two runs that print the same digest
+    /// showed the agent the same bytes for every question (a check that a speed change kept
+    /// the bundles identical). Recency is measured from the call's instant, so compare runs
+    /// made close together.
+    bundles: sha2::Sha256,
 }
 
 impl Tally {
+    /// Adds one bundle's text to the digest of the run's bundles.
+    pub fn bundle_text(&mut self, text: &str) {
+        use sha2::Digest;
+        self.bundles.update(text.as_bytes());
+        self.bundles.update([0u8]);
+    }
+
+    /// Hex sha256 of the bundles recorded so far.
+    pub fn bundles_digest(&self) -> String {
+        use sha2::Digest;
+        hex::encode(self.bundles.clone().finalize())
+    }
+
     /// Records one answer.
     pub fn add(&mut self, conv: &str, budget: usize, q: &Question, shown: &HashSet<String>, tokens: usize) {
         let found = q.evidence.iter().filter(|e| shown.contains(*e)).count();
@@ -255,7 +273,11 @@ impl Tally {
             per.insert(format!("{b}/{c}"), json!([h, n]));
         }
         let all: Map<String, Value> = budgets.iter().map(|b| (b.to_string(), json!(self.recall(*b)))).collect();
-        format!("RESULT {}", json!({"variant": label, "recall": all, "per_conversation": per}))
+        let digest = self.bundles_digest();
+        format!(
+            "RESULT {}",
+            json!({"variant": label, "recall": all, "per_conversation": per, "bundles_sha256": digest})
+        )
     }
 }
 
