@@ -116,3 +116,126 @@ async fn a_large_subject_among_many_small_ones_is_probed_through_the_full_text_i
     assert!(by_index[1] > 0, "the full-text index was not used");
     assert!(by_index[0] < 200, "the probe read the subject's turns in order: {} entries", by_index[0]);
 }
+
+/// `mnemo_context` (migration 0030) returns exactly the rows of migration 0029's function, run
+/// here as a temporary reference: with and without a task vector, exact and approximate vector
+/// lanes on both sides of the subject's size, three lane sizes, a session, a date and an instant
+/// before the later turns and the memories.
+#[tokio::test]
+async fn context_rows_match_the_previous_function_for_every_option() {
+    let app = spawn().await;
+    let facts = [
+        "My favorite color is blue.",
+        "I work at Acme as a platform engineer.",
+        "I moved to Berlin last spring.",
+        "Our deploy pipeline runs on Kubernetes.",
+        "My manager is Dana.",
+    ];
+    let topics = ["deploy", "kafka consumer", "database backup", "budget review", "team offsite", "billing bug"];
+    let batch = |from: usize| -> Vec<Value> {
+        (from..from + 30)
+            .map(|i| {
+                let text = if i % 6 == 0 {
+                    facts[(i / 6) % facts.len()].to_string()
+                } else {
+                    format!("Turn {i}: the {} came up again, and the {} too.", topics[i % 6], topics[(i * 5) % 6])
+                };
+                let mut e = episode("rows", &text);
+                e["session_id"] = json!(if i < 30 { "s1" } else { "s2" });
+                e
+            })
+            .collect()
+    };
+    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": batch(0) })).await;
+    assert_eq!(s, 201, "{b}");
+    let mut conn = app.pool.acquire().await.unwrap();
+    let mid: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()").fetch_one(&mut *conn).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": batch(30) })).await;
+    assert_eq!(s, 201, "{b}");
+    loop {
+        let (s, b) = app.post("/v1/memories/compile", &json!({"subject_id": "rows"})).await;
+        assert_eq!(s, 200, "{b}");
+        if b["has_more"] != json!(true) {
+            break;
+        }
+    }
+
+    let migration = include_str!("../../migrations/0029_context_lookups_by_id.sql");
+    let start = migration.find("CREATE OR REPLACE FUNCTION mnemo_context(").unwrap();
+    let end = start + migration[start..].find("\n$$;").unwrap() + 4;
+    let reference = migration[start..end].replacen(
+        "CREATE OR REPLACE FUNCTION mnemo_context(",
+        "CREATE FUNCTION pg_temp.context_reference(",
+        1,
+    );
+    sqlx::query(&reference).execute(&mut *conn).await.unwrap();
+    sqlx::query("SELECT set_config('mnemo.tenant', 'default', false)").execute(&mut *conn).await.unwrap();
+    let (vector, model): (String, String) = sqlx::query_as(
+        "SELECT embedding::text, embedding_model FROM episode_embeddings WHERE subject_id = 'rows' \
+         ORDER BY episode_id LIMIT 1",
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap();
+
+    let tasks = ["kafka | consumer", "deploy | pipeline", "favorite | color", "berlin | move", "budget", "zebra"];
+    let today = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    // (vector, approx_from, lane, session, days, before the later turns)
+    type Call<'a> = (bool, i64, i32, Option<&'a str>, bool, bool);
+    let options: [Call<'_>; 10] = [
+        (false, 20_000, 40, None, false, false),
+        (false, 20_000, 25, Some("s1"), true, false),
+        (false, 20_000, 100, None, false, true),
+        (true, 20_000, 40, None, false, false),
+        (true, 0, 40, None, false, false),
+        (true, 10, 25, Some("s2"), false, false),
+        (true, 60, 40, None, true, false),
+        (true, 61, 100, None, false, false),
+        (true, 20_000, 40, Some("s1"), false, true),
+        (true, 10, 40, None, false, true),
+    ];
+    let (mut calls, mut scored, mut more_with_vector) = (0, 0, false);
+    for task in tasks {
+        let mut rows_without_vector = 0;
+        for (with_vector, approx, lane, session, dates, before) in options {
+            let mut digests = Vec::new();
+            let mut rows = 0;
+            for f in ["pg_temp.context_reference", "mnemo_context"] {
+                let sql = format!(
+                    "SELECT md5(string_agg(x::text, '|' ORDER BY x::text)), count(*), \
+                     count(*) FILTER (WHERE x.lex > 0) \
+                     FROM {f}('default', 'rows', $1, $2, $3, $4, $5, $6, $7, true, true, true, $8) x"
+                );
+                let lanes = [lane, lane, 50, 20, 30, 30, 4 * lane];
+                let (digest, n, lexical): (Option<String>, i64, i64) = sqlx::query_as(&sql)
+                    .bind(if before { mid } else { chrono::Utc::now() })
+                    .bind(task)
+                    .bind(with_vector.then_some(vector.as_str()))
+                    .bind(with_vector.then_some(model.as_str()))
+                    .bind(session)
+                    .bind(if dates { vec![today] } else { Vec::new() })
+                    .bind(approx)
+                    .bind(&lanes[..])
+                    .fetch_one(&mut *conn)
+                    .await
+                    .unwrap();
+                digests.push(digest);
+                rows = n;
+                scored += usize::from(lexical > 0);
+            }
+            assert_eq!(digests[0], digests[1], "task {task:?}, options {:?}", (with_vector, approx, lane, session));
+            if !with_vector && lane == 40 && !before {
+                rows_without_vector = rows;
+            }
+            if with_vector && approx == 20_000 && lane == 40 && session.is_none() && !before {
+                more_with_vector |= rows > rows_without_vector;
+            }
+            calls += 1;
+        }
+    }
+    assert_eq!(calls, 60);
+    // The comparison covered rows with a BM25 score and rows the vector lanes added.
+    assert!(scored > 0, "no call returned a row with a lexical score");
+    assert!(more_with_vector, "the task vector never added a row");
+}
