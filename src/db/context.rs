@@ -51,7 +51,15 @@ pub struct Probe<'a> {
     pub approx_from: i64,
     /// Candidates each ranked lane (lexical, semantic) takes: see [`ranked_lane`].
     pub ranked_lane: i64,
+    /// Up to this many episodes and memories as of the call, the subject's rows come back whole
+    /// and the lanes are applied in process (see [`candidates`]); normally [`SMALL_SUBJECT`].
+    pub small_subject: [i32; 2],
 }
+
+/// Subjects of up to this many episodes and memories (as of the call) come back whole, and the
+/// server applies the lanes itself (`services::context::lanes`): reading a small subject's rows
+/// costs Postgres a fraction of running the lanes there (bench/README.md, "Small subjects").
+pub const SMALL_SUBJECT: [i32; 2] = [200, 400];
 
 /// Candidates per ranked lane for a bundle of `max_tokens`: one per `tokens_per_candidate`
 /// tokens of the budget, between [`MIN_RANKED_LANE`] and [`MAX_RANKED_LANE`] (0 tokens per
@@ -112,6 +120,54 @@ pub struct Found {
     pub snapshot: Option<SnapshotRow>,
 }
 
+/// A memory of a small subject with what the lanes read of it (`mnemo_context_small`).
+#[derive(Debug, Clone)]
+pub struct SubjectMemory {
+    /// The row, with no scores yet.
+    pub candidate: MemoryCandidate,
+    /// Its distinct lexemes (`content_tsv`) when it holds one of the task's, else empty.
+    pub lexemes: Vec<String>,
+    /// Cosine distance to the task vector, when the call has one and the row's model is its.
+    pub dist: Option<f64>,
+    pub model: Option<String>,
+    /// Superseded by the call's instant through a claim contradiction.
+    pub contradicted: bool,
+}
+
+/// An episode of a small subject with what the lanes read of it.
+#[derive(Debug, Clone)]
+pub struct SubjectEpisode {
+    /// The row, with no scores yet.
+    pub candidate: EpisodeCandidate,
+    /// Its distinct lexemes (`search_tsv`) when it holds one of the task's, else empty.
+    pub lexemes: Vec<String>,
+    /// Cosine distance of its embedding to the task vector, when the call has one and the
+    /// embedding's model is its.
+    pub dist: Option<f64>,
+    /// When its embedding was written, and by which model (None: not embedded).
+    pub embedded_at: Option<DateTime<Utc>>,
+    pub model: Option<String>,
+}
+
+/// A small subject as of a call: every memory recorded by then, every episode recorded by then
+/// (and those the session's snapshot may cover), the task's lexemes per source.
+#[derive(Debug, Default)]
+pub struct SubjectRows {
+    pub memories: Vec<SubjectMemory>,
+    pub episodes: Vec<SubjectEpisode>,
+    pub memory_terms: Vec<String>,
+    pub episode_terms: Vec<String>,
+    pub snapshot: Option<SnapshotRow>,
+}
+
+/// What one call's statement returned: the lanes' candidates, or a small subject's rows for the
+/// server to apply the lanes to.
+#[derive(Debug)]
+pub enum Fetched {
+    Lanes(Found),
+    Subject(SubjectRows),
+}
+
 /// Every lane's candidates for `probe` in one round trip (`mnemo_context`, migration 0020), on a
 /// connection outside any transaction: the function names the tenant for its own statement, so
 /// row-level security confines it as a scoped transaction would.
@@ -126,9 +182,13 @@ pub struct Found {
 /// as its turn). With a snapshot of the probe's session, the summaries made only of turns it
 /// covers are left out, its pinned turns come, and the turns it covers do not.
 ///
+/// A subject of up to `probe.small_subject` episodes and memories as of the call (and whose
+/// vector lanes would be exact) comes back whole instead (`mnemo_context_small`, migration 0031):
+/// [`Fetched::Subject`], for `services::context::lanes` to apply the same lanes to.
+///
 /// Returns the candidates and the tenant's settings version, read after the tenant was named
 /// (as [`crate::db::scope::begin_versioned`] returns it).
-pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: bool) -> sqlx::Result<(Found, i64)> {
+pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: bool) -> sqlx::Result<(Fetched, i64)> {
     let (vector, model) = match &p.vector {
         Some((v, m)) => (Some(v), Some(m.as_str())),
         None => (None, None),
@@ -145,8 +205,8 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
         r#"SELECT part AS "part!", id, kind, content, summary, confidence, valid_from, valid_to, asserted_valid_to,
            superseded_at, source_episode_ids, metadata, status, sensitivity_labels, suggested_labels, created_at,
            updated_at, claim_single, source, payload, provenance, session_id, occurred_at, seq, lex, sem, visible,
-           contradicted, position, prev_id
-           FROM mnemo_context($1, $2, $3, $4, $5::vector::text, $6, $7, $8, $9, $10, $11, $12, $13)"#,
+           contradicted, position, prev_id, lexemes, dist, embedded_at, embedding_model
+           FROM mnemo_context_small($1, $2, $3, $4, $5::vector::text, $6, $7, $8, $9, $10, $11, $12, $13, $14)"#,
         p.tenant,
         p.subject_id,
         p.as_of,
@@ -159,13 +219,16 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
         around,
         sources,
         iterative,
-        &lanes[..]
+        &lanes[..],
+        &p.small_subject[..]
     )
     .fetch_all(pool)
     .await?;
     let mut found = Found::default();
+    let mut subject = SubjectRows::default();
+    let mut whole = false;
     let mut version = 0;
-    for r in rows {
+    for mut r in rows {
         match r.part {
             0 => version = need(r.seq, "seq")?,
             1 => found.memories.push(r.memory(p.subject_id)?),
@@ -175,10 +238,39 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
                 visible: need(r.visible, "visible")?,
                 contradicted: need(r.contradicted, "contradicted")?,
             }),
-            _ => found.snapshot = Some(r.snapshot()?),
+            4 => found.snapshot = Some(r.snapshot()?),
+            10 => {
+                let (lexemes, dist, model) = (r.lexemes.take().unwrap_or_default(), r.dist, r.embedding_model.take());
+                let contradicted = need(r.contradicted.take(), "contradicted")?;
+                r.lex = Some(0.0);
+                let candidate = r.memory(p.subject_id)?;
+                subject.memories.push(SubjectMemory { candidate, lexemes, dist, model, contradicted });
+            }
+            11 => {
+                let (lexemes, dist, embedded_at, model) =
+                    (r.lexemes.take().unwrap_or_default(), r.dist, r.embedded_at, r.embedding_model.take());
+                r.lex = Some(0.0);
+                let candidate = r.episode(p.subject_id)?;
+                subject.episodes.push(SubjectEpisode { candidate, lexemes, dist, embedded_at, model });
+            }
+            12 => {
+                whole = true;
+                let terms = r.lexemes.unwrap_or_default();
+                match r.kind.as_deref() {
+                    Some("memory") => subject.memory_terms = terms,
+                    _ => subject.episode_terms = terms,
+                }
+            }
+            part => {
+                return Err(sqlx::Error::Protocol(format!("mnemo_context_small returned an unknown part {part}")));
+            }
         }
     }
-    Ok((found, version))
+    if whole {
+        subject.snapshot = found.snapshot;
+        return Ok((Fetched::Subject(subject), version));
+    }
+    Ok((Fetched::Lanes(found), version))
 }
 
 /// Whether pgvector takes `hnsw.iterative_scan` (0.8+). Read once per process: the extension's
@@ -200,8 +292,9 @@ async fn iterative_scan(pool: &PgPool) -> sqlx::Result<bool> {
         .copied()
 }
 
-/// A row of `mnemo_context`: part 0 the settings version, 1 a memory, 2 an episode, 3 a backing
-/// fact, 4 the session's snapshot.
+/// A row of `mnemo_context_small`: part 0 the settings version, 1 a memory, 2 an episode, 3 a
+/// backing fact, 4 the session's snapshot (`mnemo_context`'s rows); for a small subject 10 a
+/// memory, 11 an episode, 12 the task's lexemes of one source.
 struct Row {
     part: i16,
     id: Option<Uuid>,
@@ -234,6 +327,11 @@ struct Row {
     contradicted: Option<bool>,
     position: Option<i32>,
     prev_id: Option<Uuid>,
+    /// Parts 10-11: the row's lexemes; part 12: the task's.
+    lexemes: Option<Vec<String>>,
+    dist: Option<f64>,
+    embedded_at: Option<DateTime<Utc>>,
+    embedding_model: Option<String>,
 }
 
 impl Row {

@@ -220,8 +220,9 @@ async fn lexical_scores(app: &crate::common::TestApp, subject: &str, task_words:
         days: Vec::new(),
         approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
         ranked_lane: mnemo::db::context::MAX_RANKED_LANE,
+        small_subject: mnemo::db::context::SMALL_SUBJECT,
     };
-    let (found, _) = mnemo::db::context::candidates(&app.app_pool, &probe, false, false).await.unwrap();
+    let (found, _) = mnemo::services::context::candidates::found(&app.app_pool, &probe, false, false).await.unwrap();
     found.memories.iter().map(|c| c.lex).chain(found.episodes.iter().map(|c| c.lex)).collect()
 }
 

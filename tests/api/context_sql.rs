@@ -239,3 +239,183 @@ async fn context_rows_match_the_previous_function_for_every_option() {
     assert!(scored > 0, "no call returned a row with a lexical score");
     assert!(more_with_vector, "the task vector never added a row");
 }
+
+/// The canonical form of what retrieval found: every list in id order, printed exactly (scores
+/// included, to the last bit).
+fn canonical(mut found: mnemo::db::context::Found) -> String {
+    found.memories.sort_by_key(|c| c.memory.id);
+    found.episodes.sort_by_key(|c| c.episode.id);
+    found.backing.sort_by_key(|b| b.episode_id);
+    format!("{found:?}")
+}
+
+/// For a subject small enough, the statement returns the subject's rows and the server applies
+/// `mnemo_context`'s lanes itself (migration 0031, `services::context::lanes`). Both ways must
+/// find the same memories and episodes with the same scores, the same backing facts and the same
+/// snapshot: with and without a task vector, three lane sizes, a session with a snapshot (its
+/// covered turns, pinned turn and the summaries it stands for), dates, the turns around and the
+/// sources, an instant before the later turns, and facts that changed (superseded memories).
+#[tokio::test]
+async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
+    use mnemo::db::context::{Fetched, Probe};
+    let app = spawn().await;
+    let facts = [
+        "My favorite color is blue.",
+        "I work at Acme as a platform engineer.",
+        "I moved to Berlin last spring.",
+        "My favorite color is green now.",
+        "I work at Globex these days.",
+        "Our deploy pipeline runs on Kubernetes.",
+        "My manager is Dana.",
+    ];
+    let topics = ["deploy", "kafka consumer", "database backup", "budget review", "team offsite", "billing bug"];
+    let batch = |from: usize| -> Vec<Value> {
+        (from..from + 30)
+            .map(|i| {
+                let text = if i % 5 == 0 {
+                    facts[(i / 5) % facts.len()].to_string()
+                } else {
+                    format!("Turn {i}: the {} came up again, and the {} too.", topics[i % 6], topics[(i * 5) % 6])
+                };
+                let mut e = episode("small", &text);
+                e["session_id"] = json!(if i % 3 == 0 { "s2" } else { "s1" });
+                e
+            })
+            .collect()
+    };
+    let compile = || async {
+        loop {
+            let (s, b) = app.post("/v1/memories/compile", &json!({"subject_id": "small"})).await;
+            assert_eq!(s, 200, "{b}");
+            if b["has_more"] != json!(true) {
+                break;
+            }
+        }
+    };
+    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": batch(0) })).await;
+    assert_eq!(s, 201, "{b}");
+    compile().await;
+    let mut conn = app.pool.acquire().await.unwrap();
+    let mid: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()").fetch_one(&mut *conn).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": batch(30) })).await;
+    assert_eq!(s, 201, "{b}");
+    compile().await;
+    // A snapshot of session s1 (40 turns, more than its lane takes) up to seq 30, pinning its
+    // early turn of seq 5, which no lane but the snapshot's brings.
+    sqlx::query(
+        "INSERT INTO session_snapshots (tenant_id, subject_id, session_id, id, position, summary, pinned, covers_through) \
+         SELECT 'default', 'small', 's1', gen_random_uuid(), 1, 'The first half of s1.', ARRAY[e.id], 30 \
+         FROM episodes e WHERE e.subject_id = 'small' AND e.seq = 5",
+    )
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    let superseded: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM memories WHERE subject_id = 'small' AND superseded_at IS NOT NULL")
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+    assert!(superseded > 0, "no fact was superseded: the comparison would not cover it");
+    let (vector, model): (String, String) = sqlx::query_as(
+        "SELECT embedding::text, embedding_model FROM episode_embeddings WHERE subject_id = 'small' \
+         ORDER BY episode_id LIMIT 1",
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap();
+    let vector: pgvector::Vector = vector
+        .trim_matches(|c| c == '[' || c == ']')
+        .split(',')
+        .map(|x| x.parse::<f32>().unwrap())
+        .collect::<Vec<_>>()
+        .into();
+    drop(conn);
+
+    let tasks = ["kafka | consumer", "deploy | pipelin", "favorit | color", "berlin | move", "work | globex", "zebra"];
+    let today = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    // (vector, lane, session, days, before the later turns)
+    type Call<'a> = (bool, i64, Option<&'a str>, bool, bool);
+    let options: [Call<'_>; 10] = [
+        (false, 40, None, false, false),
+        (false, 40, Some("s1"), false, false),
+        (false, 25, Some("s1"), true, false),
+        (false, 100, Some("s2"), false, true),
+        (true, 40, None, false, false),
+        (true, 25, Some("s1"), false, false),
+        (true, 40, None, true, false),
+        (true, 100, Some("s1"), true, false),
+        (true, 40, Some("s2"), false, true),
+        (true, 25, None, false, true),
+    ];
+    let (mut calls, mut lexical, mut semantic, mut snapshots) = (0, 0, 0, 0);
+    for task in tasks {
+        for (with_vector, lane, session, dates, before) in options {
+            for (around, sources) in [(true, true), (false, false), (true, false)] {
+                let as_of = if before { mid } else { chrono::Utc::now() };
+                let mut probe = Probe {
+                    tenant: "default",
+                    subject_id: "small",
+                    as_of,
+                    tsquery: Some(task.to_string()),
+                    vector: with_vector.then(|| (vector.clone(), model.clone())),
+                    session_id: session,
+                    days: if dates { vec![today] } else { Vec::new() },
+                    approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
+                    ranked_lane: lane,
+                    small_subject: [0, 0],
+                };
+                let found = |p: Probe<'static>| {
+                    let pool = app.app_pool.clone();
+                    async move {
+                        let (fetched, _) = mnemo::db::context::candidates(&pool, &p, around, sources).await.unwrap();
+                        let whole = matches!(fetched, Fetched::Subject(_));
+                        let (f, _) =
+                            mnemo::services::context::candidates::found(&pool, &p, around, sources).await.unwrap();
+                        (whole, f)
+                    }
+                };
+                let (whole, reference) = found(probe.clone()).await;
+                assert!(!whole, "a subject over the bound must get mnemo_context's rows");
+                probe.small_subject = mnemo::db::context::SMALL_SUBJECT;
+                let (whole, got) = found(probe.clone()).await;
+                assert!(whole, "a subject of 60 episodes must come back whole");
+                lexical +=
+                    usize::from(got.memories.iter().any(|c| c.lex > 0.0) && got.episodes.iter().any(|c| c.lex > 0.0));
+                semantic += usize::from(got.episodes.iter().any(|c| c.sem.is_some()));
+                snapshots += usize::from(got.snapshot.is_some());
+                let (want, got) = (canonical(reference), canonical(got));
+                assert!(
+                    want == got,
+                    "task {task:?}, options {:?}, around {around}, sources {sources}:\nmnemo_context {want}\nin process {got}",
+                    (with_vector, lane, session, dates, before)
+                );
+                calls += 1;
+            }
+        }
+    }
+    assert_eq!(calls, 180);
+    assert!(lexical > 0 && semantic > 0 && snapshots > 0, "uncovered: {lexical} {semantic} {snapshots}");
+}
+
+/// `lanes::round9` rounds as `round(x::numeric, 9)::float8` does in Postgres, over doubles of
+/// every magnitude a BM25 score takes and more.
+#[tokio::test]
+async fn bm25_score_rounding_matches_postgres() {
+    use rand::{Rng, SeedableRng};
+    let app = spawn().await;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(31);
+    let mut xs: Vec<f64> = (0..4000).map(|i| rng.gen::<f64>() * 10f64.powi(i % 12 - 6)).collect();
+    xs.extend([0.0, 1.0, 0.1 + 0.2, 2.5e-10, 5e-10, 4.999999999e-10, 1.0000000005, 12.3456789045, 0.3 + 0.6]);
+    xs.extend((0..200).map(|i| f64::from(i) * 0.1 + 0.0000000005));
+    let pg: Vec<f64> = sqlx::query_scalar(
+        "SELECT round(x::numeric, 9)::float8 FROM unnest($1::float8[]) WITH ORDINALITY u(x, n) ORDER BY n",
+    )
+    .bind(&xs)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    for (x, want) in xs.iter().zip(pg) {
+        assert_eq!(mnemo::services::context::lanes::round9(*x).to_bits(), want.to_bits(), "{x:e}");
+    }
+}

@@ -4,9 +4,12 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use super::lanes::{select, Lanes};
 use super::options::RetrievalOptions;
 use crate::db;
-use crate::db::context::Probe;
+use crate::db::context::{
+    Fetched, Probe, DATE_EPISODES, MAX_RANKED_LANE, RECENT_EPISODES, RECENT_FACTS, SESSION_EPISODES,
+};
 
 /// Everything retrieval found for one call (the statement's rows, decoded).
 pub use crate::db::context::Found as Candidates;
@@ -23,5 +26,37 @@ pub fn day_starts(task: &str, as_of: DateTime<Utc>) -> Vec<DateTime<Utc>> {
 /// Reads the candidates for `probe` in one round trip ([`db::context::candidates`]) and returns
 /// them with the tenant's settings version read in the same statement.
 pub async fn retrieve(pool: &PgPool, probe: &Probe<'_>, opts: &RetrievalOptions) -> sqlx::Result<(Candidates, i64)> {
-    db::context::candidates(pool, probe, opts.smoothing || opts.neighbours, opts.compact).await
+    found(pool, probe, opts.smoothing || opts.neighbours, opts.compact).await
+}
+
+/// [`retrieve`] with its two switches named: the turns `around` the lanes' episodes, and the
+/// `sources` of single-turn summaries. A small subject comes back whole and its lanes are
+/// applied here ([`super::lanes`]), to the same effect.
+pub async fn found(pool: &PgPool, probe: &Probe<'_>, around: bool, sources: bool) -> sqlx::Result<(Candidates, i64)> {
+    let (fetched, version) = db::context::candidates(pool, probe, around, sources).await?;
+    let found = match fetched {
+        Fetched::Lanes(found) => found,
+        Fetched::Subject(rows) => {
+            let ranked = usize::try_from(probe.ranked_lane.clamp(1, MAX_RANKED_LANE)).unwrap_or(1);
+            let lane = |n: i64| usize::try_from(n).unwrap_or(0);
+            let lanes = Lanes {
+                as_of: probe.as_of,
+                model: probe.vector.as_ref().map(|(_, m)| m.as_str()),
+                session: probe.session_id,
+                days: &probe.days,
+                around,
+                sources,
+                sizes: [
+                    ranked,
+                    ranked,
+                    lane(RECENT_FACTS),
+                    lane(RECENT_EPISODES),
+                    lane(SESSION_EPISODES),
+                    lane(DATE_EPISODES),
+                ],
+            };
+            select(rows, &lanes)
+        }
+    };
+    Ok((found, version))
 }

@@ -10,6 +10,7 @@
 //!   included.
 
 pub mod candidates;
+pub mod lanes;
 pub mod options;
 pub mod output;
 pub mod rank;
@@ -141,6 +142,7 @@ pub async fn probe<'a>(
         days: if opts.dates { candidates::day_starts(&req.task, as_of) } else { Vec::new() },
         approx_from: opts.approx_vectors_from,
         ranked_lane: crate::db::context::ranked_lane(req.max_tokens, opts.tuning.lane_tokens),
+        small_subject: crate::db::context::SMALL_SUBJECT,
     })
 }
 

@@ -1,0 +1,143 @@
+-- mnemo schema, part 31: a small subject's context lanes are chosen in process.
+--
+-- On a subject of 50 episodes `mnemo_context` costs ~1.1 ms of Postgres time per call, spread
+-- over some twenty statements (executor start-up, the full-text probes, the BM25 ranking, the
+-- backing check), none of which dominates; a plain read of the subject's rows costs a fraction
+-- of that. `mnemo_context_small` returns, for a subject no larger than `p_small` (episodes,
+-- memories) as of the call, everything the lanes read: every memory recorded by then (with its
+-- lexemes when it holds one of the task's, its cosine distance to the task vector, and whether
+-- a claim contradiction superseded it), every episode recorded by then (likewise with its
+-- lexemes and its embedding's distance), the task's lexemes per source after the subject's
+-- common terms are dropped (`mnemo_task_query`), the tenant's settings version and the
+-- session's snapshot. The server then applies the lanes of
+-- `mnemo_context` itself (`services::context::lanes`), to the same rows.
+--
+-- A larger subject, or a call whose vector lanes would be approximate (HNSW), gets
+-- `mnemo_context`'s own rows from the same statement: one round trip either way.
+--
+-- Parts: 0 the settings version (in `seq`), 4 the snapshot (as in `mnemo_context`), 10 a memory,
+-- 11 an episode, 12 the task's lexemes for one source (`kind` = 'memory' or 'episode', in
+-- `lexemes`). Episodes recorded after the call's instant come too when the snapshot may cover
+-- them (same session, seq up to its cursor): its coverage test reads them, as `mnemo_context`'s
+-- does; the server keeps them out of every lane.
+
+CREATE FUNCTION mnemo_context_small(
+    p_tenant text, p_subject text, p_as_of timestamptz, p_words text, p_vector text, p_model text,
+    p_session text, p_days timestamptz[], p_approx_from bigint, p_around boolean, p_sources boolean,
+    p_iterative boolean, p_lanes integer[], p_small integer[])
+RETURNS TABLE (
+    part smallint, id uuid, kind text, content text, summary text, confidence float8,
+    valid_from timestamptz, valid_to timestamptz, asserted_valid_to timestamptz, superseded_at timestamptz,
+    source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[],
+    created_at timestamptz, updated_at timestamptz, claim_single boolean,
+    source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamptz, seq bigint,
+    lex float8, sem float8, visible boolean, contradicted boolean, "position" integer, prev_id uuid,
+    lexemes text[], dist float8, embedded_at timestamptz, embedding_model text)
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+DECLARE
+    v_size bigint;
+    v_vec vector;
+    v_snap session_snapshots%ROWTYPE;
+    v_has_snap boolean := false;
+    v_mq tsquery;
+    v_mterms text[];
+    v_eq tsquery;
+    v_eterms text[];
+BEGIN
+    PERFORM set_config('mnemo.tenant', p_tenant, true);
+    -- The subject's episodes as of the call: the seq of its latest one recorded by then.
+    v_size := COALESCE((SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                          AND e.created_at <= p_as_of ORDER BY e.seq DESC LIMIT 1), 0);
+    IF v_size > p_small[1]
+       OR (p_vector IS NOT NULL AND (p_approx_from <= 0 OR v_size >= p_approx_from))
+       OR (SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject
+                                   AND m.recorded_at <= p_as_of LIMIT p_small[2] + 1) c) > p_small[2] THEN
+        RETURN QUERY
+        SELECT c.*, NULL::text[], NULL::float8, NULL::timestamptz, NULL::text
+        FROM mnemo_context(p_tenant, p_subject, p_as_of, p_words, p_vector, p_model, p_session, p_days,
+                           p_approx_from, p_around, p_sources, p_iterative, p_lanes) c;
+        RETURN;
+    END IF;
+
+    RETURN QUERY SELECT 0::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+        NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+        NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
+        COALESCE((SELECT t.version FROM tenant_versions t WHERE t.tenant_id = p_tenant), 0),
+        NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+        NULL::text[], NULL::float8, NULL::timestamptz, NULL::text;
+
+    IF p_session IS NOT NULL THEN
+        SELECT * INTO v_snap FROM session_snapshots s
+        WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject AND s.session_id = p_session
+          AND s.created_at <= p_as_of
+        ORDER BY s.position DESC LIMIT 1;
+        v_has_snap := FOUND;
+    END IF;
+    IF v_has_snap THEN
+        RETURN QUERY SELECT 4::smallint, v_snap.id, NULL::text, NULL::text, v_snap.summary, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, v_snap.pinned, NULL::jsonb,
+            NULL::text, NULL::text[], NULL::text[], v_snap.created_at, NULL::timestamptz, NULL::boolean,
+            NULL::text, NULL::jsonb, NULL::jsonb, v_snap.session_id, NULL::timestamptz, v_snap.covers_through,
+            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, v_snap.position, v_snap.prev_id,
+            NULL::text[], NULL::float8, NULL::timestamptz, NULL::text;
+    END IF;
+
+    IF p_vector IS NOT NULL THEN
+        v_vec := p_vector::vector;
+    END IF;
+
+    SELECT t.q, t.terms INTO v_mq, v_mterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'memory') t;
+    SELECT t.q, t.terms INTO v_eq, v_eterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'episode') t;
+    RETURN QUERY
+    SELECT 12::smallint, NULL::uuid, s.source, NULL::text, NULL::text, NULL::float8,
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+        NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+        NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+        NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+        s.terms, NULL::float8, NULL::timestamptz, NULL::text
+    FROM (VALUES ('memory', v_mterms), ('episode', v_eterms)) s(source, terms);
+
+    -- A row's lexemes come only when it holds one of the task's (the lanes need them for no
+    -- other row): `tsv @@ q` with q the task's lexemes joined by `|`, as the BM25 lanes probe.
+
+    RETURN QUERY
+    SELECT 10::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
+           m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status, m.sensitivity_labels,
+           m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
+           NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+           NULL::float8, NULL::float8, NULL::boolean,
+           -- Superseded by then through a claim contradiction (the backing check's second fact).
+           COALESCE(m.superseded_at <= p_as_of AND EXISTS (
+               SELECT 1 FROM supersession_records r
+               WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
+                 AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction'), false),
+           NULL::integer, NULL::uuid,
+           CASE WHEN m.content_tsv @@ v_mq THEN tsvector_to_array(m.content_tsv) END,
+           CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (m.embedding <=> v_vec)::float8 END,
+           NULL::timestamptz, m.embedding_model
+    FROM memories m
+    WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.recorded_at <= p_as_of;
+
+    RETURN QUERY
+    SELECT 11::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
+           NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
+           e.created_at, NULL::timestamptz, NULL::boolean,
+           e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
+           NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+           CASE WHEN e.search_tsv @@ v_eq THEN tsvector_to_array(e.search_tsv) END,
+           CASE WHEN v_vec IS NOT NULL AND x.embedding_model = p_model THEN (x.embedding <=> v_vec)::float8 END,
+           x.created_at, x.embedding_model
+    FROM episodes e
+    LEFT JOIN episode_embeddings x ON x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = e.id
+    WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+      AND (e.created_at <= p_as_of
+           OR (v_has_snap AND e.session_id = v_snap.session_id AND e.seq <= v_snap.covers_through));
+END
+$$;
+
+REVOKE ALL ON FUNCTION mnemo_context_small(text, text, timestamptz, text, text, text, text, timestamptz[], bigint,
+                                           boolean, boolean, boolean, integer[], integer[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mnemo_context_small(text, text, timestamptz, text, text, text, text, timestamptz[], bigint,
+                                              boolean, boolean, boolean, integer[], integer[]) TO mnemo_app;

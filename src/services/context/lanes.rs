@@ -1,0 +1,374 @@
+//! Stage 1 for a small subject: the lanes of `mnemo_context` (migration 0030) applied in process
+//! to the subject's rows as `mnemo_context_small` (migration 0031) returns them.
+//!
+//! The result is what `mnemo_context` returns for the same call: the same memories and episodes
+//! with the same lexical (BM25) and semantic scores, the same backing facts and snapshot. Every
+//! rule below restates one statement of that function; `tests/api/context_sql.rs` compares the
+//! two over tasks and options. The cosine distances come from Postgres (pgvector's own
+//! arithmetic), as does the task's lexeme list (its `english` configuration), so the only
+//! arithmetic done here is the BM25 ranking, whose scores Postgres rounds to nine decimals
+//! ([`round9`] does the same).
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::{DateTime, Duration, Utc};
+use uuid::Uuid;
+
+use crate::db::context::{Backing, Found, SubjectEpisode, SubjectMemory, SubjectRows};
+use crate::model::memory::{MemoryKind, MemoryStatus};
+
+/// What the call asks of the lanes (the arguments of `mnemo_context` that shape them).
+#[derive(Debug, Clone, Copy)]
+pub struct Lanes<'a> {
+    pub as_of: DateTime<Utc>,
+    /// The task vector's model, when the call has a task vector.
+    pub model: Option<&'a str>,
+    pub session: Option<&'a str>,
+    pub days: &'a [DateTime<Utc>],
+    pub around: bool,
+    pub sources: bool,
+    /// Lane sizes: lexical, semantic, recent facts, recent episodes, session episodes, date
+    /// episodes (the order of `mnemo_context`'s `p_lanes`).
+    pub sizes: [usize; 6],
+}
+
+/// The candidates `mnemo_context` would return for `rows` and `lanes`.
+pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Found {
+    let as_of = lanes.as_of;
+    let [lex_n, sem_n, facts_n, recent_n, session_n, dates_n] = lanes.sizes;
+    // The subject's size as BM25 counts it: the seq of its latest episode recorded by the call.
+    let size =
+        rows.episodes.iter().filter(|e| visible_episode(e, as_of)).map(|e| e.candidate.seq).max().unwrap_or(0) as f64;
+    let snapshot = rows.snapshot.as_ref();
+
+    // Memories: BM25, every current single-valued claim, the recent facts, the nearest vectors.
+    let live: Vec<&SubjectMemory> = rows.memories.iter().filter(|m| visible_memory(m, as_of)).collect();
+    let mem_lx =
+        bm25(live.iter().map(|m| (m.candidate.memory.id, m.lexemes.as_slice())), &rows.memory_terms, size, lex_n);
+    let mut mem_ids: HashSet<Uuid> = mem_lx.keys().copied().collect();
+    mem_ids.extend(live.iter().filter(|m| m.candidate.claim_single).map(|m| m.candidate.memory.id));
+    let mut facts: Vec<&&SubjectMemory> = live
+        .iter()
+        .filter(|m| matches!(m.candidate.memory.kind, MemoryKind::ProfileFact | MemoryKind::Procedure))
+        .collect();
+    facts.sort_by(|a, b| {
+        let (a, b) = (&a.candidate.memory, &b.candidate.memory);
+        b.valid_from.cmp(&a.valid_from).then(b.id.cmp(&a.id))
+    });
+    mem_ids.extend(facts.iter().take(facts_n).map(|m| m.candidate.memory.id));
+    if let Some(model) = lanes.model {
+        let mut near: Vec<&&SubjectMemory> = live.iter().filter(|m| m.model.as_deref() == Some(model)).collect();
+        near.sort_by(|a, b| distance_order(a.dist, b.dist).then(a.candidate.memory.id.cmp(&b.candidate.memory.id)));
+        mem_ids.extend(near.iter().take(sem_n).map(|m| m.candidate.memory.id));
+    }
+    if let Some(snap) = snapshot {
+        // The summaries made only of turns the snapshot covers: its summary stands for them.
+        let covered: HashSet<Uuid> = rows
+            .episodes
+            .iter()
+            .filter(|c| {
+                c.candidate.episode.session_id.as_deref() == Some(snap.session_id.as_str())
+                    && c.candidate.seq <= snap.covers_through
+                    && !snap.pinned.contains(&c.candidate.episode.id)
+            })
+            .map(|c| c.candidate.episode.id)
+            .collect();
+        for m in &rows.memories {
+            let mem = &m.candidate.memory;
+            if mem.kind == MemoryKind::EpisodeSummary
+                && !mem.source_episode_ids.is_empty()
+                && mem.source_episode_ids.iter().all(|s| covered.contains(s))
+            {
+                mem_ids.remove(&mem.id);
+            }
+        }
+    }
+
+    // Episodes: BM25, the recent ones, the days the task names, the nearest vectors, the session's.
+    let seen: Vec<&SubjectEpisode> = rows.episodes.iter().filter(|e| visible_episode(e, as_of)).collect();
+    let ep_lx =
+        bm25(seen.iter().map(|e| (e.candidate.episode.id, e.lexemes.as_slice())), &rows.episode_terms, size, lex_n);
+    let mut ep_ids: HashSet<Uuid> = ep_lx.keys().copied().collect();
+    ep_ids.extend(latest(seen.iter().copied(), recent_n));
+    if !lanes.days.is_empty() {
+        let mut dated: Vec<&SubjectEpisode> = Vec::new();
+        for &d in lanes.days {
+            let mut day: Vec<&SubjectEpisode> = seen
+                .iter()
+                .copied()
+                .filter(|e| {
+                    e.candidate.episode.occurred_at >= d && e.candidate.episode.occurred_at < d + Duration::days(1)
+                })
+                .collect();
+            day.sort_by(|a, b| chronological(a, b));
+            dated.extend(day.into_iter().take(dates_n));
+        }
+        dated.sort_by(|a, b| chronological(a, b));
+        ep_ids.extend(dated.iter().take(dates_n).map(|e| e.candidate.episode.id));
+    }
+    if let Some(model) = lanes.model {
+        // An embedding row is written after its episode: one recorded by the call's instant
+        // belongs to an episode recorded by then.
+        let mut near: Vec<&SubjectEpisode> = rows
+            .episodes
+            .iter()
+            .filter(|e| e.embedded_at.is_some_and(|t| t <= as_of) && e.model.as_deref() == Some(model))
+            .collect();
+        near.sort_by(|a, b| distance_order(a.dist, b.dist).then(a.candidate.episode.id.cmp(&b.candidate.episode.id)));
+        ep_ids.extend(near.iter().take(sem_n).map(|e| e.candidate.episode.id));
+    }
+    if let Some(session) = lanes.session {
+        let in_session = seen.iter().copied().filter(|e| e.candidate.episode.session_id.as_deref() == Some(session));
+        ep_ids.extend(latest(in_session, session_n));
+    }
+
+    // Every episode to return: the lanes', the turns next to them, the sources of single-turn
+    // summaries, the snapshot's pinned turns; then without those the snapshot covers.
+    let mut all: HashSet<Uuid> = ep_ids.clone();
+    if lanes.around {
+        let by_id: HashMap<Uuid, i64> =
+            rows.episodes.iter().map(|e| (e.candidate.episode.id, e.candidate.seq)).collect();
+        let next_to: HashSet<i64> =
+            ep_ids.iter().filter_map(|id| by_id.get(id)).flat_map(|&s| [s - 1, s + 1]).collect();
+        all.extend(seen.iter().filter(|e| next_to.contains(&e.candidate.seq)).map(|e| e.candidate.episode.id));
+    }
+    let summaries = || {
+        rows.memories.iter().filter(|m| {
+            m.candidate.memory.kind == MemoryKind::EpisodeSummary && mem_ids.contains(&m.candidate.memory.id)
+        })
+    };
+    if lanes.sources {
+        all.extend(
+            summaries()
+                .filter(|m| m.candidate.memory.source_episode_ids.len() == 1)
+                .map(|m| m.candidate.memory.source_episode_ids[0]),
+        );
+    }
+    if let Some(snap) = snapshot {
+        all.extend(snap.pinned.iter().copied());
+    }
+    let covered_by_snapshot = |e: &SubjectEpisode| {
+        snapshot.is_some_and(|s| {
+            e.candidate.episode.session_id.as_deref() == Some(s.session_id.as_str())
+                && e.candidate.seq <= s.covers_through
+                && !s.pinned.contains(&e.candidate.episode.id)
+        })
+    };
+    let returned: HashSet<Uuid> = seen
+        .iter()
+        .filter(|e| all.contains(&e.candidate.episode.id) && !covered_by_snapshot(e))
+        .map(|e| e.candidate.episode.id)
+        .collect();
+
+    // The backing of every returned turn and of every source of a returned summary.
+    let mut asked: HashSet<Uuid> = returned.clone();
+    asked.extend(summaries().flat_map(|m| m.candidate.memory.source_episode_ids.iter().copied()));
+    let mut backing: BTreeMap<Uuid, Backing> = BTreeMap::new();
+    for h in &rows.memories {
+        let shows = visible_memory(h, as_of);
+        for &e in h.candidate.memory.source_episode_ids.iter().filter(|e| asked.contains(e)) {
+            let b = backing.entry(e).or_insert(Backing { episode_id: e, visible: false, contradicted: false });
+            b.visible |= shows;
+            b.contradicted |= h.contradicted;
+        }
+    }
+
+    let mut memories: Vec<_> = rows
+        .memories
+        .into_iter()
+        .filter(|m| mem_ids.contains(&m.candidate.memory.id))
+        .map(|m| {
+            let mut c = m.candidate;
+            c.lex = mem_lx.get(&c.memory.id).copied().unwrap_or(0.0);
+            c.sem = match lanes.model {
+                Some(model) if m.model.as_deref() == Some(model) => m.dist.map(|d| 1.0 - d),
+                _ => None,
+            };
+            c
+        })
+        .collect();
+    memories.sort_by_key(|c| c.memory.id);
+    let mut episodes: Vec<_> = rows
+        .episodes
+        .into_iter()
+        .filter(|e| returned.contains(&e.candidate.episode.id))
+        .map(|e| {
+            let mut c = e.candidate;
+            c.lex = ep_lx.get(&c.episode.id).copied().unwrap_or(0.0);
+            c.sem = match lanes.model {
+                Some(model) if e.embedded_at.is_some_and(|t| t <= as_of) && e.model.as_deref() == Some(model) => {
+                    e.dist.map(|d| 1.0 - d)
+                }
+                _ => None,
+            };
+            c
+        })
+        .collect();
+    episodes.sort_by_key(|c| c.episode.id);
+    Found { memories, episodes, backing: backing.into_values().collect(), snapshot: rows.snapshot }
+}
+
+/// A memory shown at `as_of` (it was recorded by then, as every row of the subject's set is):
+/// not superseded by then, not tombstoned, its asserted validity not ended.
+fn visible_memory(m: &SubjectMemory, as_of: DateTime<Utc>) -> bool {
+    m.candidate.superseded_at.is_none_or(|t| t > as_of)
+        && m.candidate.memory.status != MemoryStatus::Tombstoned
+        && m.candidate.asserted_valid_to.is_none_or(|t| t > as_of)
+}
+
+fn visible_episode(e: &SubjectEpisode, as_of: DateTime<Utc>) -> bool {
+    e.candidate.episode.created_at <= as_of
+}
+
+/// The `n` latest episodes: occurred_at, then created_at, then id, all descending.
+fn latest<'a>(eps: impl Iterator<Item = &'a SubjectEpisode>, n: usize) -> Vec<Uuid> {
+    let mut v: Vec<&SubjectEpisode> = eps.collect();
+    v.sort_by(|a, b| {
+        let (a, b) = (&a.candidate.episode, &b.candidate.episode);
+        b.occurred_at.cmp(&a.occurred_at).then(b.created_at.cmp(&a.created_at)).then(b.id.cmp(&a.id))
+    });
+    v.into_iter().take(n).map(|e| e.candidate.episode.id).collect()
+}
+
+/// occurred_at, then id, ascending.
+fn chronological(a: &SubjectEpisode, b: &SubjectEpisode) -> Ordering {
+    let (a, b) = (&a.candidate.episode, &b.candidate.episode);
+    a.occurred_at.cmp(&b.occurred_at).then(a.id.cmp(&b.id))
+}
+
+/// Postgres's ascending order of float8 distances: NaN after every number, NULL after NaN, and
+/// -0 equal to 0.
+fn distance_order(a: Option<f64>, b: Option<f64>) -> Ordering {
+    match (a, b) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Greater,
+        (Some(_), None) => Ordering::Less,
+        (Some(x), Some(y)) => match (x.is_nan(), y.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+        },
+    }
+}
+
+/// The BM25 lane of `mnemo_memory_bm25` / `mnemo_episode_bm25` with `mnemo_bm25_rank`
+/// (migrations 0027-0028): the items holding any of `terms`, scored over the subject of `size`
+/// items (or as many as hold a term, if more), the best `limit` by score (rounded to nine
+/// decimals) and then id. Returns id → score.
+fn bm25<'a>(
+    docs: impl Iterator<Item = (Uuid, &'a [String])>,
+    terms: &[String],
+    size: f64,
+    limit: usize,
+) -> HashMap<Uuid, f64> {
+    if terms.is_empty() {
+        return HashMap::new();
+    }
+    // (id, length in lexemes, the task terms it holds)
+    let hits: Vec<(Uuid, f64, Vec<usize>)> = docs
+        .filter_map(|(id, lexemes)| {
+            let held: Vec<usize> = (0..terms.len()).filter(|&t| lexemes.contains(&terms[t])).collect();
+            (!held.is_empty()).then_some((id, lexemes.len() as f64, held))
+        })
+        .collect();
+    if hits.is_empty() {
+        return HashMap::new();
+    }
+    let n = size.max(hits.len() as f64);
+    let avgdl = (hits.iter().map(|h| h.1).sum::<f64>() / hits.len() as f64).max(1.0);
+    let mut df = vec![0.0f64; terms.len()];
+    for t in hits.iter().flat_map(|h| &h.2) {
+        df[*t] += 1.0;
+    }
+    let idf: Vec<f64> = df.iter().map(|&d| (1.0 + (n - d + 0.5) / (d + 0.5)).ln()).collect();
+    let mut scored: Vec<(Uuid, f64)> = hits
+        .iter()
+        .map(|(id, dl, held)| {
+            let raw: f64 = held.iter().map(|&t| idf[t] * 2.2 / (1.0 + 1.2 * (0.25 + 0.75 * dl / avgdl))).sum();
+            (*id, round9(raw))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(Ordering::Equal).then(a.0.cmp(&b.0)));
+    scored.truncate(limit);
+    scored.into_iter().collect()
+}
+
+/// `round(x::numeric, 9)::float8` as Postgres computes it: the double converted to numeric
+/// through its 15 significant digits (`float8_numeric`), rounded half away from zero at the
+/// ninth decimal, read back as the nearest double.
+pub fn round9(x: f64) -> f64 {
+    if !x.is_finite() {
+        return x;
+    }
+    let text = format!("{x:.14e}");
+    let Some((mantissa, exp)) = text.split_once('e') else { return x };
+    let Ok(exp) = exp.parse::<i32>() else { return x };
+    let negative = mantissa.starts_with('-');
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let Ok(d) = digits.parse::<u128>() else { return x };
+    // x = d * 10^(exp - 14); in units of 10^-9 that is d * 10^(exp - 5).
+    let shift = exp - 5;
+    let units: u128 = if shift >= 0 {
+        return format!("{}{digits}e{}", if negative { "-" } else { "" }, exp - 14).parse().unwrap_or(x);
+    } else if shift < -20 {
+        0
+    } else {
+        let div = 10u128.pow(shift.unsigned_abs());
+        d / div + u128::from((d % div) * 2 >= div)
+    };
+    if units == 0 {
+        return 0.0;
+    }
+    format!("{}{units}e-9", if negative { "-" } else { "" }).parse().unwrap_or(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round9_rounds_the_fifteen_digit_decimal_half_away_from_zero() {
+        assert_eq!(round9(1.0), 1.0);
+        assert_eq!(round9(0.1234567894), 0.123456789);
+        assert_eq!(round9(0.1234567895), 0.12345679);
+        assert_eq!(round9(-0.1234567895), -0.12345679);
+        assert_eq!(round9(2.718281828459045), 2.718281828);
+        assert_eq!(round9(1e-12), 0.0);
+        assert!(round9(-1e-12).is_sign_positive());
+        assert_eq!(round9(123456789.123456789), 123456789.123457);
+        assert_eq!(round9(1e20), 1e20);
+        // 0.3 + 0.6 is 0.8999999999999999 as a double; fifteen digits make it 0.9 first.
+        assert_eq!(round9(0.3 + 0.6), 0.9);
+    }
+
+    #[test]
+    fn distances_order_as_postgres_orders_float8() {
+        let mut v = vec![Some(f64::NAN), None, Some(0.5), Some(-0.0), Some(0.0), Some(0.1)];
+        v.sort_by(|a, b| distance_order(*a, *b));
+        assert_eq!(format!("{v:?}"), "[Some(-0.0), Some(0.0), Some(0.1), Some(0.5), Some(NaN), None]");
+    }
+
+    #[test]
+    fn bm25_prefers_rarer_terms_and_shorter_items_and_cuts_at_the_limit() {
+        let ids: Vec<Uuid> = (1..=4u128).map(Uuid::from_u128).collect();
+        let lex = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let docs = [
+            lex(&["kafka", "consum", "lag"]),
+            lex(&["kafka", "deploy"]),
+            lex(&["deploy", "pipelin", "stage", "fail", "again"]),
+            lex(&["budget"]),
+        ];
+        let terms = lex(&["deploy", "kafka", "lag"]);
+        let all = bm25(ids.iter().copied().zip(docs.iter().map(Vec::as_slice)), &terms, 10.0, 10);
+        assert_eq!(all.len(), 3, "the item without a task term is not a hit");
+        assert!(all[&ids[0]] > all[&ids[2]], "a rare term outweighs a common one");
+        assert!(all[&ids[1]] > all[&ids[2]], "two terms over one in a longer item");
+        let top = bm25(ids.iter().copied().zip(docs.iter().map(Vec::as_slice)), &terms, 10.0, 1);
+        assert_eq!(top.len(), 1);
+        let best = all.iter().max_by(|a, b| a.1.partial_cmp(b.1).unwrap().then(b.0.cmp(a.0))).unwrap();
+        assert_eq!(top.get(best.0), Some(best.1));
+        assert!(bm25(ids.iter().copied().zip(docs.iter().map(Vec::as_slice)), &[], 10.0, 10).is_empty());
+    }
+}
