@@ -9,7 +9,9 @@
 -- a claim contradiction superseded it), every episode recorded by then (likewise with its
 -- lexemes and its embedding's distance), the task's lexemes per source after the subject's
 -- common terms are dropped (`mnemo_task_query`), the tenant's settings version and the
--- session's snapshot. The server then applies the lanes of
+-- session's snapshot. `of_model` says whether a row's embedding is of the task vector's model
+-- (for an episode: and was recorded by the call's instant), `dist` is then its cosine distance.
+-- The server then applies the lanes of
 -- `mnemo_context` itself (`services::context::lanes`), to the same rows.
 --
 -- A larger subject, or a call whose vector lanes would be approximate (HNSW), gets
@@ -32,7 +34,7 @@ RETURNS TABLE (
     created_at timestamptz, updated_at timestamptz, claim_single boolean,
     source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamptz, seq bigint,
     lex float8, sem float8, visible boolean, contradicted boolean, "position" integer, prev_id uuid,
-    lexemes text[], dist float8, embedded_at timestamptz, embedding_model text)
+    lexemes text[], dist float8, of_model boolean)
 LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
@@ -54,7 +56,7 @@ BEGIN
        OR (SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject
                                    AND m.recorded_at <= p_as_of LIMIT p_small[2] + 1) c) > p_small[2] THEN
         RETURN QUERY
-        SELECT c.*, NULL::text[], NULL::float8, NULL::timestamptz, NULL::text
+        SELECT c.*, NULL::text[], NULL::float8, NULL::boolean
         FROM mnemo_context(p_tenant, p_subject, p_as_of, p_words, p_vector, p_model, p_session, p_days,
                            p_approx_from, p_around, p_sources, p_iterative, p_lanes) c;
         RETURN;
@@ -66,7 +68,7 @@ BEGIN
         NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
         COALESCE((SELECT t.version FROM tenant_versions t WHERE t.tenant_id = p_tenant), 0),
         NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-        NULL::text[], NULL::float8, NULL::timestamptz, NULL::text;
+        NULL::text[], NULL::float8, NULL::boolean;
 
     IF p_session IS NOT NULL THEN
         SELECT * INTO v_snap FROM session_snapshots s
@@ -81,7 +83,7 @@ BEGIN
             NULL::text, NULL::text[], NULL::text[], v_snap.created_at, NULL::timestamptz, NULL::boolean,
             NULL::text, NULL::jsonb, NULL::jsonb, v_snap.session_id, NULL::timestamptz, v_snap.covers_through,
             NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, v_snap.position, v_snap.prev_id,
-            NULL::text[], NULL::float8, NULL::timestamptz, NULL::text;
+            NULL::text[], NULL::float8, NULL::boolean;
     END IF;
 
     IF p_vector IS NOT NULL THEN
@@ -96,7 +98,7 @@ BEGIN
         NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
         NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
         NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-        s.terms, NULL::float8, NULL::timestamptz, NULL::text
+        s.terms, NULL::float8, NULL::boolean
     FROM (VALUES ('memory', v_mterms), ('episode', v_eterms)) s(source, terms);
 
     -- A row's lexemes come only when it holds one of the task's (the lanes need them for no
@@ -116,7 +118,7 @@ BEGIN
            NULL::integer, NULL::uuid,
            CASE WHEN m.content_tsv @@ v_mq THEN tsvector_to_array(m.content_tsv) END,
            CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (m.embedding <=> v_vec)::float8 END,
-           NULL::timestamptz, m.embedding_model
+           COALESCE(v_vec IS NOT NULL AND m.embedding_model = p_model, false)
     FROM memories m
     WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.recorded_at <= p_as_of;
 
@@ -127,8 +129,9 @@ BEGIN
            e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
            CASE WHEN e.search_tsv @@ v_eq THEN tsvector_to_array(e.search_tsv) END,
-           CASE WHEN v_vec IS NOT NULL AND x.embedding_model = p_model THEN (x.embedding <=> v_vec)::float8 END,
-           x.created_at, x.embedding_model
+           CASE WHEN v_vec IS NOT NULL AND x.embedding_model = p_model AND x.created_at <= p_as_of
+                THEN (x.embedding <=> v_vec)::float8 END,
+           COALESCE(v_vec IS NOT NULL AND x.embedding_model = p_model AND x.created_at <= p_as_of, false)
     FROM episodes e
     LEFT JOIN episode_embeddings x ON x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = e.id
     WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject

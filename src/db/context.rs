@@ -127,9 +127,10 @@ pub struct SubjectMemory {
     pub candidate: MemoryCandidate,
     /// Its distinct lexemes (`content_tsv`) when it holds one of the task's, else empty.
     pub lexemes: Vec<String>,
-    /// Cosine distance to the task vector, when the call has one and the row's model is its.
+    /// Its embedding is of the task vector's model (the call has a task vector).
+    pub of_model: bool,
+    /// Then its cosine distance to the task vector (None: no embedding).
     pub dist: Option<f64>,
-    pub model: Option<String>,
     /// Superseded by the call's instant through a claim contradiction.
     pub contradicted: bool,
 }
@@ -141,12 +142,11 @@ pub struct SubjectEpisode {
     pub candidate: EpisodeCandidate,
     /// Its distinct lexemes (`search_tsv`) when it holds one of the task's, else empty.
     pub lexemes: Vec<String>,
-    /// Cosine distance of its embedding to the task vector, when the call has one and the
-    /// embedding's model is its.
+    /// It has an embedding of the task vector's model recorded by the call's instant (the call
+    /// has a task vector).
+    pub of_model: bool,
+    /// Then that embedding's cosine distance to the task vector.
     pub dist: Option<f64>,
-    /// When its embedding was written, and by which model (None: not embedded).
-    pub embedded_at: Option<DateTime<Utc>>,
-    pub model: Option<String>,
 }
 
 /// A small subject as of a call: every memory recorded by then, every episode recorded by then
@@ -205,7 +205,7 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
         r#"SELECT part AS "part!", id, kind, content, summary, confidence, valid_from, valid_to, asserted_valid_to,
            superseded_at, source_episode_ids, metadata, status, sensitivity_labels, suggested_labels, created_at,
            updated_at, claim_single, source, payload, provenance, session_id, occurred_at, seq, lex, sem, visible,
-           contradicted, position, prev_id, lexemes, dist, embedded_at, embedding_model
+           contradicted, position, prev_id, lexemes, dist, of_model
            FROM mnemo_context_small($1, $2, $3, $4, $5::vector::text, $6, $7, $8, $9, $10, $11, $12, $13, $14)"#,
         p.tenant,
         p.subject_id,
@@ -240,18 +240,19 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
             }),
             4 => found.snapshot = Some(r.snapshot()?),
             10 => {
-                let (lexemes, dist, model) = (r.lexemes.take().unwrap_or_default(), r.dist, r.embedding_model.take());
+                let (lexemes, dist) = (r.lexemes.take().unwrap_or_default(), r.dist);
+                let of_model = need(r.of_model, "of_model")?;
                 let contradicted = need(r.contradicted.take(), "contradicted")?;
                 r.lex = Some(0.0);
                 let candidate = r.memory(p.subject_id)?;
-                subject.memories.push(SubjectMemory { candidate, lexemes, dist, model, contradicted });
+                subject.memories.push(SubjectMemory { candidate, lexemes, of_model, dist, contradicted });
             }
             11 => {
-                let (lexemes, dist, embedded_at, model) =
-                    (r.lexemes.take().unwrap_or_default(), r.dist, r.embedded_at, r.embedding_model.take());
+                let (lexemes, dist) = (r.lexemes.take().unwrap_or_default(), r.dist);
+                let of_model = need(r.of_model, "of_model")?;
                 r.lex = Some(0.0);
                 let candidate = r.episode(p.subject_id)?;
-                subject.episodes.push(SubjectEpisode { candidate, lexemes, dist, embedded_at, model });
+                subject.episodes.push(SubjectEpisode { candidate, lexemes, of_model, dist });
             }
             12 => {
                 whole = true;
@@ -330,8 +331,7 @@ struct Row {
     /// Parts 10-11: the row's lexemes; part 12: the task's.
     lexemes: Option<Vec<String>>,
     dist: Option<f64>,
-    embedded_at: Option<DateTime<Utc>>,
-    embedding_model: Option<String>,
+    of_model: Option<bool>,
 }
 
 impl Row {

@@ -41,7 +41,6 @@ pub async fn found(pool: &PgPool, probe: &Probe<'_>, around: bool, sources: bool
             let lane = |n: i64| usize::try_from(n).unwrap_or(0);
             let lanes = Lanes {
                 as_of: probe.as_of,
-                model: probe.vector.as_ref().map(|(_, m)| m.as_str()),
                 session: probe.session_id,
                 days: &probe.days,
                 around,

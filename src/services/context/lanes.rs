@@ -22,8 +22,6 @@ use crate::model::memory::{MemoryKind, MemoryStatus};
 #[derive(Debug, Clone, Copy)]
 pub struct Lanes<'a> {
     pub as_of: DateTime<Utc>,
-    /// The task vector's model, when the call has a task vector.
-    pub model: Option<&'a str>,
     pub session: Option<&'a str>,
     pub days: &'a [DateTime<Utc>],
     pub around: bool,
@@ -57,11 +55,10 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Found {
         b.valid_from.cmp(&a.valid_from).then(b.id.cmp(&a.id))
     });
     mem_ids.extend(facts.iter().take(facts_n).map(|m| m.candidate.memory.id));
-    if let Some(model) = lanes.model {
-        let mut near: Vec<&&SubjectMemory> = live.iter().filter(|m| m.model.as_deref() == Some(model)).collect();
-        near.sort_by(|a, b| distance_order(a.dist, b.dist).then(a.candidate.memory.id.cmp(&b.candidate.memory.id)));
-        mem_ids.extend(near.iter().take(sem_n).map(|m| m.candidate.memory.id));
-    }
+    // The nearest: rows of the task vector's model only (none without a task vector).
+    let mut near: Vec<&&SubjectMemory> = live.iter().filter(|m| m.of_model).collect();
+    near.sort_by(|a, b| distance_order(a.dist, b.dist).then(a.candidate.memory.id.cmp(&b.candidate.memory.id)));
+    mem_ids.extend(near.iter().take(sem_n).map(|m| m.candidate.memory.id));
     if let Some(snap) = snapshot {
         // The summaries made only of turns the snapshot covers: its summary stands for them.
         let covered: HashSet<Uuid> = rows
@@ -107,17 +104,11 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Found {
         dated.sort_by(|a, b| chronological(a, b));
         ep_ids.extend(dated.iter().take(dates_n).map(|e| e.candidate.episode.id));
     }
-    if let Some(model) = lanes.model {
-        // An embedding row is written after its episode: one recorded by the call's instant
-        // belongs to an episode recorded by then.
-        let mut near: Vec<&SubjectEpisode> = rows
-            .episodes
-            .iter()
-            .filter(|e| e.embedded_at.is_some_and(|t| t <= as_of) && e.model.as_deref() == Some(model))
-            .collect();
-        near.sort_by(|a, b| distance_order(a.dist, b.dist).then(a.candidate.episode.id.cmp(&b.candidate.episode.id)));
-        ep_ids.extend(near.iter().take(sem_n).map(|e| e.candidate.episode.id));
-    }
+    // The nearest (an embedding row is written after its episode: one recorded by the call's
+    // instant belongs to an episode recorded by then).
+    let mut near: Vec<&SubjectEpisode> = rows.episodes.iter().filter(|e| e.of_model).collect();
+    near.sort_by(|a, b| distance_order(a.dist, b.dist).then(a.candidate.episode.id.cmp(&b.candidate.episode.id)));
+    ep_ids.extend(near.iter().take(sem_n).map(|e| e.candidate.episode.id));
     if let Some(session) = lanes.session {
         let in_session = seen.iter().copied().filter(|e| e.candidate.episode.session_id.as_deref() == Some(session));
         ep_ids.extend(latest(in_session, session_n));
@@ -181,10 +172,7 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Found {
         .map(|m| {
             let mut c = m.candidate;
             c.lex = mem_lx.get(&c.memory.id).copied().unwrap_or(0.0);
-            c.sem = match lanes.model {
-                Some(model) if m.model.as_deref() == Some(model) => m.dist.map(|d| 1.0 - d),
-                _ => None,
-            };
+            c.sem = if m.of_model { m.dist.map(|d| 1.0 - d) } else { None };
             c
         })
         .collect();
@@ -196,12 +184,7 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Found {
         .map(|e| {
             let mut c = e.candidate;
             c.lex = ep_lx.get(&c.episode.id).copied().unwrap_or(0.0);
-            c.sem = match lanes.model {
-                Some(model) if e.embedded_at.is_some_and(|t| t <= as_of) && e.model.as_deref() == Some(model) => {
-                    e.dist.map(|d| 1.0 - d)
-                }
-                _ => None,
-            };
+            c.sem = if e.of_model { e.dist.map(|d| 1.0 - d) } else { None };
             c
         })
         .collect();
