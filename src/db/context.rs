@@ -57,9 +57,11 @@ pub struct Probe<'a> {
 }
 
 /// Subjects of up to this many episodes and memories (as of the call) come back whole, and the
-/// server applies the lanes itself (`services::context::lanes`): reading a small subject's rows
-/// costs Postgres a fraction of running the lanes there (bench/README.md, "Small subjects").
-pub const SMALL_SUBJECT: [i32; 2] = [200, 400];
+/// server applies the lanes itself (`services::context::lanes`): at 50 episodes that halves
+/// Postgres's work per call; shipping and decoding every row grows with the subject, and from
+/// about 100 episodes (170 memories) a call costs as much CPU either way (bench/README.md,
+/// "Small subjects: the lanes in process").
+pub const SMALL_SUBJECT: [i32; 2] = [100, 200];
 
 /// Candidates per ranked lane for a bundle of `max_tokens`: one per `tokens_per_candidate`
 /// tokens of the budget, between [`MIN_RANKED_LANE`] and [`MAX_RANKED_LANE`] (0 tokens per
