@@ -317,10 +317,11 @@ mod tests {
         assert_eq!(round9(0.1234567894), 0.123456789);
         assert_eq!(round9(0.1234567895), 0.12345679);
         assert_eq!(round9(-0.1234567895), -0.12345679);
-        assert_eq!(round9(2.718281828459045), 2.718281828);
+        assert_eq!(round9(7.125_000_000_499_9), 7.125);
         assert_eq!(round9(1e-12), 0.0);
         assert!(round9(-1e-12).is_sign_positive());
-        assert_eq!(round9(123456789.123456789), 123456789.123457);
+        // Fifteen significant digits first: 123456789.123457, then nothing left to round.
+        assert_eq!(round9(123_456_789.123_456_78), 123_456_789.123_457);
         assert_eq!(round9(1e20), 1e20);
         // 0.3 + 0.6 is 0.8999999999999999 as a double; fifteen digits make it 0.9 first.
         assert_eq!(round9(0.3 + 0.6), 0.9);
