@@ -120,7 +120,7 @@ async fn a_large_subject_among_many_small_ones_is_probed_through_the_full_text_i
 /// `mnemo_context` (migration 0030) returns exactly the rows of migration 0029's function, run
 /// here as a temporary reference: with and without a task vector, exact and approximate vector
 /// lanes on both sides of the subject's size, three lane sizes, a session, a date and an instant
-/// before the later turns and the memories.
+/// between the two halves of the turns (and of their memories).
 #[tokio::test]
 async fn context_rows_match_the_previous_function_for_every_option() {
     let app = spawn().await;
@@ -131,35 +131,8 @@ async fn context_rows_match_the_previous_function_for_every_option() {
         "Our deploy pipeline runs on Kubernetes.",
         "My manager is Dana.",
     ];
-    let topics = ["deploy", "kafka consumer", "database backup", "budget review", "team offsite", "billing bug"];
-    let batch = |from: usize| -> Vec<Value> {
-        (from..from + 30)
-            .map(|i| {
-                let text = if i % 6 == 0 {
-                    facts[(i / 6) % facts.len()].to_string()
-                } else {
-                    format!("Turn {i}: the {} came up again, and the {} too.", topics[i % 6], topics[(i * 5) % 6])
-                };
-                let mut e = episode("rows", &text);
-                e["session_id"] = json!(if i < 30 { "s1" } else { "s2" });
-                e
-            })
-            .collect()
-    };
-    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": batch(0) })).await;
-    assert_eq!(s, 201, "{b}");
+    let mid = seed_turns(&app, "rows", &facts, 6, |i| if i < 30 { "s1" } else { "s2" }).await;
     let mut conn = app.pool.acquire().await.unwrap();
-    let mid: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()").fetch_one(&mut *conn).await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": batch(30) })).await;
-    assert_eq!(s, 201, "{b}");
-    loop {
-        let (s, b) = app.post("/v1/memories/compile", &json!({"subject_id": "rows"})).await;
-        assert_eq!(s, 200, "{b}");
-        if b["has_more"] != json!(true) {
-            break;
-        }
-    }
 
     let migration = include_str!("../../migrations/0029_context_lookups_by_id.sql");
     let start = migration.find("CREATE OR REPLACE FUNCTION mnemo_context(").unwrap();
@@ -171,13 +144,7 @@ async fn context_rows_match_the_previous_function_for_every_option() {
     );
     sqlx::query(&reference).execute(&mut *conn).await.unwrap();
     sqlx::query("SELECT set_config('mnemo.tenant', 'default', false)").execute(&mut *conn).await.unwrap();
-    let (vector, model): (String, String) = sqlx::query_as(
-        "SELECT embedding::text, embedding_model FROM episode_embeddings WHERE subject_id = 'rows' \
-         ORDER BY episode_id LIMIT 1",
-    )
-    .fetch_one(&mut *conn)
-    .await
-    .unwrap();
+    let (vector, model) = stored_vector(&app, "rows").await;
 
     let tasks = ["kafka | consumer", "deploy | pipeline", "favorite | color", "berlin | move", "budget", "zebra"];
     let today = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
@@ -240,6 +207,60 @@ async fn context_rows_match_the_previous_function_for_every_option() {
     assert!(more_with_vector, "the task vector never added a row");
 }
 
+/// Seeds `subject` with 60 turns in two halves of 30, each compiled once posted: a fact every
+/// `every`-th turn, the rest chat about a few recurring topics, each turn in the session
+/// `session` names. Returns an instant between the halves.
+async fn seed_turns(
+    app: &crate::common::TestApp,
+    subject: &str,
+    facts: &[&str],
+    every: usize,
+    session: fn(usize) -> &'static str,
+) -> chrono::DateTime<chrono::Utc> {
+    let topics = ["deploy", "kafka consumer", "database backup", "budget review", "team offsite", "billing bug"];
+    let mut mid = chrono::Utc::now();
+    for from in [0, 30] {
+        let eps: Vec<Value> = (from..from + 30)
+            .map(|i| {
+                let text = if i % every == 0 {
+                    facts[(i / every) % facts.len()].to_string()
+                } else {
+                    format!("Turn {i}: the {} came up again, and the {} too.", topics[i % 6], topics[(i * 5) % 6])
+                };
+                let mut e = episode(subject, &text);
+                e["session_id"] = json!(session(i));
+                e
+            })
+            .collect();
+        let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": eps })).await;
+        assert_eq!(s, 201, "{b}");
+        loop {
+            let (s, b) = app.post("/v1/memories/compile", &json!({"subject_id": subject})).await;
+            assert_eq!(s, 200, "{b}");
+            if b["has_more"] != json!(true) {
+                break;
+            }
+        }
+        if from == 0 {
+            mid = sqlx::query_scalar("SELECT now()").fetch_one(&app.pool).await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+    mid
+}
+
+/// The first stored turn embedding of `subject`, as text, with its model.
+async fn stored_vector(app: &crate::common::TestApp, subject: &str) -> (String, String) {
+    sqlx::query_as(
+        "SELECT embedding::text, embedding_model FROM episode_embeddings WHERE subject_id = $1 \
+         ORDER BY episode_id LIMIT 1",
+    )
+    .bind(subject)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
 /// The canonical form of what retrieval found: every list in id order, printed exactly (scores
 /// included, to the last bit).
 fn canonical(mut found: mnemo::db::context::Found) -> String {
@@ -268,39 +289,8 @@ async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
         "Our deploy pipeline runs on Kubernetes.",
         "My manager is Dana.",
     ];
-    let topics = ["deploy", "kafka consumer", "database backup", "budget review", "team offsite", "billing bug"];
-    let batch = |from: usize| -> Vec<Value> {
-        (from..from + 30)
-            .map(|i| {
-                let text = if i % 5 == 0 {
-                    facts[(i / 5) % facts.len()].to_string()
-                } else {
-                    format!("Turn {i}: the {} came up again, and the {} too.", topics[i % 6], topics[(i * 5) % 6])
-                };
-                let mut e = episode("small", &text);
-                e["session_id"] = json!(if i % 3 == 0 { "s2" } else { "s1" });
-                e
-            })
-            .collect()
-    };
-    let compile = || async {
-        loop {
-            let (s, b) = app.post("/v1/memories/compile", &json!({"subject_id": "small"})).await;
-            assert_eq!(s, 200, "{b}");
-            if b["has_more"] != json!(true) {
-                break;
-            }
-        }
-    };
-    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": batch(0) })).await;
-    assert_eq!(s, 201, "{b}");
-    compile().await;
+    let mid = seed_turns(&app, "small", &facts, 5, |i| if i % 3 == 0 { "s2" } else { "s1" }).await;
     let mut conn = app.pool.acquire().await.unwrap();
-    let mid: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()").fetch_one(&mut *conn).await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": batch(30) })).await;
-    assert_eq!(s, 201, "{b}");
-    compile().await;
     // A snapshot of session s1 (40 turns, more than its lane takes) up to seq 30, pinning its
     // early turn of seq 5, which no lane but the snapshot's brings.
     sqlx::query(
@@ -317,13 +307,7 @@ async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
             .await
             .unwrap();
     assert!(superseded > 0, "no fact was superseded: the comparison would not cover it");
-    let (vector, model): (String, String) = sqlx::query_as(
-        "SELECT embedding::text, embedding_model FROM episode_embeddings WHERE subject_id = 'small' \
-         ORDER BY episode_id LIMIT 1",
-    )
-    .fetch_one(&mut *conn)
-    .await
-    .unwrap();
+    let (vector, model) = stored_vector(&app, "small").await;
     let vector: pgvector::Vector = vector
         .trim_matches(|c| c == '[' || c == ']')
         .split(',')
