@@ -3,19 +3,21 @@
 -- On a subject of 50 episodes `mnemo_context` costs ~1.1 ms of Postgres time per call, spread
 -- over some twenty statements (executor start-up, the full-text probes, the BM25 ranking, the
 -- backing check), none of which dominates; a plain read of the subject's rows costs a fraction
--- of that. `mnemo_context_small` returns, for a subject no larger than `p_small` (episodes,
--- memories) as of the call, everything the lanes read: every memory recorded by then (with its
--- lexemes when it holds one of the task's, its cosine distance to the task vector, and whether
--- a claim contradiction superseded it), every episode recorded by then (likewise with its
--- lexemes and its embedding's distance), the task's lexemes per source after the subject's
--- common terms are dropped (`mnemo_task_query`), the tenant's settings version and the
--- session's snapshot. `of_model` says whether a row's embedding is of the task vector's model
--- (for an episode: and was recorded by the call's instant), `dist` is then its cosine distance.
--- The server then applies the lanes of
--- `mnemo_context` itself (`services::context::lanes`), to the same rows.
+-- of that. For a subject no larger than a bound (episodes, memories) as of the call, whose
+-- vector lanes would be exact (`mnemo_context_is_small`), `mnemo_context_small` returns
+-- everything the lanes read: every memory recorded by then (with its lexemes when it holds one
+-- of the task's, its cosine distance to the task vector, and whether a claim contradiction
+-- superseded it), every episode recorded by then (likewise with its lexemes and its embedding's
+-- distance), the task's lexemes per source after the subject's common terms are dropped
+-- (`mnemo_task_query`), the tenant's settings version and the session's snapshot. `of_model`
+-- says whether a row's embedding is of the task vector's model (for an episode: and was
+-- recorded by the call's instant); `dist` is then its cosine distance. The server then applies
+-- the lanes of `mnemo_context` itself (`services::context::lanes`) to the same rows.
 --
--- A larger subject, or a call whose vector lanes would be approximate (HNSW), gets
--- `mnemo_context`'s own rows from the same statement: one round trip either way.
+-- The call's one statement (`db::context::candidates`) asks `mnemo_context_is_small` first and
+-- then runs either `mnemo_context_small` or `mnemo_context` (each under a one-time filter on
+-- that answer, so the other is never called): one round trip either way, and a large
+-- subject's rows are not copied through a second function.
 --
 -- Parts: 0 the settings version (in `seq`), 4 the snapshot (as in `mnemo_context`), 10 a memory,
 -- 11 an episode, 12 the task's lexemes for one source (`kind` = 'memory' or 'episode', in
@@ -23,10 +25,30 @@
 -- them (same session, seq up to its cursor): its coverage test reads them, as `mnemo_context`'s
 -- does; the server keeps them out of every lane.
 
+-- Whether a call on a subject takes the in-process lanes: the subject has at most `p_small[1]`
+-- episodes and `p_small[2]` memories as of the call, and a task vector's lanes would be exact.
+CREATE FUNCTION mnemo_context_is_small(p_tenant text, p_subject text, p_as_of timestamptz, p_vector text,
+                                       p_approx_from bigint, p_small integer[])
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    v_size bigint;
+BEGIN
+    PERFORM set_config('mnemo.tenant', p_tenant, true);
+    -- The subject's episodes as of the call: the seq of its latest one recorded by then.
+    v_size := COALESCE((SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                          AND e.created_at <= p_as_of ORDER BY e.seq DESC LIMIT 1), 0);
+    IF v_size > p_small[1] OR (p_vector IS NOT NULL AND (p_approx_from <= 0 OR v_size >= p_approx_from)) THEN
+        RETURN false;
+    END IF;
+    RETURN (SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject
+                                    AND m.recorded_at <= p_as_of LIMIT p_small[2] + 1) c) <= p_small[2];
+END
+$$;
+
 CREATE FUNCTION mnemo_context_small(
     p_tenant text, p_subject text, p_as_of timestamptz, p_words text, p_vector text, p_model text,
-    p_session text, p_days timestamptz[], p_approx_from bigint, p_around boolean, p_sources boolean,
-    p_iterative boolean, p_lanes integer[], p_small integer[])
+    p_session text)
 RETURNS TABLE (
     part smallint, id uuid, kind text, content text, summary text, confidence float8,
     valid_from timestamptz, valid_to timestamptz, asserted_valid_to timestamptz, superseded_at timestamptz,
@@ -38,7 +60,6 @@ RETURNS TABLE (
 LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
-    v_size bigint;
     v_vec vector;
     v_snap session_snapshots%ROWTYPE;
     v_has_snap boolean := false;
@@ -48,20 +69,6 @@ DECLARE
     v_eterms text[];
 BEGIN
     PERFORM set_config('mnemo.tenant', p_tenant, true);
-    -- The subject's episodes as of the call: the seq of its latest one recorded by then.
-    v_size := COALESCE((SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
-                          AND e.created_at <= p_as_of ORDER BY e.seq DESC LIMIT 1), 0);
-    IF v_size > p_small[1]
-       OR (p_vector IS NOT NULL AND (p_approx_from <= 0 OR v_size >= p_approx_from))
-       OR (SELECT count(*) FROM (SELECT 1 FROM memories m WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject
-                                   AND m.recorded_at <= p_as_of LIMIT p_small[2] + 1) c) > p_small[2] THEN
-        RETURN QUERY
-        SELECT c.*, NULL::text[], NULL::float8, NULL::boolean
-        FROM mnemo_context(p_tenant, p_subject, p_as_of, p_words, p_vector, p_model, p_session, p_days,
-                           p_approx_from, p_around, p_sources, p_iterative, p_lanes) c;
-        RETURN;
-    END IF;
-
     RETURN QUERY SELECT 0::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
         NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
         NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
@@ -140,7 +147,7 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION mnemo_context_small(text, text, timestamptz, text, text, text, text, timestamptz[], bigint,
-                                           boolean, boolean, boolean, integer[], integer[]) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mnemo_context_small(text, text, timestamptz, text, text, text, text, timestamptz[], bigint,
-                                              boolean, boolean, boolean, integer[], integer[]) TO mnemo_app;
+REVOKE ALL ON FUNCTION mnemo_context_is_small(text, text, timestamptz, text, bigint, integer[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mnemo_context_is_small(text, text, timestamptz, text, bigint, integer[]) TO mnemo_app;
+REVOKE ALL ON FUNCTION mnemo_context_small(text, text, timestamptz, text, text, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mnemo_context_small(text, text, timestamptz, text, text, text, text) TO mnemo_app;

@@ -185,8 +185,9 @@ pub enum Fetched {
 /// covers are left out, its pinned turns come, and the turns it covers do not.
 ///
 /// A subject of up to `probe.small_subject` episodes and memories as of the call (and whose
-/// vector lanes would be exact) comes back whole instead (`mnemo_context_small`, migration 0031):
-/// [`Fetched::Subject`], for `services::context::lanes` to apply the same lanes to.
+/// vector lanes would be exact) comes back whole instead, from the same statement
+/// (`mnemo_context_small`, migration 0031): [`Fetched::Subject`], for
+/// `services::context::lanes` to apply the same lanes to.
 ///
 /// Returns the candidates and the tenant's settings version, read after the tenant was named
 /// (as [`crate::db::scope::begin_versioned`] returns it).
@@ -202,13 +203,28 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
             .map(|n| n as i32);
     // The function takes the vector as text (migration 0020) and casts it back: the binary
     // vector sent here turns into the same floats.
+    // One statement: whether the subject is small, then one of the two functions (the other
+    // sits under a one-time filter that is false, so it is never called).
     let rows: Vec<Row> = sqlx::query_as!(
         Row,
-        r#"SELECT part AS "part!", id, kind, content, summary, confidence, valid_from, valid_to, asserted_valid_to,
-           superseded_at, source_episode_ids, metadata, status, sensitivity_labels, suggested_labels, created_at,
-           updated_at, claim_single, source, payload, provenance, session_id, occurred_at, seq, lex, sem, visible,
-           contradicted, position, prev_id, lexemes, dist, of_model
-           FROM mnemo_context_small($1, $2, $3, $4, $5::vector::text, $6, $7, $8, $9, $10, $11, $12, $13, $14)"#,
+        r#"WITH small AS MATERIALIZED (
+               SELECT mnemo_context_is_small($1, $2, $3, $5::vector::text, $9, $14) AS yes)
+           SELECT x.part AS "part!", x.id, x.kind, x.content, x.summary, x.confidence, x.valid_from, x.valid_to,
+                  x.asserted_valid_to, x.superseded_at, x.source_episode_ids, x.metadata, x.status,
+                  x.sensitivity_labels, x.suggested_labels, x.created_at, x.updated_at, x.claim_single, x.source,
+                  x.payload, x.provenance, x.session_id, x.occurred_at, x.seq, x.lex, x.sem, x.visible,
+                  x.contradicted, x.position, x.prev_id, x.lexemes, x.dist, x.of_model
+           FROM small, LATERAL (SELECT * FROM mnemo_context_small($1, $2, $3, $4, $5::vector::text, $6, $7)
+                                WHERE small.yes) x
+           UNION ALL
+           SELECT c.part, c.id, c.kind, c.content, c.summary, c.confidence, c.valid_from, c.valid_to,
+                  c.asserted_valid_to, c.superseded_at, c.source_episode_ids, c.metadata, c.status,
+                  c.sensitivity_labels, c.suggested_labels, c.created_at, c.updated_at, c.claim_single, c.source,
+                  c.payload, c.provenance, c.session_id, c.occurred_at, c.seq, c.lex, c.sem, c.visible,
+                  c.contradicted, c.position, c.prev_id, NULL::text[], NULL::float8, NULL::boolean
+           FROM small, LATERAL (SELECT * FROM mnemo_context($1, $2, $3, $4, $5::vector::text, $6, $7, $8, $9, $10,
+                                                            $11, $12, $13)
+                                WHERE NOT small.yes) c"#,
         p.tenant,
         p.subject_id,
         p.as_of,
@@ -265,7 +281,7 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
                 }
             }
             part => {
-                return Err(sqlx::Error::Protocol(format!("mnemo_context_small returned an unknown part {part}")));
+                return Err(sqlx::Error::Protocol(format!("the context statement returned an unknown part {part}")));
             }
         }
     }
@@ -295,7 +311,7 @@ async fn iterative_scan(pool: &PgPool) -> sqlx::Result<bool> {
         .copied()
 }
 
-/// A row of `mnemo_context_small`: part 0 the settings version, 1 a memory, 2 an episode, 3 a
+/// A row of the call's statement: part 0 the settings version, 1 a memory, 2 an episode, 3 a
 /// backing fact, 4 the session's snapshot (`mnemo_context`'s rows); for a small subject 10 a
 /// memory, 11 an episode, 12 the task's lexemes of one source.
 struct Row {
@@ -406,7 +422,7 @@ fn need<T>(v: Option<T>, column: &str) -> sqlx::Result<T> {
 fn missing(column: &str) -> sqlx::Error {
     sqlx::Error::ColumnDecode {
         index: column.to_string(),
-        source: "mnemo_context returned NULL for a column its part always fills".into(),
+        source: "the context statement returned NULL for a column its part always fills".into(),
     }
 }
 
