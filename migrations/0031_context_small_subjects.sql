@@ -9,7 +9,7 @@
 -- of the task's, its cosine distance to the task vector, and whether a claim contradiction
 -- superseded it), every episode recorded by then (likewise with its lexemes and its embedding's
 -- distance), the task's lexemes per source after the subject's common terms are dropped
--- (`mnemo_task_query`), the tenant's settings version and the session's snapshot. `of_model`
+-- (as `mnemo_task_query` makes them), the tenant's settings version and the session's snapshot. `of_model`
 -- says whether a row's embedding is of the task vector's model (for an episode: and was
 -- recorded by the call's instant); `dist` is then its cosine distance. The server then applies
 -- the lanes of `mnemo_context` itself (`services::context::lanes`) to the same rows.
@@ -97,8 +97,19 @@ BEGIN
         v_vec := p_vector::vector;
     END IF;
 
-    SELECT t.q, t.terms INTO v_mq, v_mterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'memory') t;
-    SELECT t.q, t.terms INTO v_eq, v_eterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'episode') t;
+    -- The task's lexemes per source, as `mnemo_task_query` makes them (without the subject's
+    -- common terms of that source), the words parsed once for both.
+    SELECT string_agg(quote_literal(l), ' | ' ORDER BY l) FILTER (WHERE NOT common_m)::tsquery,
+           array_agg(l ORDER BY l) FILTER (WHERE NOT common_m),
+           string_agg(quote_literal(l), ' | ' ORDER BY l) FILTER (WHERE NOT common_e)::tsquery,
+           array_agg(l ORDER BY l) FILTER (WHERE NOT common_e)
+    INTO v_mq, v_mterms, v_eq, v_eterms
+    FROM (SELECT w.l,
+                 EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject
+                           AND s.source = 'memory' AND s.lexeme = w.l AND s.common_since <= p_as_of) AS common_m,
+                 EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject
+                           AND s.source = 'episode' AND s.lexeme = w.l AND s.common_since <= p_as_of) AS common_e
+          FROM unnest(tsvector_to_array(to_tsvector('english', p_words))) w(l)) t;
     RETURN QUERY
     SELECT 12::smallint, NULL::uuid, s.source, NULL::text, NULL::text, NULL::float8,
         NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
