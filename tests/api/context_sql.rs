@@ -278,7 +278,7 @@ fn canonical(mut found: mnemo::db::context::Found) -> String {
 /// sources, an instant before the later turns, and facts that changed (superseded memories).
 #[tokio::test]
 async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
-    use mnemo::db::context::{Fetched, Probe};
+    use mnemo::db::context::Probe;
     let app = spawn().await;
     let facts = [
         "My favorite color is blue.",
@@ -337,7 +337,7 @@ async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
         for (with_vector, lane, session, dates, before) in options {
             for (around, sources) in [(true, true), (false, false), (true, false)] {
                 let as_of = if before { mid } else { chrono::Utc::now() };
-                let mut probe = Probe {
+                let probe = Probe {
                     tenant: "default",
                     subject_id: "small",
                     as_of,
@@ -349,21 +349,7 @@ async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
                     ranked_lane: lane,
                     small_subject: [0, 0],
                 };
-                let found = |p: Probe<'static>| {
-                    let pool = app.app_pool.clone();
-                    async move {
-                        let (fetched, _) = mnemo::db::context::candidates(&pool, &p, around, sources).await.unwrap();
-                        let whole = matches!(fetched, Fetched::Subject(_));
-                        let (f, _) =
-                            mnemo::services::context::candidates::found(&pool, &p, around, sources).await.unwrap();
-                        (whole, f)
-                    }
-                };
-                let (whole, reference) = found(probe.clone()).await;
-                assert!(!whole, "a subject over the bound must get mnemo_context's rows");
-                probe.small_subject = mnemo::db::context::SMALL_SUBJECT;
-                let (whole, got) = found(probe.clone()).await;
-                assert!(whole, "a subject of 60 episodes must come back whole");
+                let (reference, got) = both_ways(&app, probe, around, sources).await;
                 lexical +=
                     usize::from(got.memories.iter().any(|c| c.lex > 0.0) && got.episodes.iter().any(|c| c.lex > 0.0));
                 semantic += usize::from(got.episodes.iter().any(|c| c.sem.is_some()));
@@ -380,6 +366,91 @@ async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
     }
     assert_eq!(calls, 180);
     assert!(lexical > 0 && semantic > 0 && snapshots > 0, "uncovered: {lexical} {semantic} {snapshots}");
+}
+
+/// What retrieval finds for `probe` through `mnemo_context` and through the in-process lanes
+/// (the subject must be under the small-subject bound), each checked to have taken its path.
+async fn both_ways(
+    app: &crate::common::TestApp,
+    mut probe: mnemo::db::context::Probe<'static>,
+    around: bool,
+    sources: bool,
+) -> (mnemo::db::context::Found, mnemo::db::context::Found) {
+    use mnemo::db::context::Fetched;
+    let pool = &app.app_pool;
+    let mut out = Vec::new();
+    for bound in [[0, 0], mnemo::db::context::SMALL_SUBJECT] {
+        probe.small_subject = bound;
+        let (fetched, _) = mnemo::db::context::candidates(pool, &probe, around, sources).await.unwrap();
+        let whole = matches!(fetched, Fetched::Subject(_));
+        assert_eq!(whole, bound != [0, 0], "the statement took the wrong path for bound {bound:?}");
+        let (f, _) = mnemo::services::context::candidates::found(pool, &probe, around, sources).await.unwrap();
+        out.push(f);
+    }
+    let got = out.pop().unwrap();
+    (out.pop().unwrap(), got)
+}
+
+/// The lanes that cut by order (recent facts, recent turns) agree with `mnemo_context` when they
+/// must cut: 80 many-valued facts and procedures valid from one instant (so tied but for their
+/// ids), more than the fact lane's 50.
+#[tokio::test]
+async fn lanes_in_process_cut_long_fact_lanes_as_mnemo_context_does() {
+    use mnemo::db::context::Probe;
+    let app = spawn().await;
+    // 30 turns, compiled, then 80 many-valued facts and procedures written as an import would
+    // write them: none a single-valued claim (whose lane takes them all), all valid from one
+    // instant (tied but for their ids), so only the fact lane brings them, and it must cut.
+    let eps: Vec<Value> =
+        (0..30).map(|i| episode("facts", &format!("Turn {i}: we talked about old radios and clocks."))).collect();
+    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": eps })).await;
+    assert_eq!(s, 201, "{b}");
+    loop {
+        let (s, b) = app.post("/v1/memories/compile", &json!({"subject_id": "facts"})).await;
+        assert_eq!(s, 200, "{b}");
+        if b["has_more"] != json!(true) {
+            break;
+        }
+    }
+    sqlx::query(
+        "INSERT INTO memories (tenant_id, subject_id, id, kind, content, valid_from, order_at, order_tiebreak) \
+         SELECT 'default', 'facts', gen_random_uuid(), CASE WHEN g % 4 = 0 THEN 'procedure' ELSE 'profile_fact' END, \
+                'Hobby ' || g || ': restoring old radios and clocks', '2026-11-30T12:00:00Z', \
+                '2026-11-30T12:00:00Z', g::text \
+         FROM generate_series(1, 80) g",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let (vector, model) = stored_vector(&app, "facts").await;
+    let vector: pgvector::Vector = vector
+        .trim_matches(|c| c == '[' || c == ']')
+        .split(',')
+        .map(|x| x.parse::<f32>().unwrap())
+        .collect::<Vec<_>>()
+        .into();
+    for task in ["hobbi | radio", "clock | turn", "zebra"] {
+        for (with_vector, lane) in [(false, 25), (true, 40), (false, 100)] {
+            let probe = Probe {
+                tenant: "default",
+                subject_id: "facts",
+                as_of: chrono::Utc::now(),
+                tsquery: Some(task.to_string()),
+                vector: with_vector.then(|| (vector.clone(), model.clone())),
+                session_id: None,
+                days: Vec::new(),
+                approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
+                ranked_lane: lane,
+                small_subject: [0, 0],
+            };
+            let (reference, got) = both_ways(&app, probe, true, true).await;
+            let (want, got) = (canonical(reference), canonical(got));
+            assert!(
+                want == got,
+                "task {task:?}, vector {with_vector}, lane {lane}:\nmnemo_context {want}\nin process {got}"
+            );
+        }
+    }
 }
 
 /// `lanes::round9` rounds as `round(x::numeric, 9)::float8` does in Postgres, over doubles of
