@@ -261,6 +261,11 @@ async fn stored_vector(app: &crate::common::TestApp, subject: &str) -> (String, 
     .unwrap()
 }
 
+/// A vector from its text form (`[0.1,0.2,…]`).
+fn parse_vector(text: &str) -> pgvector::Vector {
+    text.trim_matches(|c| c == '[' || c == ']').split(',').map(|x| x.parse::<f32>().unwrap()).collect::<Vec<_>>().into()
+}
+
 /// The canonical form of what retrieval found: every list in id order, printed exactly (scores
 /// included, to the last bit).
 fn canonical(mut found: mnemo::db::context::Found) -> String {
@@ -308,12 +313,7 @@ async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
             .unwrap();
     assert!(superseded > 0, "no fact was superseded: the comparison would not cover it");
     let (vector, model) = stored_vector(&app, "small").await;
-    let vector: pgvector::Vector = vector
-        .trim_matches(|c| c == '[' || c == ']')
-        .split(',')
-        .map(|x| x.parse::<f32>().unwrap())
-        .collect::<Vec<_>>()
-        .into();
+    let vector = parse_vector(&vector);
     drop(conn);
 
     let tasks = ["kafka | consumer", "deploy | pipelin", "favorit | color", "berlin | move", "work | globex", "zebra"];
@@ -423,12 +423,7 @@ async fn lanes_in_process_cut_long_fact_lanes_as_mnemo_context_does() {
     .await
     .unwrap();
     let (vector, model) = stored_vector(&app, "facts").await;
-    let vector: pgvector::Vector = vector
-        .trim_matches(|c| c == '[' || c == ']')
-        .split(',')
-        .map(|x| x.parse::<f32>().unwrap())
-        .collect::<Vec<_>>()
-        .into();
+    let vector = parse_vector(&vector);
     for task in ["hobbi | radio", "clock | turn", "zebra"] {
         for (with_vector, lane) in [(false, 25), (true, 40), (false, 100)] {
             let probe = Probe {
