@@ -9,7 +9,8 @@
 -- of the task's, its cosine distance to the task vector, and whether a claim contradiction
 -- superseded it), every episode recorded by then (likewise with its lexemes and its embedding's
 -- distance), the task's lexemes per source after the subject's common terms are dropped
--- (as `mnemo_task_query` makes them), the tenant's settings version and the session's snapshot. `of_model`
+-- (as `mnemo_task_query` makes them), the tenant's settings version and the session's snapshot
+-- (a memory no lane can pick comes without its content, which no lane reads). `of_model`
 -- says whether a row's embedding is of the task vector's model (for an episode: and was
 -- recorded by the call's instant); `dist` is then its cosine distance. The server then applies
 -- the lanes of `mnemo_context` itself (`services::context::lanes`) to the same rows.
@@ -122,10 +123,17 @@ BEGIN
     -- A row's lexemes come only when it holds one of the task's (the lanes need them for no
     -- other row): `tsv @@ q` with q the task's lexemes joined by `|`, as the BM25 lanes probe.
 
+    -- A memory's content, summary, metadata and labels come only when a lane can pick it: it is
+    -- shown at the call's instant and is a BM25 hit, a single-valued claim, a fact or procedure,
+    -- or has a vector of the task's model. Every other memory matters only to the backing check,
+    -- which reads its sources and its state.
     RETURN QUERY
-    SELECT 10::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
-           m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status, m.sensitivity_labels,
-           m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
+    SELECT 10::smallint, m.id, m.kind,
+           CASE WHEN w.pickable THEN m.content END, CASE WHEN w.pickable THEN m.summary END,
+           m.confidence, m.valid_from, m.valid_to, m.asserted_valid_to, m.superseded_at, m.source_episode_ids,
+           CASE WHEN w.pickable THEN m.metadata END, m.status,
+           CASE WHEN w.pickable THEN m.sensitivity_labels END, CASE WHEN w.pickable THEN m.suggested_labels END,
+           m.created_at, m.updated_at, m.claim_single,
            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
            NULL::float8, NULL::float8, NULL::boolean,
            -- Superseded by then through a claim contradiction (the backing check's second fact).
@@ -138,6 +146,12 @@ BEGIN
            CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (m.embedding <=> v_vec)::float8 END,
            COALESCE(v_vec IS NOT NULL AND m.embedding_model = p_model, false)
     FROM memories m
+    CROSS JOIN LATERAL (SELECT (m.superseded_at IS NULL OR m.superseded_at > p_as_of) AND m.status <> 'tombstoned'
+                               AND (m.asserted_valid_to IS NULL OR m.asserted_valid_to > p_as_of)
+                               AND (m.claim_single OR m.kind IN ('profile_fact', 'procedure')
+                                    OR COALESCE(m.content_tsv @@ v_mq, false)
+                                    OR COALESCE(v_vec IS NOT NULL AND m.embedding_model = p_model, false))
+                        AS pickable) w
     WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.recorded_at <= p_as_of;
 
     RETURN QUERY

@@ -135,6 +135,9 @@ pub struct SubjectMemory {
     pub dist: Option<f64>,
     /// Superseded by the call's instant through a claim contradiction.
     pub contradicted: bool,
+    /// Its content, summary, metadata and labels came: a lane can pick it. Without them (left
+    /// empty in `candidate`) it serves the backing check only.
+    pub whole: bool,
 }
 
 /// An episode of a small subject with what the lanes read of it.
@@ -261,9 +264,17 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
                 let (lexemes, dist) = (r.lexemes.take().unwrap_or_default(), r.dist);
                 let of_model = need(r.of_model, "of_model")?;
                 let contradicted = need(r.contradicted.take(), "contradicted")?;
+                let whole = r.content.is_some();
+                if !whole {
+                    r.content = Some(String::new());
+                    r.summary = Some(String::new());
+                    r.metadata = Some(Value::Null);
+                    r.sensitivity_labels = Some(Vec::new());
+                    r.suggested_labels = Some(Vec::new());
+                }
                 r.lex = Some(0.0);
                 let candidate = r.memory(p.subject_id)?;
-                subject.memories.push(SubjectMemory { candidate, lexemes, of_model, dist, contradicted });
+                subject.memories.push(SubjectMemory { candidate, lexemes, of_model, dist, contradicted, whole });
             }
             11 => {
                 let (lexemes, dist) = (r.lexemes.take().unwrap_or_default(), r.dist);

@@ -382,10 +382,21 @@ async fn both_ways(
     for bound in [[0, 0], mnemo::db::context::SMALL_SUBJECT] {
         probe.small_subject = bound;
         let (fetched, _) = mnemo::db::context::candidates(pool, &probe, around, sources).await.unwrap();
-        let whole = matches!(fetched, Fetched::Subject(_));
-        assert_eq!(whole, bound != [0, 0], "the statement took the wrong path for bound {bound:?}");
-        let (f, _) = mnemo::services::context::candidates::found(pool, &probe, around, sources).await.unwrap();
-        out.push(f);
+        // The in-process lanes are called here directly: `found` would fall back to
+        // `mnemo_context` if they picked a memory that came without its content.
+        out.push(match fetched {
+            Fetched::Lanes(found) => {
+                assert_eq!(bound, [0, 0], "a small subject came back as lanes");
+                found
+            }
+            Fetched::Subject(rows) => {
+                assert_ne!(bound, [0, 0], "a subject over the bound came back whole");
+                let lanes = mnemo::services::context::candidates::lanes_for(&probe, around, sources);
+                let picked = mnemo::services::context::lanes::select(rows, &lanes);
+                assert!(picked.is_ok(), "a picked memory came without its content: {picked:?}");
+                picked.unwrap()
+            }
+        });
     }
     let got = out.pop().unwrap();
     (out.pop().unwrap(), got)

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use super::lanes::{select, Lanes};
+use super::lanes::{select, Lanes, Unsent};
 use super::options::RetrievalOptions;
 use crate::db;
 use crate::db::context::{
@@ -37,25 +37,36 @@ pub async fn found(pool: &PgPool, probe: &Probe<'_>, around: bool, sources: bool
     let found = match fetched {
         Fetched::Lanes(found) => found,
         Fetched::Subject(rows) => {
-            let ranked = usize::try_from(probe.ranked_lane.clamp(1, MAX_RANKED_LANE)).unwrap_or(1);
-            let lane = |n: i64| usize::try_from(n).unwrap_or(0);
-            let lanes = Lanes {
-                as_of: probe.as_of,
-                session: probe.session_id,
-                days: &probe.days,
-                around,
-                sources,
-                sizes: [
-                    ranked,
-                    ranked,
-                    lane(RECENT_FACTS),
-                    lane(RECENT_EPISODES),
-                    lane(SESSION_EPISODES),
-                    lane(DATE_EPISODES),
-                ],
-            };
-            select(rows, &lanes)
+            let lanes = lanes_for(probe, around, sources);
+            match select(rows, &lanes) {
+                Ok(found) => found,
+                Err(Unsent(id)) => {
+                    // A defect, not a state of the data: answer from mnemo_context instead.
+                    tracing::error!(memory = %id, "a memory the lanes picked came without its content; reading the lanes in Postgres");
+                    let full = Probe { small_subject: [0, 0], ..probe.clone() };
+                    match db::context::candidates(pool, &full, around, sources).await? {
+                        (Fetched::Lanes(found), v) => return Ok((found, v)),
+                        (Fetched::Subject(_), _) => {
+                            return Err(sqlx::Error::Protocol("the context statement ignored its bound".into()))
+                        }
+                    }
+                }
+            }
         }
     };
     Ok((found, version))
+}
+
+/// The lanes of `probe` as `mnemo_context` sizes them (for [`super::lanes::select`]).
+pub fn lanes_for<'a>(probe: &'a Probe<'_>, around: bool, sources: bool) -> Lanes<'a> {
+    let ranked = usize::try_from(probe.ranked_lane.clamp(1, MAX_RANKED_LANE)).unwrap_or(1);
+    let lane = |n: i64| usize::try_from(n).unwrap_or(0);
+    Lanes {
+        as_of: probe.as_of,
+        session: probe.session_id,
+        days: &probe.days,
+        around,
+        sources,
+        sizes: [ranked, ranked, lane(RECENT_FACTS), lane(RECENT_EPISODES), lane(SESSION_EPISODES), lane(DATE_EPISODES)],
+    }
 }

@@ -31,8 +31,13 @@ pub struct Lanes<'a> {
     pub sizes: [usize; 6],
 }
 
+/// A memory the lanes picked came without its content: the statement's test of what a lane can
+/// pick (`pickable`, migration 0031) and these lanes disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unsent(pub Uuid);
+
 /// The candidates `mnemo_context` would return for `rows` and `lanes`.
-pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Found {
+pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Result<Found, Unsent> {
     let as_of = lanes.as_of;
     let [lex_n, sem_n, facts_n, recent_n, session_n, dates_n] = lanes.sizes;
     // The subject's size as BM25 counts it: the seq of its latest episode recorded by the call.
@@ -170,12 +175,15 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Found {
         .into_iter()
         .filter(|m| mem_ids.contains(&m.candidate.memory.id))
         .map(|m| {
+            if !m.whole {
+                return Err(Unsent(m.candidate.memory.id));
+            }
             let mut c = m.candidate;
             c.lex = mem_lx.get(&c.memory.id).copied().unwrap_or(0.0);
             c.sem = if m.of_model { m.dist.map(|d| 1.0 - d) } else { None };
-            c
+            Ok(c)
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     memories.sort_by_key(|c| c.memory.id);
     let mut episodes: Vec<_> = rows
         .episodes
@@ -189,7 +197,7 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Found {
         })
         .collect();
     episodes.sort_by_key(|c| c.episode.id);
-    Found { memories, episodes, backing: backing.into_values().collect(), snapshot: rows.snapshot }
+    Ok(Found { memories, episodes, backing: backing.into_values().collect(), snapshot: rows.snapshot })
 }
 
 /// A memory shown at `as_of` (it was recorded by then, as every row of the subject's set is):
