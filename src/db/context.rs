@@ -11,9 +11,10 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::db::context_row::{missing, need, Row};
 use crate::db::working_memory::SnapshotRow;
 use crate::model::episode::Episode;
-use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
+use crate::model::memory::Memory;
 
 /// Lane sizes: each lane contributes at most this many candidates. The two ranked lanes
 /// (lexical and semantic) take [`Probe::ranked_lane`] candidates, sized by the call's token
@@ -320,121 +321,6 @@ async fn iterative_scan(pool: &PgPool) -> sqlx::Result<bool> {
         })
         .await
         .copied()
-}
-
-/// A row of the call's statement: part 0 the settings version, 1 a memory, 2 an episode, 3 a
-/// backing fact, 4 the session's snapshot (`mnemo_context`'s rows); for a small subject 10 a
-/// memory, 11 an episode, 12 the task's lexemes of one source.
-struct Row {
-    part: i16,
-    id: Option<Uuid>,
-    /// A memory's kind (part 1) or an episode's type (part 2): text, parsed per part.
-    kind: Option<String>,
-    content: Option<String>,
-    summary: Option<String>,
-    confidence: Option<f64>,
-    valid_from: Option<DateTime<Utc>>,
-    valid_to: Option<DateTime<Utc>>,
-    asserted_valid_to: Option<DateTime<Utc>>,
-    superseded_at: Option<DateTime<Utc>>,
-    source_episode_ids: Option<Vec<Uuid>>,
-    metadata: Option<Value>,
-    status: Option<String>,
-    sensitivity_labels: Option<Vec<String>>,
-    suggested_labels: Option<Vec<String>>,
-    created_at: Option<DateTime<Utc>>,
-    updated_at: Option<DateTime<Utc>>,
-    claim_single: Option<bool>,
-    source: Option<String>,
-    payload: Option<Value>,
-    provenance: Option<Value>,
-    session_id: Option<String>,
-    occurred_at: Option<DateTime<Utc>>,
-    seq: Option<i64>,
-    lex: Option<f64>,
-    sem: Option<f64>,
-    visible: Option<bool>,
-    contradicted: Option<bool>,
-    position: Option<i32>,
-    prev_id: Option<Uuid>,
-    /// Parts 10-11: the row's lexemes; part 12: the task's.
-    lexemes: Option<Vec<String>>,
-    dist: Option<f64>,
-    of_model: Option<bool>,
-}
-
-impl Row {
-    fn memory(self, subject_id: &str) -> sqlx::Result<MemoryCandidate> {
-        Ok(MemoryCandidate {
-            memory: Memory {
-                id: need(self.id, "id")?,
-                subject_id: subject_id.to_string(),
-                kind: need(self.kind.as_deref().and_then(MemoryKind::parse), "kind")?,
-                content: need(self.content, "content")?,
-                summary: need(self.summary, "summary")?,
-                confidence: need(self.confidence, "confidence")?,
-                valid_from: need(self.valid_from, "valid_from")?,
-                valid_to: self.valid_to,
-                source_episode_ids: need(self.source_episode_ids, "source_episode_ids")?,
-                metadata: need(self.metadata, "metadata")?,
-                status: need(self.status.as_deref().and_then(MemoryStatus::parse), "status")?,
-                sensitivity_labels: need(self.sensitivity_labels, "sensitivity_labels")?,
-                suggested_labels: need(self.suggested_labels, "suggested_labels")?,
-                created_at: need(self.created_at, "created_at")?,
-                updated_at: need(self.updated_at, "updated_at")?,
-            },
-            asserted_valid_to: self.asserted_valid_to,
-            superseded_at: self.superseded_at,
-            claim_single: need(self.claim_single, "claim_single")?,
-            lex: need(self.lex, "lex")?,
-            sem: self.sem,
-        })
-    }
-
-    fn episode(self, subject_id: &str) -> sqlx::Result<EpisodeCandidate> {
-        Ok(EpisodeCandidate {
-            episode: Episode {
-                id: need(self.id, "id")?,
-                subject_id: subject_id.to_string(),
-                source: need(self.source, "source")?,
-                kind: need(self.kind, "type")?,
-                payload: need(self.payload, "payload")?,
-                metadata: need(self.metadata, "metadata")?,
-                provenance: need(self.provenance, "provenance")?,
-                session_id: self.session_id,
-                occurred_at: need(self.occurred_at, "occurred_at")?,
-                created_at: need(self.created_at, "created_at")?,
-            },
-            seq: need(self.seq, "seq")?,
-            lex: need(self.lex, "lex")?,
-            sem: self.sem,
-        })
-    }
-
-    fn snapshot(self) -> sqlx::Result<SnapshotRow> {
-        Ok(SnapshotRow {
-            id: need(self.id, "id")?,
-            session_id: need(self.session_id, "session_id")?,
-            position: need(self.position, "position")?,
-            prev_id: self.prev_id,
-            summary: need(self.summary, "summary")?,
-            pinned: need(self.source_episode_ids, "source_episode_ids")?,
-            covers_through: need(self.seq, "seq")?,
-            created_at: need(self.created_at, "created_at")?,
-        })
-    }
-}
-
-/// A column the row's part always fills.
-fn need<T>(v: Option<T>, column: &str) -> sqlx::Result<T> {
-    v.ok_or_else(|| missing(column))
-}
-
-fn missing(column: &str) -> sqlx::Error {
-    sqlx::Error::ColumnDecode {
-        index: column.to_string(),
-        source: "the context statement returned NULL for a column its part always fills".into(),
-    }
 }
 
 #[cfg(test)]

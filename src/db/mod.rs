@@ -22,6 +22,7 @@ pub mod backup;
 pub mod compile;
 pub mod console;
 pub mod context;
+mod context_row;
 pub mod dump;
 pub mod episodes;
 pub mod erase;

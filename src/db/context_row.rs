@@ -1,0 +1,126 @@
+//! The row of a context call's statement (`db::context::candidates`) and its decoding into
+//! candidates.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::db::context::{EpisodeCandidate, MemoryCandidate};
+use crate::db::working_memory::SnapshotRow;
+use crate::model::episode::Episode;
+use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
+
+/// A row of the call's statement: part 0 the settings version, 1 a memory, 2 an episode, 3 a
+/// backing fact, 4 the session's snapshot (`mnemo_context`'s rows); for a small subject 10 a
+/// memory, 11 an episode, 12 the task's lexemes of one source.
+pub(super) struct Row {
+    pub(super) part: i16,
+    pub(super) id: Option<Uuid>,
+    /// A memory's kind (part 1) or an episode's type (part 2): text, parsed per part.
+    pub(super) kind: Option<String>,
+    pub(super) content: Option<String>,
+    pub(super) summary: Option<String>,
+    pub(super) confidence: Option<f64>,
+    pub(super) valid_from: Option<DateTime<Utc>>,
+    pub(super) valid_to: Option<DateTime<Utc>>,
+    pub(super) asserted_valid_to: Option<DateTime<Utc>>,
+    pub(super) superseded_at: Option<DateTime<Utc>>,
+    pub(super) source_episode_ids: Option<Vec<Uuid>>,
+    pub(super) metadata: Option<Value>,
+    pub(super) status: Option<String>,
+    pub(super) sensitivity_labels: Option<Vec<String>>,
+    pub(super) suggested_labels: Option<Vec<String>>,
+    pub(super) created_at: Option<DateTime<Utc>>,
+    pub(super) updated_at: Option<DateTime<Utc>>,
+    pub(super) claim_single: Option<bool>,
+    pub(super) source: Option<String>,
+    pub(super) payload: Option<Value>,
+    pub(super) provenance: Option<Value>,
+    pub(super) session_id: Option<String>,
+    pub(super) occurred_at: Option<DateTime<Utc>>,
+    pub(super) seq: Option<i64>,
+    pub(super) lex: Option<f64>,
+    pub(super) sem: Option<f64>,
+    pub(super) visible: Option<bool>,
+    pub(super) contradicted: Option<bool>,
+    pub(super) position: Option<i32>,
+    pub(super) prev_id: Option<Uuid>,
+    /// Parts 10-11: the row's lexemes; part 12: the task's.
+    pub(super) lexemes: Option<Vec<String>>,
+    pub(super) dist: Option<f64>,
+    pub(super) of_model: Option<bool>,
+}
+
+impl Row {
+    pub(super) fn memory(self, subject_id: &str) -> sqlx::Result<MemoryCandidate> {
+        Ok(MemoryCandidate {
+            memory: Memory {
+                id: need(self.id, "id")?,
+                subject_id: subject_id.to_string(),
+                kind: need(self.kind.as_deref().and_then(MemoryKind::parse), "kind")?,
+                content: need(self.content, "content")?,
+                summary: need(self.summary, "summary")?,
+                confidence: need(self.confidence, "confidence")?,
+                valid_from: need(self.valid_from, "valid_from")?,
+                valid_to: self.valid_to,
+                source_episode_ids: need(self.source_episode_ids, "source_episode_ids")?,
+                metadata: need(self.metadata, "metadata")?,
+                status: need(self.status.as_deref().and_then(MemoryStatus::parse), "status")?,
+                sensitivity_labels: need(self.sensitivity_labels, "sensitivity_labels")?,
+                suggested_labels: need(self.suggested_labels, "suggested_labels")?,
+                created_at: need(self.created_at, "created_at")?,
+                updated_at: need(self.updated_at, "updated_at")?,
+            },
+            asserted_valid_to: self.asserted_valid_to,
+            superseded_at: self.superseded_at,
+            claim_single: need(self.claim_single, "claim_single")?,
+            lex: need(self.lex, "lex")?,
+            sem: self.sem,
+        })
+    }
+
+    pub(super) fn episode(self, subject_id: &str) -> sqlx::Result<EpisodeCandidate> {
+        Ok(EpisodeCandidate {
+            episode: Episode {
+                id: need(self.id, "id")?,
+                subject_id: subject_id.to_string(),
+                source: need(self.source, "source")?,
+                kind: need(self.kind, "type")?,
+                payload: need(self.payload, "payload")?,
+                metadata: need(self.metadata, "metadata")?,
+                provenance: need(self.provenance, "provenance")?,
+                session_id: self.session_id,
+                occurred_at: need(self.occurred_at, "occurred_at")?,
+                created_at: need(self.created_at, "created_at")?,
+            },
+            seq: need(self.seq, "seq")?,
+            lex: need(self.lex, "lex")?,
+            sem: self.sem,
+        })
+    }
+
+    pub(super) fn snapshot(self) -> sqlx::Result<SnapshotRow> {
+        Ok(SnapshotRow {
+            id: need(self.id, "id")?,
+            session_id: need(self.session_id, "session_id")?,
+            position: need(self.position, "position")?,
+            prev_id: self.prev_id,
+            summary: need(self.summary, "summary")?,
+            pinned: need(self.source_episode_ids, "source_episode_ids")?,
+            covers_through: need(self.seq, "seq")?,
+            created_at: need(self.created_at, "created_at")?,
+        })
+    }
+}
+
+/// A column the row's part always fills.
+pub(super) fn need<T>(v: Option<T>, column: &str) -> sqlx::Result<T> {
+    v.ok_or_else(|| missing(column))
+}
+
+pub(super) fn missing(column: &str) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: column.to_string(),
+        source: "the context statement returned NULL for a column its part always fills".into(),
+    }
+}
