@@ -16,6 +16,7 @@ use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use crate::db::context::{Backing, Found, SubjectEpisode, SubjectMemory, SubjectRows};
+use crate::db::working_memory::SnapshotRow;
 use crate::model::memory::{MemoryKind, MemoryStatus};
 
 /// What the call asks of the lanes (the arguments of `mnemo_context` that shape them).
@@ -66,16 +67,8 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Result<Found, Unsent> {
     mem_ids.extend(near.iter().take(sem_n).map(|m| m.candidate.memory.id));
     if let Some(snap) = snapshot {
         // The summaries made only of turns the snapshot covers: its summary stands for them.
-        let covered: HashSet<Uuid> = rows
-            .episodes
-            .iter()
-            .filter(|c| {
-                c.candidate.episode.session_id.as_deref() == Some(snap.session_id.as_str())
-                    && c.candidate.seq <= snap.covers_through
-                    && !snap.pinned.contains(&c.candidate.episode.id)
-            })
-            .map(|c| c.candidate.episode.id)
-            .collect();
+        let covered: HashSet<Uuid> =
+            rows.episodes.iter().filter(|c| covered_by(snap, c)).map(|c| c.candidate.episode.id).collect();
         for m in &rows.memories {
             let mem = &m.candidate.memory;
             if mem.kind == MemoryKind::EpisodeSummary
@@ -144,16 +137,9 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Result<Found, Unsent> {
     if let Some(snap) = snapshot {
         all.extend(snap.pinned.iter().copied());
     }
-    let covered_by_snapshot = |e: &SubjectEpisode| {
-        snapshot.is_some_and(|s| {
-            e.candidate.episode.session_id.as_deref() == Some(s.session_id.as_str())
-                && e.candidate.seq <= s.covers_through
-                && !s.pinned.contains(&e.candidate.episode.id)
-        })
-    };
     let returned: HashSet<Uuid> = seen
         .iter()
-        .filter(|e| all.contains(&e.candidate.episode.id) && !covered_by_snapshot(e))
+        .filter(|e| all.contains(&e.candidate.episode.id) && !snapshot.is_some_and(|s| covered_by(s, e)))
         .map(|e| e.candidate.episode.id)
         .collect();
 
@@ -206,6 +192,13 @@ fn visible_memory(m: &SubjectMemory, as_of: DateTime<Utc>) -> bool {
     m.candidate.superseded_at.is_none_or(|t| t > as_of)
         && m.candidate.memory.status != MemoryStatus::Tombstoned
         && m.candidate.asserted_valid_to.is_none_or(|t| t > as_of)
+}
+
+/// A turn the snapshot stands for: in its session, up to its cursor, not pinned.
+fn covered_by(snap: &SnapshotRow, e: &SubjectEpisode) -> bool {
+    e.candidate.episode.session_id.as_deref() == Some(snap.session_id.as_str())
+        && e.candidate.seq <= snap.covers_through
+        && !snap.pinned.contains(&e.candidate.episode.id)
 }
 
 fn visible_episode(e: &SubjectEpisode, as_of: DateTime<Utc>) -> bool {
