@@ -6,8 +6,12 @@ use crate::common::{spawn, TestApp};
 use chrono::{Duration, SecondsFormat, Utc};
 use serde_json::{json, Value};
 
+/// `minutes` before one instant fixed for the whole test process, to the second: the gaps between
+/// a test's turns are exact even when its requests straddle a second (each call reading the
+/// clock made "2 minutes" 121 s now and then). Later tests' turns only come out a little older.
 fn ago(minutes: i64) -> String {
-    (Utc::now() - Duration::minutes(minutes)).to_rfc3339_opts(SecondsFormat::Secs, true)
+    static BASE: std::sync::OnceLock<chrono::DateTime<Utc>> = std::sync::OnceLock::new();
+    (*BASE.get_or_init(Utc::now) - Duration::minutes(minutes)).to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
 async fn say(app: &TestApp, tenant: &str, subject: &str, session: &str, role: &str, text: &str, minutes_ago: i64) {
