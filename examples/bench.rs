@@ -332,7 +332,7 @@ impl Bench {
             options,
             policy: Default::default(),
         };
-        Ok(assemble(pool, &self.state.embedder, cache, TENANT, &req).await?.assembled_context)
+        Ok(assemble(pool, &self.state.embedder, cache, &self.state.subjects, TENANT, &req).await?.assembled_context)
     }
 
     /// Runs context calls on a fresh connection with auto_explain on (every statement's plan with
@@ -796,7 +796,7 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
                         policy: Default::default(),
                     };
                     let t = Instant::now();
-                    let bundle = assemble(b.pool(), &b.state.embedder, &cache, TENANT, &req).await?;
+                    let bundle = assemble(b.pool(), &b.state.embedder, &cache, &b.state.subjects, TENANT, &req).await?;
                     tally.latencies.push(t.elapsed().as_secs_f64() * 1000.0);
                     let view = serde_json::json!({
                         "episodes": bundle.episodes, "facts": bundle.facts, "procedures": bundle.procedures,
@@ -812,7 +812,8 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
                         && q.evidence.iter().any(|e| !shown.contains(e))
                     {
                         let deep = ContextRequest { max_tokens: 1_000_000, ..req.clone() };
-                        let all = assemble(b.pool(), &b.state.embedder, &cache, TENANT, &deep).await?;
+                        let all =
+                            assemble(b.pool(), &b.state.embedder, &cache, &b.state.subjects, TENANT, &deep).await?;
                         let ranks = locomo::evidence_ranks(&all, &dia_of, &shown, &q.evidence);
                         if a.misses {
                             let cut = bundle.selected.len();

@@ -432,6 +432,10 @@ pub struct ServeArgs {
     /// arrive while it runs share the lane's next statement and its commit (group commit).
     #[arg(long, env = "MNEMO_INGEST_WRITERS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub ingest_writers: u16,
+    /// MiB of small subjects' rows each server keeps between context calls (0: none kept). A
+    /// call checks its copy against the subject's fingerprint in its own statement.
+    #[arg(long, env = "MNEMO_CONTEXT_CACHE_MB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=65_536))]
+    pub context_cache_mb: u64,
     /// Finished compile jobs are deleted after this many hours.
     #[arg(long, env = "MNEMO_COMPILE_JOB_RETENTION_HOURS", default_value_t = 168)]
     pub compile_job_retention_hours: i64,
@@ -502,6 +506,7 @@ mod tests {
             receipt_signing_keys: None,
             compile_batch_size: 500,
             ingest_writers: 1,
+            context_cache_mb: 64,
             compile_job_retention_hours: 168,
             compile_job_stale_secs: 60,
             region: None,

@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 
 use crate::embed::Embedder;
 use crate::receipts::signing::SigningKeys;
-use crate::services::context::TaskVectorCache;
+use crate::services::context::{SubjectCache, TaskVectorCache};
 use crate::services::group_commit::GroupCommit;
 use crate::services::read_replica::ReadReplica;
 use crate::services::tenant_settings::SettingsCache;
@@ -52,6 +52,8 @@ pub struct RuntimeConfig {
     /// Lanes of single-episode ingest per tenant (one statement in flight each); requests
     /// arriving meanwhile share the lane's next statement (group commit).
     pub ingest_writers: usize,
+    /// Bytes (an estimate) of small subjects' rows kept between context calls (0: none).
+    pub context_cache_bytes: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -73,6 +75,7 @@ impl Default for RuntimeConfig {
             compiler: Default::default(),
             console_session_minutes: 480,
             ingest_writers: 1,
+            context_cache_bytes: crate::services::context::subjects::DEFAULT_BYTES,
         }
     }
 }
@@ -103,6 +106,9 @@ pub struct AppParts {
     pub job_notify: Arc<Notify>,
     /// Task embeddings already computed (context calls repeat tasks).
     pub task_vectors: Arc<TaskVectorCache>,
+    /// Small subjects' rows as of their last context call, checked against the subject's
+    /// fingerprint by every call.
+    pub subjects: Arc<SubjectCache>,
     /// Tenants' config and active policy, checked against their settings version on every call.
     pub tenant_settings: Arc<SettingsCache>,
     /// Operator receipt-signing keys (never logged).
@@ -126,6 +132,7 @@ impl AppState {
     /// Builds the state around a connected pool.
     pub fn new(pool: PgPool, config: RuntimeConfig, embedder: Arc<dyn Embedder>) -> Self {
         let webhooks = Arc::new(Webhooks::new(&config.webhooks));
+        let subjects = Arc::new(SubjectCache::with_capacity(config.context_cache_bytes));
         AppState(Arc::new(AppParts {
             group_commit: Arc::new(GroupCommit::new(pool.clone(), Arc::clone(&webhooks), config.ingest_writers)),
             pool,
@@ -135,6 +142,7 @@ impl AppState {
             embedder,
             job_notify: Arc::new(Notify::new()),
             task_vectors: Arc::new(TaskVectorCache::default()),
+            subjects,
             tenant_settings: Arc::new(SettingsCache::default()),
             signing_keys: Arc::new(SigningKeys::empty()),
             keys_present: Arc::new(KeysPresent::default()),

@@ -7,7 +7,6 @@
 
 use chrono::{DateTime, Utc};
 use pgvector::Vector;
-use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -52,16 +51,16 @@ pub struct Probe<'a> {
     pub approx_from: i64,
     /// Candidates each ranked lane (lexical, semantic) takes: see [`ranked_lane`].
     pub ranked_lane: i64,
-    /// Up to this many episodes and memories as of the call, the subject's rows come back whole
-    /// and the lanes are applied in process (see [`candidates`]); normally [`SMALL_SUBJECT`].
+    /// Up to this many episodes and memories, the lanes are applied in process to the subject's
+    /// rows (see [`candidates`]); normally [`SMALL_SUBJECT`].
     pub small_subject: [i32; 2],
 }
 
-/// Subjects of up to this many episodes and memories (as of the call) come back whole, and the
-/// server applies the lanes itself (`services::context::lanes`): at 50 episodes that halves
-/// Postgres's work per call; shipping and decoding every row grows with the subject, and from
-/// about 100 episodes (170 memories) a call costs as much CPU either way (bench/README.md,
-/// "Small subjects: the lanes in process").
+/// Subjects of up to this many episodes and memories (today) get their lanes applied by the
+/// server (`services::context::lanes`) on their rows, kept between calls. The bound was measured
+/// when every call shipped and decoded the rows: from about 100 episodes (170 memories) a call
+/// cost as much CPU either way (bench/README.md, "Small subjects: the lanes in process"); with
+/// the rows kept it is conservative.
 pub const SMALL_SUBJECT: [i32; 2] = [100, 200];
 
 /// Candidates per ranked lane for a bundle of `max_tokens`: one per `tokens_per_candidate`
@@ -123,55 +122,14 @@ pub struct Found {
     pub snapshot: Option<SnapshotRow>,
 }
 
-/// A memory of a small subject with what the lanes read of it (`mnemo_context_small`).
-#[derive(Debug, Clone)]
-pub struct SubjectMemory {
-    /// The row, with no scores yet.
-    pub candidate: MemoryCandidate,
-    /// Its distinct lexemes (`content_tsv`) when it holds one of the task's, else empty.
-    pub lexemes: Vec<String>,
-    /// Its embedding is of the task vector's model (the call has a task vector).
-    pub of_model: bool,
-    /// Then its cosine distance to the task vector (None: no embedding).
-    pub dist: Option<f64>,
-    /// Superseded by the call's instant through a claim contradiction.
-    pub contradicted: bool,
-    /// Its content, summary, metadata and labels came: a lane can pick it. Without them (left
-    /// empty in `candidate`) it serves the backing check only.
-    pub whole: bool,
-}
+pub use crate::db::context_small::{SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
 
-/// An episode of a small subject with what the lanes read of it.
-#[derive(Debug, Clone)]
-pub struct SubjectEpisode {
-    /// The row, with no scores yet.
-    pub candidate: EpisodeCandidate,
-    /// Its distinct lexemes (`search_tsv`) when it holds one of the task's, else empty.
-    pub lexemes: Vec<String>,
-    /// It has an embedding of the task vector's model recorded by the call's instant (the call
-    /// has a task vector).
-    pub of_model: bool,
-    /// Then that embedding's cosine distance to the task vector.
-    pub dist: Option<f64>,
-}
-
-/// A small subject as of a call: every memory recorded by then, every episode recorded by then
-/// (and those the session's snapshot may cover), the task's lexemes per source.
-#[derive(Debug, Default)]
-pub struct SubjectRows {
-    pub memories: Vec<SubjectMemory>,
-    pub episodes: Vec<SubjectEpisode>,
-    pub memory_terms: Vec<String>,
-    pub episode_terms: Vec<String>,
-    pub snapshot: Option<SnapshotRow>,
-}
-
-/// What one call's statement returned: the lanes' candidates, or a small subject's rows for the
-/// server to apply the lanes to.
+/// What one call's statement returned: the lanes' candidates, or for a small subject what the
+/// server needs to apply the lanes itself.
 #[derive(Debug)]
 pub enum Fetched {
     Lanes(Found),
-    Subject(SubjectRows),
+    Subject(SmallCall),
 }
 
 /// Every lane's candidates for `probe` in one round trip (`mnemo_context`, migration 0020), on a
@@ -188,14 +146,21 @@ pub enum Fetched {
 /// as its turn). With a snapshot of the probe's session, the summaries made only of turns it
 /// covers are left out, its pinned turns come, and the turns it covers do not.
 ///
-/// A subject of up to `probe.small_subject` episodes and memories as of the call (and whose
-/// vector lanes would be exact) comes back whole instead, from the same statement
-/// (`mnemo_context_small`, migration 0031): [`Fetched::Subject`], for
+/// A subject of up to `probe.small_subject` episodes and memories (and whose vector lanes would
+/// be exact) takes `mnemo_context_small` (migration 0032) in the same statement instead:
+/// [`Fetched::Subject`], what depends on the call and the subject's fingerprint, with its rows
+/// when `known` (the fingerprint of the rows the caller holds) is not that fingerprint, for
 /// `services::context::lanes` to apply the same lanes to.
 ///
 /// Returns the candidates and the tenant's settings version, read after the tenant was named
 /// (as [`crate::db::scope::begin_versioned`] returns it).
-pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: bool) -> sqlx::Result<(Fetched, i64)> {
+pub async fn candidates(
+    pool: &PgPool,
+    p: &Probe<'_>,
+    around: bool,
+    sources: bool,
+    known: Option<&str>,
+) -> sqlx::Result<(Fetched, i64)> {
     let (vector, model) = match &p.vector {
         Some((v, m)) => (Some(v), Some(m.as_str())),
         None => (None, None),
@@ -217,15 +182,15 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
                   x.asserted_valid_to, x.superseded_at, x.source_episode_ids, x.metadata, x.status,
                   x.sensitivity_labels, x.suggested_labels, x.created_at, x.updated_at, x.claim_single, x.source,
                   x.payload, x.provenance, x.session_id, x.occurred_at, x.seq, x.lex, x.sem, x.visible,
-                  x.contradicted, x.position, x.prev_id, x.lexemes, x.dist, x.of_model
-           FROM small, LATERAL (SELECT * FROM mnemo_context_small($1, $2, $3, $4, $5::vector::text, $6, $7)
+                  x.contradicted, x.position, x.prev_id, x.lexemes, x.dist, x.recorded_at
+           FROM small, LATERAL (SELECT * FROM mnemo_context_small($1, $2, $3, $4, $5::vector::text, $6, $7, $15)
                                 WHERE small.yes) x
            UNION ALL
            SELECT c.part, c.id, c.kind, c.content, c.summary, c.confidence, c.valid_from, c.valid_to,
                   c.asserted_valid_to, c.superseded_at, c.source_episode_ids, c.metadata, c.status,
                   c.sensitivity_labels, c.suggested_labels, c.created_at, c.updated_at, c.claim_single, c.source,
                   c.payload, c.provenance, c.session_id, c.occurred_at, c.seq, c.lex, c.sem, c.visible,
-                  c.contradicted, c.position, c.prev_id, NULL::text[], NULL::float8, NULL::boolean
+                  c.contradicted, c.position, c.prev_id, NULL::text[], NULL::float8, NULL::timestamptz
            FROM small, LATERAL (SELECT * FROM mnemo_context($1, $2, $3, $4, $5::vector::text, $6, $7, $8, $9, $10,
                                                             $11, $12, $13)
                                 WHERE NOT small.yes) c"#,
@@ -242,15 +207,15 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
         sources,
         iterative,
         &lanes[..],
-        &p.small_subject[..]
+        &p.small_subject[..],
+        known
     )
     .fetch_all(pool)
     .await?;
     let mut found = Found::default();
-    let mut subject = SubjectRows::default();
-    let mut whole = false;
+    let mut small = SmallCall::default();
     let mut version = 0;
-    for mut r in rows {
+    for r in rows {
         match r.part {
             0 => version = need(r.seq, "seq")?,
             1 => found.memories.push(r.memory(p.subject_id)?),
@@ -261,45 +226,19 @@ pub async fn candidates(pool: &PgPool, p: &Probe<'_>, around: bool, sources: boo
                 contradicted: need(r.contradicted, "contradicted")?,
             }),
             4 => found.snapshot = Some(r.snapshot()?),
-            10 => {
-                let (lexemes, dist) = (r.lexemes.take().unwrap_or_default(), r.dist);
-                let of_model = need(r.of_model, "of_model")?;
-                let contradicted = need(r.contradicted.take(), "contradicted")?;
-                let whole = r.content.is_some();
-                if !whole {
-                    r.content = Some(String::new());
-                    r.summary = Some(String::new());
-                    r.metadata = Some(Value::Null);
-                    r.sensitivity_labels = Some(Vec::new());
-                    r.suggested_labels = Some(Vec::new());
-                }
-                r.lex = Some(0.0);
-                let candidate = r.memory(p.subject_id)?;
-                subject.memories.push(SubjectMemory { candidate, lexemes, of_model, dist, contradicted, whole });
-            }
-            11 => {
-                let (lexemes, dist) = (r.lexemes.take().unwrap_or_default(), r.dist);
-                let of_model = need(r.of_model, "of_model")?;
-                r.lex = Some(0.0);
-                let candidate = r.episode(p.subject_id)?;
-                subject.episodes.push(SubjectEpisode { candidate, lexemes, of_model, dist });
-            }
-            12 => {
-                whole = true;
-                let terms = r.lexemes.unwrap_or_default();
-                match r.kind.as_deref() {
-                    Some("memory") => subject.memory_terms = terms,
-                    _ => subject.episode_terms = terms,
-                }
-            }
             part => {
-                return Err(sqlx::Error::Protocol(format!("the context statement returned an unknown part {part}")));
+                if !small.take(r, p.subject_id)? {
+                    return Err(sqlx::Error::Protocol(format!(
+                        "the context statement returned an unknown part {part}"
+                    )));
+                }
             }
         }
     }
-    if whole {
-        subject.snapshot = found.snapshot;
-        return Ok((Fetched::Subject(subject), version));
+    // Only a small subject's call returns its fingerprint.
+    if !small.fingerprint.is_empty() {
+        small.snapshot = found.snapshot;
+        return Ok((Fetched::Subject(small), version));
     }
     Ok((Fetched::Lanes(found), version))
 }

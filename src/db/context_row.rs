@@ -12,7 +12,8 @@ use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 
 /// A row of the call's statement: part 0 the settings version, 1 a memory, 2 an episode, 3 a
 /// backing fact, 4 the session's snapshot (`mnemo_context`'s rows); for a small subject 10 a
-/// memory, 11 an episode, 12 the task's lexemes of one source.
+/// memory, 11 an episode, 12 the task's lexemes of one source, 13 a row's distance to the task
+/// vector, 14 the subject's fingerprint (`db::context_small`).
 pub(super) struct Row {
     pub(super) part: i16,
     pub(super) id: Option<Uuid>,
@@ -48,7 +49,8 @@ pub(super) struct Row {
     /// Parts 10-11: the row's lexemes; part 12: the task's.
     pub(super) lexemes: Option<Vec<String>>,
     pub(super) dist: Option<f64>,
-    pub(super) of_model: Option<bool>,
+    /// Part 10: when the memory was recorded.
+    pub(super) recorded_at: Option<DateTime<Utc>>,
 }
 
 impl Row {

@@ -50,6 +50,7 @@ pub const NOT_EXPORTED: &[(&str, &str)] = &[
     ("compile_jobs", "transient job queue"),
     ("webhook_events", "delivery outbox, not data"),
     ("tenant_versions", "derived by triggers on insert"),
+    ("subject_versions", "derived by triggers on insert"),
 ];
 
 /// The table of that name, if a dump may carry it.

@@ -18,6 +18,8 @@ pub const SUBJECT_TABLES: &[&str] = &[
     "subject_terms",
     "session_snapshots",
     "session_metadata",
+    // Last: deleting the subject's memories writes its version row (migration 0032).
+    "subject_versions",
 ];
 
 /// Takes the subject's ingest counter row lock, creating the row when the subject has none: a

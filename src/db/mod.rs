@@ -23,6 +23,7 @@ pub mod compile;
 pub mod console;
 pub mod context;
 mod context_row;
+mod context_small;
 pub mod dump;
 pub mod episodes;
 pub mod erase;

@@ -196,7 +196,13 @@ pub async fn replay(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
     let q: ReplayParams = query(raw.as_deref())?;
-    let deps = ReplayDeps { pool: &st.pool, embedder: &st.embedder, cache: &st.task_vectors, keys: &st.signing_keys };
+    let deps = ReplayDeps {
+        pool: &st.pool,
+        embedder: &st.embedder,
+        cache: &st.task_vectors,
+        subjects: &st.subjects,
+        keys: &st.signing_keys,
+    };
     match run_replay(&deps, &tenant, &id, q.mode == ReplayMode::Current).await {
         Ok(v) => Ok(Json(v)),
         Err(ReplayError::NotFound) => Err(not_found()),

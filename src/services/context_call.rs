@@ -72,7 +72,7 @@ async fn call_in(
         }
     };
     let (settings, found) = loop {
-        let (found, version) = candidates::retrieve(pool, &probe, &req.options).await?;
+        let (found, version) = candidates::retrieve(pool, &probe, &req.options, &st.subjects).await?;
         let settings = match st.tenant_settings.get(tenant, version) {
             Some(s) => s,
             None => st.tenant_settings.current(pool, tenant).await?,

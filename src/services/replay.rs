@@ -16,7 +16,7 @@ use crate::model::time::parse_datetime;
 use crate::policy::eval::PolicyMode;
 use crate::receipts::canonical::parse_stored;
 use crate::receipts::signing::SigningKeys;
-use crate::services::context::{assemble, ContextRequest, PolicyContext, TaskVectorCache};
+use crate::services::context::{assemble, ContextRequest, PolicyContext, SubjectCache, TaskVectorCache};
 use crate::services::receipts::{build_body, emit, ReceiptMeta, RANKING_VERSION};
 
 /// Why a receipt cannot be replayed.
@@ -52,6 +52,7 @@ pub struct ReplayDeps<'a> {
     pub pool: &'a PgPool,
     pub embedder: &'a Arc<dyn Embedder>,
     pub cache: &'a TaskVectorCache,
+    pub subjects: &'a SubjectCache,
     pub keys: &'a SigningKeys,
 }
 
@@ -186,7 +187,7 @@ async fn rebuild(deps: &ReplayDeps<'_>, tenant: &str, receipt_id: &str, current:
         options: Default::default(),
         policy,
     };
-    let bundle = assemble(deps.pool, deps.embedder, deps.cache, tenant, &req).await?;
+    let bundle = assemble(deps.pool, deps.embedder, deps.cache, deps.subjects, tenant, &req).await?;
     Ok(Rebuilt { row, body, config, req, bundle })
 }
 

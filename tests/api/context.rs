@@ -180,6 +180,7 @@ async fn approximate_vector_lanes_match_the_exact_ones_on_a_small_subject() {
     app.ingest_and_compile("u", &refs).await;
 
     let cache = mnemo::services::context::TaskVectorCache::default();
+    let subjects = mnemo::services::context::SubjectCache::default();
     for task in ["What pet does the user have?", "Where does the user live and work?"] {
         let mut bundles = Vec::new();
         for approx_vectors_from in [mnemo::db::context::APPROX_VECTORS_FROM, 0] {
@@ -192,8 +193,9 @@ async fn approximate_vector_lanes_match_the_exact_ones_on_a_small_subject() {
                 options: mnemo::services::context::RetrievalOptions { approx_vectors_from, ..Default::default() },
                 policy: Default::default(),
             };
-            let b =
-                mnemo::services::context::assemble(&app.app_pool, &embedder, &cache, "default", &req).await.unwrap();
+            let b = mnemo::services::context::assemble(&app.app_pool, &embedder, &cache, &subjects, "default", &req)
+                .await
+                .unwrap();
             bundles.push(b.assembled_context);
         }
         assert_eq!(bundles[0], bundles[1], "{task}");
@@ -222,7 +224,9 @@ async fn lexical_scores(app: &crate::common::TestApp, subject: &str, task_words:
         ranked_lane: mnemo::db::context::MAX_RANKED_LANE,
         small_subject: mnemo::db::context::SMALL_SUBJECT,
     };
-    let (found, _) = mnemo::services::context::candidates::found(&app.app_pool, &probe, false, false).await.unwrap();
+    let subjects = mnemo::services::context::SubjectCache::default();
+    let (found, _) =
+        mnemo::services::context::candidates::found(&app.app_pool, &probe, false, false, &subjects).await.unwrap();
     found.memories.iter().map(|c| c.lex).chain(found.episodes.iter().map(|c| c.lex)).collect()
 }
 

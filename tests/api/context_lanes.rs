@@ -115,36 +115,38 @@ async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
 
 /// What retrieval finds for `probe` through `mnemo_context` and through the in-process lanes
 /// (the subject must be under the small-subject bound), each checked to have taken its path.
+/// The in-process lanes run twice: on the rows the statement sent, then on the same rows kept
+/// (the statement sent the fingerprint only), and must agree.
 async fn both_ways(
     app: &crate::common::TestApp,
     mut probe: mnemo::db::context::Probe<'static>,
     around: bool,
     sources: bool,
 ) -> (mnemo::db::context::Found, mnemo::db::context::Found) {
-    use mnemo::db::context::Fetched;
+    use mnemo::db::context::{candidates, Fetched};
+    use mnemo::services::context::lanes::select;
     let pool = &app.app_pool;
-    let mut out = Vec::new();
-    for bound in [[0, 0], mnemo::db::context::SMALL_SUBJECT] {
-        probe.small_subject = bound;
-        let (fetched, _) = mnemo::db::context::candidates(pool, &probe, around, sources).await.unwrap();
-        // The in-process lanes are called here directly: `found` would fall back to
-        // `mnemo_context` if they picked a memory that came without its content.
-        out.push(match fetched {
-            Fetched::Lanes(found) => {
-                assert_eq!(bound, [0, 0], "a small subject came back as lanes");
-                found
-            }
-            Fetched::Subject(rows) => {
-                assert_ne!(bound, [0, 0], "a subject over the bound came back whole");
-                let lanes = mnemo::services::context::candidates::lanes_for(&probe, around, sources);
-                let picked = mnemo::services::context::lanes::select(rows, &lanes);
-                assert!(picked.is_ok(), "a picked memory came without its content: {picked:?}");
-                picked.unwrap()
-            }
-        });
-    }
-    let got = out.pop().unwrap();
-    (out.pop().unwrap(), got)
+    probe.small_subject = [0, 0];
+    let reference = match candidates(pool, &probe, around, sources, None).await.unwrap() {
+        (Fetched::Lanes(found), _) => found,
+        (Fetched::Subject(_), _) => panic!("a subject over the bound came back whole"),
+    };
+    probe.small_subject = mnemo::db::context::SMALL_SUBJECT;
+    let lanes = mnemo::services::context::candidates::lanes_for(&probe, around, sources);
+    let Fetched::Subject(mut sent) = candidates(pool, &probe, around, sources, None).await.unwrap().0 else {
+        panic!("a small subject came back as lanes")
+    };
+    let Some(rows) = sent.rows.take() else { panic!("no fingerprint was sent, yet the rows did not come") };
+    let got = select(&rows, &sent, &lanes);
+    let Fetched::Subject(kept) = candidates(pool, &probe, around, sources, Some(&sent.fingerprint)).await.unwrap().0
+    else {
+        panic!("a small subject came back as lanes")
+    };
+    assert!(kept.rows.is_none(), "the rows came again under the fingerprint they were sent with");
+    assert_eq!(kept.fingerprint, sent.fingerprint);
+    let again = select(&rows, &kept, &lanes);
+    assert_eq!(format!("{got:?}"), format!("{again:?}"), "the kept rows gave other candidates");
+    (reference, got)
 }
 
 /// The lanes that cut by order (recent facts, recent turns) agree with `mnemo_context` when they

@@ -71,7 +71,7 @@ pub async fn show(
                 caller_id: None,
             },
         };
-        Some(assemble(&st.pool, &st.embedder, &st.task_vectors, tenant, &req).await?)
+        Some(assemble(&st.pool, &st.embedder, &st.task_vectors, &st.subjects, tenant, &req).await?)
     };
     let now = chrono::Utc::now();
     let lo = first.unwrap_or(now).timestamp() - 1;

@@ -103,7 +103,13 @@ pub async fn replay(
 ) -> PageResult {
     let tenant = super::tenant(&tenant)?;
     let current = form.get("mode").is_some_and(|m| m == "current");
-    let deps = ReplayDeps { pool: &st.pool, embedder: &st.embedder, cache: &st.task_vectors, keys: &st.signing_keys };
+    let deps = ReplayDeps {
+        pool: &st.pool,
+        embedder: &st.embedder,
+        cache: &st.task_vectors,
+        subjects: &st.subjects,
+        keys: &st.signing_keys,
+    };
     let result = match run_replay(&deps, tenant, &id, current).await {
         Ok(v) => {
             let reproduced = v["reproduced"] == true;

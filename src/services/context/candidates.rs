@@ -4,8 +4,9 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use super::lanes::{select, Lanes, Unsent};
+use super::lanes::{select, Lanes};
 use super::options::RetrievalOptions;
+use super::subjects::SubjectCache;
 use crate::db;
 use crate::db::context::{
     Fetched, Probe, DATE_EPISODES, MAX_RANKED_LANE, RECENT_EPISODES, RECENT_FACTS, SESSION_EPISODES,
@@ -25,33 +26,41 @@ pub fn day_starts(task: &str, as_of: DateTime<Utc>) -> Vec<DateTime<Utc>> {
 
 /// Reads the candidates for `probe` in one round trip ([`db::context::candidates`]) and returns
 /// them with the tenant's settings version read in the same statement.
-pub async fn retrieve(pool: &PgPool, probe: &Probe<'_>, opts: &RetrievalOptions) -> sqlx::Result<(Candidates, i64)> {
-    found(pool, probe, opts.smoothing || opts.neighbours, opts.compact).await
+pub async fn retrieve(
+    pool: &PgPool,
+    probe: &Probe<'_>,
+    opts: &RetrievalOptions,
+    subjects: &SubjectCache,
+) -> sqlx::Result<(Candidates, i64)> {
+    found(pool, probe, opts.smoothing || opts.neighbours, opts.compact, subjects).await
 }
 
 /// [`retrieve`] with its two switches named: the turns `around` the lanes' episodes, and the
-/// `sources` of single-turn summaries. A small subject comes back whole and its lanes are
-/// applied here ([`super::lanes`]), to the same effect.
-pub async fn found(pool: &PgPool, probe: &Probe<'_>, around: bool, sources: bool) -> sqlx::Result<(Candidates, i64)> {
-    let (fetched, version) = db::context::candidates(pool, probe, around, sources).await?;
+/// `sources` of single-turn summaries. A small subject's lanes are applied here
+/// ([`super::lanes`]), to the same effect, on its rows as kept in `subjects` when they are
+/// still the subject's, else as the statement returned them (then kept).
+pub async fn found(
+    pool: &PgPool,
+    probe: &Probe<'_>,
+    around: bool,
+    sources: bool,
+    subjects: &SubjectCache,
+) -> sqlx::Result<(Candidates, i64)> {
+    let kept = subjects.get(probe.tenant, probe.subject_id);
+    let known = kept.as_ref().map(|k| k.fingerprint.as_str());
+    let (fetched, version) = db::context::candidates(pool, probe, around, sources, known).await?;
     let found = match fetched {
         Fetched::Lanes(found) => found,
-        Fetched::Subject(rows) => {
-            let lanes = lanes_for(probe, around, sources);
-            match select(rows, &lanes) {
-                Ok(found) => found,
-                Err(Unsent(id)) => {
-                    // A defect, not a state of the data: answer from mnemo_context instead.
-                    tracing::error!(memory = %id, "a memory the lanes picked came without its content; reading the lanes in Postgres");
-                    let full = Probe { small_subject: [0, 0], ..probe.clone() };
-                    match db::context::candidates(pool, &full, around, sources).await? {
-                        (Fetched::Lanes(found), v) => return Ok((found, v)),
-                        (Fetched::Subject(_), _) => {
-                            return Err(sqlx::Error::Protocol("the context statement ignored its bound".into()))
-                        }
-                    }
+        Fetched::Subject(mut call) => {
+            // The statement leaves the rows out exactly when the fingerprint sent is the subject's.
+            let rows = match kept.filter(|k| k.fingerprint == call.fingerprint) {
+                Some(kept) => kept,
+                None => {
+                    let rows = call.rows.take().unwrap_or_default();
+                    subjects.keep(probe.tenant, probe.subject_id, call.fingerprint.clone(), rows)
                 }
-            }
+            };
+            select(&rows.rows, &call, &lanes_for(probe, around, sources))
         }
     };
     Ok((found, version))

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
-use crate::db::context::{Backing, Found, SubjectEpisode, SubjectMemory, SubjectRows};
+use crate::db::context::{Backing, Found, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
 use crate::db::working_memory::SnapshotRow;
 use crate::model::memory::{MemoryKind, MemoryStatus};
 
@@ -32,24 +32,23 @@ pub struct Lanes<'a> {
     pub sizes: [usize; 6],
 }
 
-/// A memory the lanes picked came without its content: the statement's test of what a lane can
-/// pick (`pickable`, migration 0031) and these lanes disagree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Unsent(pub Uuid);
-
-/// The candidates `mnemo_context` would return for `rows` and `lanes`.
-pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Result<Found, Unsent> {
+/// The candidates `mnemo_context` would return for the call (`call`: what depends on it, from
+/// its statement) on a small subject's `rows`, cloning only the rows it returns.
+pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found {
     let as_of = lanes.as_of;
     let [lex_n, sem_n, facts_n, recent_n, session_n, dates_n] = lanes.sizes;
     // The subject's size as BM25 counts it: the seq of its latest episode recorded by the call.
     let size =
         rows.episodes.iter().filter(|e| visible_episode(e, as_of)).map(|e| e.candidate.seq).max().unwrap_or(0) as f64;
-    let snapshot = rows.snapshot.as_ref();
+    let snapshot = call.snapshot.as_ref();
+    let mem_dist = |m: &SubjectMemory| call.memory_dists.get(&m.candidate.memory.id);
+    let ep_dist = |e: &SubjectEpisode| call.episode_dists.get(&e.candidate.episode.id);
 
     // Memories: BM25, every current single-valued claim, the recent facts, the nearest vectors.
-    let live: Vec<&SubjectMemory> = rows.memories.iter().filter(|m| visible_memory(m, as_of)).collect();
+    let recorded: Vec<&SubjectMemory> = rows.memories.iter().filter(|m| m.recorded_at <= as_of).collect();
+    let live: Vec<&SubjectMemory> = recorded.iter().copied().filter(|m| visible_memory(m, as_of)).collect();
     let mem_lx =
-        bm25(live.iter().map(|m| (m.candidate.memory.id, m.lexemes.as_slice())), &rows.memory_terms, size, lex_n);
+        bm25(live.iter().map(|m| (m.candidate.memory.id, m.lexemes.as_slice())), &call.memory_terms, size, lex_n);
     let mut mem_ids: HashSet<Uuid> = mem_lx.keys().copied().collect();
     mem_ids.extend(live.iter().filter(|m| m.candidate.claim_single).map(|m| m.candidate.memory.id));
     let mut facts: Vec<&&SubjectMemory> = live
@@ -62,14 +61,15 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Result<Found, Unsent> {
     });
     mem_ids.extend(facts.iter().take(facts_n).map(|m| m.candidate.memory.id));
     // The nearest: rows of the task vector's model only (none without a task vector).
-    let mut near: Vec<&&SubjectMemory> = live.iter().filter(|m| m.of_model).collect();
-    near.sort_by(|a, b| distance_order(a.dist, b.dist).then(a.candidate.memory.id.cmp(&b.candidate.memory.id)));
-    mem_ids.extend(near.iter().take(sem_n).map(|m| m.candidate.memory.id));
+    let mut near: Vec<(&&SubjectMemory, Option<f64>)> =
+        live.iter().filter_map(|m| mem_dist(m).map(|d| (m, *d))).collect();
+    near.sort_by(|(a, da), (b, db)| distance_order(*da, *db).then(a.candidate.memory.id.cmp(&b.candidate.memory.id)));
+    mem_ids.extend(near.iter().take(sem_n).map(|(m, _)| m.candidate.memory.id));
     if let Some(snap) = snapshot {
         // The summaries made only of turns the snapshot covers: its summary stands for them.
         let covered: HashSet<Uuid> =
             rows.episodes.iter().filter(|c| covered_by(snap, c)).map(|c| c.candidate.episode.id).collect();
-        for m in &rows.memories {
+        for m in &recorded {
             let mem = &m.candidate.memory;
             if mem.kind == MemoryKind::EpisodeSummary
                 && !mem.source_episode_ids.is_empty()
@@ -83,7 +83,7 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Result<Found, Unsent> {
     // Episodes: BM25, the recent ones, the days the task names, the nearest vectors, the session's.
     let seen: Vec<&SubjectEpisode> = rows.episodes.iter().filter(|e| visible_episode(e, as_of)).collect();
     let ep_lx =
-        bm25(seen.iter().map(|e| (e.candidate.episode.id, e.lexemes.as_slice())), &rows.episode_terms, size, lex_n);
+        bm25(seen.iter().map(|e| (e.candidate.episode.id, e.lexemes.as_slice())), &call.episode_terms, size, lex_n);
     let mut ep_ids: HashSet<Uuid> = ep_lx.keys().copied().collect();
     ep_ids.extend(latest(seen.iter().copied(), recent_n));
     if !lanes.days.is_empty() {
@@ -104,9 +104,10 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Result<Found, Unsent> {
     }
     // The nearest (an embedding row is written after its episode: one recorded by the call's
     // instant belongs to an episode recorded by then).
-    let mut near: Vec<&SubjectEpisode> = rows.episodes.iter().filter(|e| e.of_model).collect();
-    near.sort_by(|a, b| distance_order(a.dist, b.dist).then(a.candidate.episode.id.cmp(&b.candidate.episode.id)));
-    ep_ids.extend(near.iter().take(sem_n).map(|e| e.candidate.episode.id));
+    let mut near: Vec<(&SubjectEpisode, Option<f64>)> =
+        rows.episodes.iter().filter_map(|e| ep_dist(e).map(|d| (e, *d))).collect();
+    near.sort_by(|(a, da), (b, db)| distance_order(*da, *db).then(a.candidate.episode.id.cmp(&b.candidate.episode.id)));
+    ep_ids.extend(near.iter().take(sem_n).map(|(e, _)| e.candidate.episode.id));
     if let Some(session) = lanes.session {
         let in_session = seen.iter().copied().filter(|e| e.candidate.episode.session_id.as_deref() == Some(session));
         ep_ids.extend(latest(in_session, session_n));
@@ -123,7 +124,7 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Result<Found, Unsent> {
         all.extend(seen.iter().filter(|e| next_to.contains(&e.candidate.seq)).map(|e| e.candidate.episode.id));
     }
     let summaries = || {
-        rows.memories.iter().filter(|m| {
+        recorded.iter().filter(|m| {
             m.candidate.memory.kind == MemoryKind::EpisodeSummary && mem_ids.contains(&m.candidate.memory.id)
         })
     };
@@ -147,47 +148,44 @@ pub fn select(rows: SubjectRows, lanes: &Lanes<'_>) -> Result<Found, Unsent> {
     let mut asked: HashSet<Uuid> = returned.clone();
     asked.extend(summaries().flat_map(|m| m.candidate.memory.source_episode_ids.iter().copied()));
     let mut backing: BTreeMap<Uuid, Backing> = BTreeMap::new();
-    for h in &rows.memories {
+    for h in &recorded {
         let shows = visible_memory(h, as_of);
+        // Superseded by the call's instant through a claim contradiction.
+        let contradicted = h.contradiction && h.candidate.superseded_at.is_some_and(|t| t <= as_of);
         for &e in h.candidate.memory.source_episode_ids.iter().filter(|e| asked.contains(e)) {
             let b = backing.entry(e).or_insert(Backing { episode_id: e, visible: false, contradicted: false });
             b.visible |= shows;
-            b.contradicted |= h.contradicted;
+            b.contradicted |= contradicted;
         }
     }
 
-    let mut memories: Vec<_> = rows
-        .memories
-        .into_iter()
+    let mut memories: Vec<_> = recorded
+        .iter()
         .filter(|m| mem_ids.contains(&m.candidate.memory.id))
         .map(|m| {
-            if !m.whole {
-                return Err(Unsent(m.candidate.memory.id));
-            }
-            let mut c = m.candidate;
+            let mut c = m.candidate.clone();
             c.lex = mem_lx.get(&c.memory.id).copied().unwrap_or(0.0);
-            c.sem = if m.of_model { m.dist.map(|d| 1.0 - d) } else { None };
-            Ok(c)
+            c.sem = mem_dist(m).and_then(|d| d.map(|d| 1.0 - d));
+            c
         })
-        .collect::<Result<_, _>>()?;
+        .collect();
     memories.sort_by_key(|c| c.memory.id);
-    let mut episodes: Vec<_> = rows
-        .episodes
-        .into_iter()
+    let mut episodes: Vec<_> = seen
+        .iter()
         .filter(|e| returned.contains(&e.candidate.episode.id))
         .map(|e| {
-            let mut c = e.candidate;
+            let mut c = e.candidate.clone();
             c.lex = ep_lx.get(&c.episode.id).copied().unwrap_or(0.0);
-            c.sem = if e.of_model { e.dist.map(|d| 1.0 - d) } else { None };
+            c.sem = ep_dist(e).and_then(|d| d.map(|d| 1.0 - d));
             c
         })
         .collect();
     episodes.sort_by_key(|c| c.episode.id);
-    Ok(Found { memories, episodes, backing: backing.into_values().collect(), snapshot: rows.snapshot })
+    Found { memories, episodes, backing: backing.into_values().collect(), snapshot: call.snapshot.clone() }
 }
 
-/// A memory shown at `as_of` (it was recorded by then, as every row of the subject's set is):
-/// not superseded by then, not tombstoned, its asserted validity not ended.
+/// A memory shown at `as_of` (once recorded by then): not superseded by then, not tombstoned,
+/// its asserted validity not ended.
 fn visible_memory(m: &SubjectMemory, as_of: DateTime<Utc>) -> bool {
     m.candidate.superseded_at.is_none_or(|t| t > as_of)
         && m.candidate.memory.status != MemoryStatus::Tombstoned
@@ -240,7 +238,7 @@ fn distance_order(a: Option<f64>, b: Option<f64>) -> Ordering {
 /// The BM25 lane of `mnemo_memory_bm25` / `mnemo_episode_bm25` with `mnemo_bm25_rank`
 /// (migrations 0027-0028): the items holding any of `terms`, scored over the subject of `size`
 /// items (or as many as hold a term, if more), the best `limit` by score (rounded to nine
-/// decimals) and then id. Returns id → score.
+/// decimals) and then id. Each item's lexemes are sorted. Returns id → score.
 fn bm25<'a>(
     docs: impl Iterator<Item = (Uuid, &'a [String])>,
     terms: &[String],
@@ -253,7 +251,7 @@ fn bm25<'a>(
     // (id, length in lexemes, the task terms it holds)
     let hits: Vec<(Uuid, f64, Vec<usize>)> = docs
         .filter_map(|(id, lexemes)| {
-            let held: Vec<usize> = (0..terms.len()).filter(|&t| lexemes.contains(&terms[t])).collect();
+            let held: Vec<usize> = (0..terms.len()).filter(|&t| lexemes.binary_search(&terms[t]).is_ok()).collect();
             (!held.is_empty()).then_some((id, lexemes.len() as f64, held))
         })
         .collect();
@@ -340,9 +338,9 @@ mod tests {
         let ids: Vec<Uuid> = (1..=4u128).map(Uuid::from_u128).collect();
         let lex = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let docs = [
-            lex(&["kafka", "consum", "lag"]),
-            lex(&["kafka", "deploy"]),
-            lex(&["deploy", "pipelin", "stage", "fail", "again"]),
+            lex(&["consum", "kafka", "lag"]),
+            lex(&["deploy", "kafka"]),
+            lex(&["again", "deploy", "fail", "pipelin", "stage"]),
             lex(&["budget"]),
         ];
         let terms = lex(&["deploy", "kafka", "lag"]);

@@ -15,6 +15,7 @@ pub mod options;
 pub mod output;
 pub mod rank;
 pub mod signals;
+pub mod subjects;
 pub mod suppress;
 
 use std::collections::HashSet;
@@ -35,6 +36,7 @@ use crate::services::query_terms::tsquery_for;
 pub use crate::services::task_vectors::TaskVectorCache;
 pub use options::{RetrievalOptions, Tuning};
 pub use output::provenance;
+pub use subjects::SubjectCache;
 
 /// A validated context request.
 #[derive(Debug, Clone)]
@@ -104,11 +106,12 @@ pub async fn assemble(
     pool: &PgPool,
     embedder: &Arc<dyn Embedder>,
     cache: &TaskVectorCache,
+    subjects: &SubjectCache,
     tenant: &str,
     req: &ContextRequest,
 ) -> anyhow::Result<Bundle> {
     let probe = probe(embedder, cache, tenant, req).await?;
-    let (found, _) = candidates::retrieve(pool, &probe, &req.options).await?;
+    let (found, _) = candidates::retrieve(pool, &probe, &req.options, subjects).await?;
     Ok(bundle(found, &probe, req, &req.policy))
 }
 

@@ -1,0 +1,148 @@
+//! A small subject's rows kept between context calls (`services::context::subjects`, migration
+//! 0032): after any change, made through any server or straight in the database, a server that
+//! keeps a copy answers exactly as a server that keeps none.
+
+use serde_json::{json, Value};
+
+use crate::common::{episode, spawn, spawn_replica, TestApp};
+use mnemo::RuntimeConfig;
+
+const TASKS: [&str; 4] = [
+    "Where does the user work now?",
+    "What tea does the user like?",
+    "What did we say about the garden and the roses?",
+    "Summarise the last few turns.",
+];
+
+/// The bundles of `TASKS` for `subject` at `as_of` (every field of the response).
+async fn bundles(app: &TestApp, subject: &str, as_of: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for task in TASKS {
+        let req = json!({"subject_id": subject, "task": task, "max_tokens": 600, "as_of": as_of});
+        let (s, b) = app.post("/v1/context", &req).await;
+        assert_eq!(s, 200, "{b}");
+        out.push(b);
+    }
+    out
+}
+
+/// Both servers' bundles at one instant: they must be equal. Returns them.
+async fn same(keeps: &TestApp, keeps_none: &TestApp, subject: &str, step: &str) -> Vec<Value> {
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let as_of = mnemo::model::time::format(&mnemo::model::time::now_micros());
+    let kept = bundles(keeps, subject, &as_of).await;
+    let fresh = bundles(keeps_none, subject, &as_of).await;
+    for (k, f) in kept.iter().zip(&fresh) {
+        assert_eq!(k, f, "after {step}: the server keeping a copy answered otherwise");
+    }
+    kept
+}
+
+fn text(bundles: &[Value]) -> String {
+    bundles.iter().map(|b| b["assembled_context"].as_str().unwrap_or_default()).collect::<Vec<_>>().join("\n")
+}
+
+async fn ingest(app: &TestApp, subject: &str, texts: &[&str]) {
+    let eps: Vec<Value> = texts.iter().map(|t| episode(subject, t)).collect();
+    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": eps })).await;
+    assert_eq!(s, 201, "{b}");
+}
+
+#[tokio::test]
+async fn a_kept_subject_follows_every_change_made_anywhere() {
+    let keeps = spawn().await;
+    let keeps_none = spawn_replica(&keeps, RuntimeConfig { context_cache_bytes: 0, ..RuntimeConfig::default() }).await;
+    let other = spawn_replica(&keeps, RuntimeConfig::default()).await;
+    let s = "kept";
+    let first: Vec<String> = (0..12)
+        .map(|i| format!("Turn {i}: I work at Acme Bakery as a pastry chef, and the garden roses are blooming."))
+        .collect();
+    ingest(&keeps, s, &first.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    keeps.compile_all(s).await;
+    let start = same(&keeps, &keeps_none, s, "the first calls").await;
+    assert!(text(&start).contains("Acme"));
+    let before_changes = mnemo::model::time::format(&mnemo::model::time::now_micros());
+
+    // A new turn through another server: the kept copy is stale, the fingerprint says so.
+    ingest(&other, s, &["My favourite tea is rooibos with honey."]).await;
+    assert!(text(&same(&keeps, &keeps_none, s, "a turn through another server").await).contains("rooibos"));
+
+    // Compiling it and a change of employer (a new memory supersedes the old one).
+    ingest(&other, s, &["I changed jobs: I now work at Globex Foods as a baker."]).await;
+    other.compile_all(s).await;
+    let changed = same(&keeps, &keeps_none, s, "a compile with a supersession").await;
+    assert!(text(&changed).contains("Globex"), "{}", text(&changed));
+
+    // Labels, through the API of another server, on the fact the first task shows.
+    let fact_ids = |bundles: &[Value]| -> Vec<String> {
+        bundles[0]["facts"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect()
+    };
+    let globex = other.memories(s).await.into_iter().find(|m| {
+        m["status"] == "active" && m["kind"] == "profile_fact" && m["content"].as_str().unwrap().contains("Globex")
+    });
+    let Some(globex) = globex else { panic!("no fact of the new employer") };
+    let id = globex["id"].as_str().unwrap().to_string();
+    assert!(fact_ids(&changed).contains(&id), "the first task shows the new employer fact: {}", text(&changed));
+    let (st, b) =
+        other.patch_as("default", &format!("/v1/memories/{id}/labels"), &json!({"sensitivity_labels": ["pii"]})).await;
+    assert_eq!(st, 200, "{b}");
+    let labelled = same(&keeps, &keeps_none, s, "new labels").await;
+    let fact = labelled[0]["facts"].as_array().unwrap().iter().find(|f| f["id"] == id.as_str()).unwrap().clone();
+    assert_eq!(fact["sensitivity_labels"], json!(["pii"]));
+
+    // Changes an operator makes in the database itself: a memory's text, a tombstone.
+    sqlx::query("UPDATE memories SET content = 'I work at Initech now' WHERE subject_id = $1 AND id = $2::uuid")
+        .bind(s)
+        .bind(&id)
+        .execute(&keeps.pool)
+        .await
+        .unwrap();
+    assert!(text(&same(&keeps, &keeps_none, s, "a memory's text written in SQL").await).contains("Initech"));
+    sqlx::query(
+        "UPDATE memories SET status = 'tombstoned', superseded_at = now() WHERE subject_id = $1 AND id = $2::uuid",
+    )
+    .bind(s)
+    .bind(&id)
+    .execute(&keeps.pool)
+    .await
+    .unwrap();
+    let forgotten = same(&keeps, &keeps_none, s, "a tombstone written in SQL").await;
+    assert!(!fact_ids(&forgotten).contains(&id));
+    sqlx::query("DELETE FROM supersession_records WHERE subject_id = $1").bind(s).execute(&keeps.pool).await.unwrap();
+    same(&keeps, &keeps_none, s, "supersession records deleted in SQL").await;
+
+    // A past instant, on a copy that holds rows recorded after it.
+    let past_kept = bundles(&keeps, s, &before_changes).await;
+    let past_fresh = bundles(&keeps_none, s, &before_changes).await;
+    assert_eq!(past_kept, past_fresh, "a past instant on the kept copy");
+    assert!(!text(&past_kept).contains("rooibos"));
+
+    // Erased through another server, then as many new turns as before: nothing of the old
+    // subject may come back from the copy.
+    let r = other.client.delete(other.url(&format!("/v1/subjects/{s}"))).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let gone = same(&keeps, &keeps_none, s, "the erasure").await;
+    assert!(!text(&gone).contains("Acme") && !text(&gone).contains("rooibos"), "{}", text(&gone));
+    let again: Vec<String> = (0..14).map(|i| format!("Turn {i}: we planted tulips by the fence.")).collect();
+    ingest(&other, s, &again.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    other.compile_all(s).await;
+    let reborn = same(&keeps, &keeps_none, s, "new turns after the erasure").await;
+    assert!(!text(&reborn).contains("Acme") && text(&reborn).contains("tulips"), "{}", text(&reborn));
+}
+
+/// A subject of turns only (no memory was ever written, so its memory version stays 0) erased
+/// and then given as many new turns: the fingerprint still differs (its latest turn's id), so
+/// the copy of the erased turns is not used.
+#[tokio::test]
+async fn an_erased_subject_of_turns_only_never_comes_back_from_a_copy() {
+    let keeps = spawn().await;
+    let keeps_none = spawn_replica(&keeps, RuntimeConfig { context_cache_bytes: 0, ..RuntimeConfig::default() }).await;
+    let s = "turns-only";
+    ingest(&keeps, s, &["The garden roses are blooming.", "I like rooibos tea."]).await;
+    assert!(text(&same(&keeps, &keeps_none, s, "the first calls").await).contains("rooibos"));
+    let r = keeps_none.client.delete(keeps_none.url(&format!("/v1/subjects/{s}"))).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    ingest(&keeps_none, s, &["We planted tulips.", "The fence needs paint."]).await;
+    let after = text(&same(&keeps, &keeps_none, s, "the erasure and two new turns").await);
+    assert!(!after.contains("rooibos") && after.contains("tulips"), "{after}");
+}
