@@ -84,15 +84,19 @@ BEGIN
 END
 $$;
 
--- A small subject's call. Parts: 0 the settings version (in `seq`), 4 the session's snapshot as
--- of the call (as in `mnemo_context`), 12 the task's lexemes for one source (`kind` = 'memory'
--- or 'episode', in `lexemes`), 13 the cosine distance (`dist`) of one row's embedding of the
--- task vector's model (`kind` = 'memory' or 'episode'; for an episode, an embedding recorded by
--- the call's instant), 14 the subject's fingerprint (in `kind`). When `p_known` is not that
--- fingerprint, also every row of the subject, whatever the call's instant: 10 a memory (with
--- `recorded_at`, its distinct lexemes, and in `contradicted` whether a claim contradiction's
--- record names it as the superseded one), 11 an episode (with its distinct lexemes). The server
--- applies the call's instant to them.
+-- A small subject's call. `p_known` is the fingerprint of the copy the server holds (NULL: none).
+-- Parts: 0 the settings version (in `seq`), 4 the session's snapshot as of the call (as in
+-- `mnemo_context`), 12 the task's lexemes for one source (`kind` = 'memory' or 'episode', in
+-- `lexemes`), 13 the cosine distance (`dist`) of one row's embedding of the task vector's model
+-- (`kind` = 'memory' or 'episode'; for an episode, an embedding recorded by the call's instant),
+-- 14 the subject's fingerprint (in `kind`) with what follows of its rows, whatever the call's
+-- instant (the server applies the instant to them):
+-- - `content` 'all': every memory, as part 10 (with `recorded_at`, its distinct lexemes, and in
+--   `contradicted` whether a claim contradiction's record names it as the superseded one);
+--   'kept': none, the copy's memory version is the subject's.
+-- - `summary` 'all': every episode, as part 11 (with its distinct lexemes); 'after': only those
+--   after the copy's latest episode, which is still there with as many episodes up to it as the
+--   copy holds (episodes are append-only, so the copy's are then exactly those); 'kept': none.
 CREATE FUNCTION mnemo_context_small(
     p_tenant text, p_subject text, p_as_of timestamptz, p_words text, p_vector text, p_model text,
     p_session text, p_known text)
@@ -116,7 +120,13 @@ DECLARE
     v_has_snap boolean := false;
     v_mterms text[];
     v_eterms text[];
+    v_version bigint;
+    v_count bigint;
+    v_last text;
     v_print text;
+    v_memories text := 'all';
+    v_episodes text := 'all';
+    v_after bigint := 0;
 BEGIN
     PERFORM set_config('mnemo.tenant', p_tenant, true);
     RETURN QUERY SELECT 0::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
@@ -185,34 +195,55 @@ BEGIN
           AND x.created_at <= p_as_of;
     END IF;
 
-    v_print := format('%s/%s/%s',
-        COALESCE((SELECT v.version FROM subject_versions v WHERE v.tenant_id = p_tenant AND v.subject_id = p_subject), 0),
-        (SELECT count(*) FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject),
-        COALESCE((SELECT e.id::text FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
-                  ORDER BY e.seq DESC LIMIT 1), '-'));
-    RETURN QUERY SELECT 14::smallint, NULL::uuid, v_print, NULL::text, NULL::text, NULL::float8,
+    -- The fingerprint: memory version / number of episodes / latest episode's id.
+    v_version := COALESCE((SELECT v.version FROM subject_versions v
+                           WHERE v.tenant_id = p_tenant AND v.subject_id = p_subject), 0);
+    v_count := (SELECT count(*) FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject);
+    v_last := COALESCE((SELECT e.id::text FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                        ORDER BY e.seq DESC LIMIT 1), '-');
+    v_print := format('%s/%s/%s', v_version, v_count, v_last);
+    IF p_known IS NOT NULL THEN
+        IF split_part(p_known, '/', 1) = v_version::text THEN
+            v_memories := 'kept';
+        END IF;
+        IF split_part(p_known, '/', 2) = v_count::text AND split_part(p_known, '/', 3) = v_last THEN
+            v_episodes := 'kept';
+        ELSIF split_part(p_known, '/', 3) <> '-' THEN
+            v_after := (SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                          AND e.id = split_part(p_known, '/', 3)::uuid);
+            IF v_after IS NOT NULL AND split_part(p_known, '/', 2) = (
+                SELECT count(*) FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                  AND e.seq <= v_after)::text THEN
+                v_episodes := 'after';
+            ELSE
+                v_after := 0;
+            END IF;
+        END IF;
+    END IF;
+    RETURN QUERY SELECT 14::smallint, NULL::uuid, v_print, v_memories, v_episodes, NULL::float8,
         NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
         NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
         NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
         NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
         NULL::text[], NULL::float8, NULL::timestamptz;
-    IF v_print IS NOT DISTINCT FROM p_known THEN
-        RETURN;
+    IF v_memories = 'all' THEN
+        RETURN QUERY
+        SELECT 10::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
+               m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status,
+               m.sensitivity_labels, m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
+               NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+               NULL::float8, NULL::float8, NULL::boolean,
+               EXISTS (SELECT 1 FROM supersession_records r
+                       WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
+                         AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction'),
+               NULL::integer, NULL::uuid, tsvector_to_array(m.content_tsv), NULL::float8, m.recorded_at
+        FROM memories m
+        WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject;
     END IF;
 
-    RETURN QUERY
-    SELECT 10::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
-           m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status,
-           m.sensitivity_labels, m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
-           NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-           NULL::float8, NULL::float8, NULL::boolean,
-           EXISTS (SELECT 1 FROM supersession_records r
-                   WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
-                     AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction'),
-           NULL::integer, NULL::uuid, tsvector_to_array(m.content_tsv), NULL::float8, m.recorded_at
-    FROM memories m
-    WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject;
-
+    IF v_episodes = 'kept' THEN
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT 11::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
            NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
@@ -221,7 +252,7 @@ BEGIN
            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
            tsvector_to_array(e.search_tsv), NULL::float8, NULL::timestamptz
     FROM episodes e
-    WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject;
+    WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.seq > v_after;
 END
 $$;
 

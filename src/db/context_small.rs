@@ -2,6 +2,7 @@
 //! call comes every time, the subject's rows only when the server does not hold them already.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -33,11 +34,26 @@ pub struct SubjectEpisode {
     pub lexemes: Vec<String>,
 }
 
-/// Every row of a small subject, of one state of it (the one its fingerprint names).
+/// Every row of a small subject, of one state of it (the one its fingerprint names). Shared
+/// with the copies made from it: a call that brings only new episodes keeps the memories and
+/// the earlier episodes of the copy it had.
 #[derive(Debug, Default, Clone)]
 pub struct SubjectRows {
-    pub memories: Vec<SubjectMemory>,
-    pub episodes: Vec<SubjectEpisode>,
+    pub memories: Arc<Vec<SubjectMemory>>,
+    /// In seq order.
+    pub episodes: Vec<Arc<SubjectEpisode>>,
+}
+
+/// Which of a subject's rows of one kind a call's statement sent (see [`SmallCall::rows`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Sent {
+    /// Every row.
+    #[default]
+    All,
+    /// None: the copy the call named holds them.
+    Kept,
+    /// The episodes after the copy's latest one (the copy holds the others).
+    After,
 }
 
 /// What a small subject's call returned.
@@ -46,8 +62,11 @@ pub struct SmallCall {
     /// The subject's fingerprint: its memory version, its number of episodes and its latest
     /// episode's id. Equal fingerprints mean equal rows.
     pub fingerprint: String,
-    /// The subject's rows, when the fingerprint the call sent was not this one.
-    pub rows: Option<SubjectRows>,
+    /// Which memories and which episodes were sent, and those sent.
+    pub memories_sent: Sent,
+    pub episodes_sent: Sent,
+    pub memories: Vec<SubjectMemory>,
+    pub episodes: Vec<SubjectEpisode>,
     /// The task's lexemes per source, without the subject's common terms of that source.
     pub memory_terms: Vec<String>,
     pub episode_terms: Vec<String>,
@@ -70,14 +89,13 @@ impl SmallCall {
                 let contradiction = need(r.contradicted.take(), "contradicted")?;
                 r.lex = Some(0.0);
                 let candidate = r.memory(subject_id)?;
-                let rows = self.rows.get_or_insert_with(SubjectRows::default);
-                rows.memories.push(SubjectMemory { candidate, recorded_at, lexemes, contradiction });
+                self.memories.push(SubjectMemory { candidate, recorded_at, lexemes, contradiction });
             }
             11 => {
                 let lexemes = sorted(r.lexemes.take().unwrap_or_default());
                 r.lex = Some(0.0);
                 let candidate = r.episode(subject_id)?;
-                self.rows.get_or_insert_with(SubjectRows::default).episodes.push(SubjectEpisode { candidate, lexemes });
+                self.episodes.push(SubjectEpisode { candidate, lexemes });
             }
             12 => {
                 let terms = r.lexemes.unwrap_or_default();
@@ -93,10 +111,50 @@ impl SmallCall {
                     _ => self.episode_dists.insert(id, r.dist),
                 };
             }
-            14 => self.fingerprint = need(r.kind, "kind")?,
+            14 => {
+                self.fingerprint = need(r.kind, "kind")?;
+                self.memories_sent = sent(r.content.as_deref())?;
+                self.episodes_sent = sent(r.summary.as_deref())?;
+            }
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// The subject's rows: those sent, with the rows `kept` holds where the statement sent
+    /// none (the copy whose fingerprint the call sent) or only the episodes after its latest.
+    pub fn rows(&mut self, kept: Option<&SubjectRows>) -> sqlx::Result<SubjectRows> {
+        let copy = || {
+            kept.ok_or_else(|| {
+                sqlx::Error::Protocol("the context statement left out rows the server does not hold".into())
+            })
+        };
+        let memories = match self.memories_sent {
+            Sent::All => Arc::new(std::mem::take(&mut self.memories)),
+            Sent::Kept => Arc::clone(&copy()?.memories),
+            Sent::After => return Err(sqlx::Error::Protocol("the context statement sent some memories".into())),
+        };
+        let sent = std::mem::take(&mut self.episodes).into_iter().map(Arc::new);
+        let mut episodes: Vec<Arc<SubjectEpisode>> = match self.episodes_sent {
+            Sent::All => sent.collect(),
+            Sent::Kept | Sent::After => copy()?.episodes.iter().cloned().chain(sent).collect(),
+        };
+        episodes.sort_by_key(|e| e.candidate.seq);
+        // A subject's seqs are unique: a repeated one means the copy and the rows sent overlap.
+        if episodes.windows(2).any(|w| w[0].candidate.seq == w[1].candidate.seq) {
+            return Err(sqlx::Error::Protocol("the context statement sent an episode the server holds".into()));
+        }
+        Ok(SubjectRows { memories, episodes })
+    }
+}
+
+/// The statement's word for which rows it sent.
+fn sent(word: Option<&str>) -> sqlx::Result<Sent> {
+    match word {
+        Some("all") => Ok(Sent::All),
+        Some("kept") => Ok(Sent::Kept),
+        Some("after") => Ok(Sent::After),
+        other => Err(sqlx::Error::Protocol(format!("the context statement sent rows as {other:?}"))),
     }
 }
 

@@ -123,7 +123,7 @@ async fn both_ways(
     around: bool,
     sources: bool,
 ) -> (mnemo::db::context::Found, mnemo::db::context::Found) {
-    use mnemo::db::context::{candidates, Fetched};
+    use mnemo::db::context::{candidates, Fetched, Sent};
     use mnemo::services::context::lanes::select;
     let pool = &app.app_pool;
     probe.small_subject = [0, 0];
@@ -136,13 +136,15 @@ async fn both_ways(
     let Fetched::Subject(mut sent) = candidates(pool, &probe, around, sources, None).await.unwrap().0 else {
         panic!("a small subject came back as lanes")
     };
-    let Some(rows) = sent.rows.take() else { panic!("no fingerprint was sent, yet the rows did not come") };
+    assert_eq!((sent.memories_sent, sent.episodes_sent), (Sent::All, Sent::All), "no fingerprint was sent");
+    let rows = sent.rows(None).unwrap();
     let got = select(&rows, &sent, &lanes);
     let Fetched::Subject(kept) = candidates(pool, &probe, around, sources, Some(&sent.fingerprint)).await.unwrap().0
     else {
         panic!("a small subject came back as lanes")
     };
-    assert!(kept.rows.is_none(), "the rows came again under the fingerprint they were sent with");
+    assert_eq!((kept.memories_sent, kept.episodes_sent), (Sent::Kept, Sent::Kept), "the rows came again");
+    assert!(kept.memories.is_empty() && kept.episodes.is_empty());
     assert_eq!(kept.fingerprint, sent.fingerprint);
     let again = select(&rows, &kept, &lanes);
     assert_eq!(format!("{got:?}"), format!("{again:?}"), "the kept rows gave other candidates");

@@ -64,6 +64,9 @@ enum Scenario {
     Batch,
     /// POST /v1/context for --subject, tasks cycled from a list of distinct tasks.
     Context,
+    /// An agent's loop over --subjects subjects named `<--subject>-<k>`: one episode for a
+    /// subject, then a context call on it, then the next subject.
+    Turns,
     /// GET --path (health probe or the baseline server).
     Get,
     /// POST --path with a small JSON body (baseline server's /echo).
@@ -194,9 +197,10 @@ fn main() -> Result<()> {
 
 async fn baseline_server(addr: String) -> Result<()> {
     use axum::routing::{get, post};
-    let app = axum::Router::new()
-        .route("/", get(|| async { "ok" }))
-        .route("/echo", post(|axum::Json(v): axum::Json<Value>| async move { axum::Json(json!({"ok": v.is_object()})) }));
+    let app = axum::Router::new().route("/", get(|| async { "ok" })).route(
+        "/echo",
+        post(|axum::Json(v): axum::Json<Value>| async move { axum::Json(json!({"ok": v.is_object()})) }),
+    );
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!("baseline server on {addr}");
     axum::serve(listener, app).await?;
@@ -267,7 +271,11 @@ impl Gen {
             max_tokens: a.max_tokens,
             path: a.path.clone(),
             episodes: data::Episodes::new(a.seed),
-            tasks: if a.scenario == Scenario::Context { data::context_tasks(a.tasks.max(1)) } else { Vec::new() },
+            tasks: if matches!(a.scenario, Scenario::Context | Scenario::Turns) {
+                data::context_tasks(a.tasks.max(1))
+            } else {
+                Vec::new()
+            },
             i: 0,
         }
     }
@@ -275,7 +283,11 @@ impl Gen {
     fn next(&mut self) -> Req {
         let i = self.i;
         self.i += 1;
-        let post = |path: &str, v: Value| Req { method: Method::POST, path: path.into(), body: Some(Bytes::from(v.to_string())) };
+        let post = |path: &str, v: Value| Req {
+            method: Method::POST,
+            path: path.into(),
+            body: Some(Bytes::from(v.to_string())),
+        };
         match self.scenario {
             Scenario::Ingest => {
                 let s = format!("{}-{}", self.subject, i % self.subjects);
@@ -290,6 +302,21 @@ impl Gen {
                 let mut v = json!({
                     "subject_id": self.subject,
                     "task": self.tasks[i % self.tasks.len()],
+                    "max_tokens": self.max_tokens,
+                });
+                if let Some(r) = self.receipts {
+                    v["emit_receipt"] = json!(r);
+                }
+                post("/v1/context", v)
+            }
+            Scenario::Turns => {
+                let s = format!("{}-{}", self.subject, (i / 2) % self.subjects);
+                if i.is_multiple_of(2) {
+                    return post("/v1/episodes", self.episodes.next(&s));
+                }
+                let mut v = json!({
+                    "subject_id": s,
+                    "task": self.tasks[(i / 2) % self.tasks.len()],
                     "max_tokens": self.max_tokens,
                 });
                 if let Some(r) = self.receipts {
@@ -345,7 +372,8 @@ fn pct(sorted: &[u64], p: f64) -> f64 {
 
 fn latency_json(lat_us: &mut [u64]) -> Value {
     lat_us.sort_unstable();
-    let mean = if lat_us.is_empty() { f64::NAN } else { lat_us.iter().sum::<u64>() as f64 / lat_us.len() as f64 / 1000.0 };
+    let mean =
+        if lat_us.is_empty() { f64::NAN } else { lat_us.iter().sum::<u64>() as f64 / lat_us.len() as f64 / 1000.0 };
     json!({
         "p50": pct(lat_us, 50.0), "p90": pct(lat_us, 90.0), "p99": pct(lat_us, 99.0),
         "p999": pct(lat_us, 99.9), "max": pct(lat_us, 100.0), "mean": mean,
@@ -423,7 +451,8 @@ async fn load(a: LoadArgs) -> Result<Value> {
         }
     }
     let probe = Probe::start(a.common.pid);
-    let (mut s, elapsed) = if open { open_loop(&c, &a, &gen, a.duration).await } else { closed_loop(&c, &a, &gen, a.duration).await };
+    let (mut s, elapsed) =
+        if open { open_loop(&c, &a, &gen, a.duration).await } else { closed_loop(&c, &a, &gen, a.duration).await };
     let machine = probe.finish().await;
     let n = s.lat_us.len();
     let ok = n.saturating_sub(s.errors);
@@ -451,7 +480,15 @@ async fn load(a: LoadArgs) -> Result<Value> {
 }
 
 /// Ingests `n` episodes (offset `off` in the stream) through the batch endpoint.
-async fn ingest(c: &HttpClient, common: &Common, subject: &str, off: usize, n: usize, batch: usize, conc: usize) -> Result<()> {
+async fn ingest(
+    c: &HttpClient,
+    common: &Common,
+    subject: &str,
+    off: usize,
+    n: usize,
+    batch: usize,
+    conc: usize,
+) -> Result<()> {
     let mut stream = data::Episodes::new(0);
     for _ in 0..off {
         stream.next(subject);
@@ -486,7 +523,8 @@ async fn ingest(c: &HttpClient, common: &Common, subject: &str, off: usize, n: u
 async fn compile(c: &HttpClient, common: &Common, subject: &str) -> Result<(u64, u64)> {
     let (mut memories, mut batches) = (0, 0);
     loop {
-        let v = send_json(c, common, Method::POST, "/v1/memories/compile", Some(json!({ "subject_id": subject }))).await?;
+        let v =
+            send_json(c, common, Method::POST, "/v1/memories/compile", Some(json!({ "subject_id": subject }))).await?;
         memories += v["memories_created"].as_u64().context("memories_created")?;
         batches += 1;
         if v["has_more"] != json!(true) {

@@ -42,7 +42,8 @@ fn postgres_ticks() -> u64 {
 /// (busy, total) ticks of the whole machine.
 fn machine_ticks() -> (u64, u64) {
     let s = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let v: Vec<u64> = s.lines().next().unwrap_or("").split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    let v: Vec<u64> =
+        s.lines().next().unwrap_or("").split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
     let total: u64 = v.iter().take(8).sum();
     let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
     (total - idle, total)

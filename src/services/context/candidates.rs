@@ -52,11 +52,11 @@ pub async fn found(
     let found = match fetched {
         Fetched::Lanes(found) => found,
         Fetched::Subject(mut call) => {
-            // The statement leaves the rows out exactly when the fingerprint sent is the subject's.
-            let rows = match kept.filter(|k| k.fingerprint == call.fingerprint) {
-                Some(kept) => kept,
-                None => {
-                    let rows = call.rows.take().unwrap_or_default();
+            // The statement leaves all rows out exactly when the fingerprint sent is the subject's.
+            let rows = match &kept {
+                Some(k) if k.fingerprint == call.fingerprint => std::sync::Arc::clone(k),
+                _ => {
+                    let rows = call.rows(kept.as_deref().map(|k| &k.rows))?;
                     subjects.keep(probe.tenant, probe.subject_id, call.fingerprint.clone(), rows)
                 }
             };

@@ -81,7 +81,8 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found 
     }
 
     // Episodes: BM25, the recent ones, the days the task names, the nearest vectors, the session's.
-    let seen: Vec<&SubjectEpisode> = rows.episodes.iter().filter(|e| visible_episode(e, as_of)).collect();
+    let seen: Vec<&SubjectEpisode> =
+        rows.episodes.iter().map(AsRef::as_ref).filter(|e| visible_episode(e, as_of)).collect();
     let ep_lx =
         bm25(seen.iter().map(|e| (e.candidate.episode.id, e.lexemes.as_slice())), &call.episode_terms, size, lex_n);
     let mut ep_ids: HashSet<Uuid> = ep_lx.keys().copied().collect();
@@ -105,7 +106,7 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found 
     // The nearest (an embedding row is written after its episode: one recorded by the call's
     // instant belongs to an episode recorded by then).
     let mut near: Vec<(&SubjectEpisode, Option<f64>)> =
-        rows.episodes.iter().filter_map(|e| ep_dist(e).map(|d| (e, *d))).collect();
+        rows.episodes.iter().map(AsRef::as_ref).filter_map(|e| ep_dist(e).map(|d| (e, *d))).collect();
     near.sort_by(|(a, da), (b, db)| distance_order(*da, *db).then(a.candidate.episode.id.cmp(&b.candidate.episode.id)));
     ep_ids.extend(near.iter().take(sem_n).map(|(e, _)| e.candidate.episode.id));
     if let Some(session) = lanes.session {
