@@ -1,5 +1,6 @@
-//! Stage 1 for a small subject: the lanes of `mnemo_context` (migration 0030) applied in process
-//! to the subject's rows as `mnemo_context_small` (migration 0031) returns them.
+//! Stage 1 for a small subject: the lanes of `mnemo_context` (migrations 0030, 0033) applied in
+//! process to the subject's rows (as `mnemo_context_small`, migration 0032, sent them, now or to
+//! an earlier call whose copy is kept) with what the call's statement returned for the call.
 //!
 //! The result is what `mnemo_context` returns for the same call: the same memories and episodes
 //! with the same lexical (BM25) and semantic scores, the same backing facts and snapshot. Every
