@@ -91,15 +91,21 @@ $$;
 -- (`kind` = 'memory' or 'episode'; for an episode, an embedding recorded by the call's instant),
 -- 14 the subject's fingerprint (in `kind`) with what follows of its rows, whatever the call's
 -- instant (the server applies the instant to them):
--- - `content` 'all': every memory, as part 10 (with `recorded_at`, its distinct lexemes, and in
---   `contradicted` whether a claim contradiction's record names it as the superseded one);
---   'kept': none, the copy's memory version is the subject's.
+-- - `content` 'all': every memory, as part 10 (with `recorded_at`, its distinct lexemes, in
+--   `contradicted` whether a claim contradiction's record names it as the superseded one, and in
+--   `seq` its row version, `xmin`); 'kept': none, the copy's memory version is the subject's;
+--   'changed': the copy's memory version is not the subject's, so part 15 lists every memory
+--   (`source_episode_ids`) with its row version and contradiction flag (`lexemes`, as
+--   'xmin:t' or 'xmin:f'), and part 10 sends those whose row version is above `p_known_xmin`
+--   (the highest of the copy's). The server takes the others from its copy when their entry is
+--   the copy's, and otherwise asks again with no fingerprint: transaction ids are not given out
+--   in commit order, so a change can carry a lower one.
 -- - `summary` 'all': every episode, as part 11 (with its distinct lexemes); 'after': only those
 --   after the copy's latest episode, which is still there with as many episodes up to it as the
 --   copy holds (episodes are append-only, so the copy's are then exactly those); 'kept': none.
 CREATE FUNCTION mnemo_context_small(
     p_tenant text, p_subject text, p_as_of timestamptz, p_words text, p_vector text, p_model text,
-    p_session text, p_known text)
+    p_session text, p_known text, p_known_xmin bigint)
 RETURNS TABLE (
     part smallint, id uuid, kind text, content text, summary text, confidence float8,
     valid_from timestamptz, valid_to timestamptz, asserted_valid_to timestamptz, superseded_at timestamptz,
@@ -205,6 +211,8 @@ BEGIN
     IF p_known IS NOT NULL THEN
         IF split_part(p_known, '/', 1) = v_version::text THEN
             v_memories := 'kept';
+        ELSIF p_known_xmin IS NOT NULL THEN
+            v_memories := 'changed';
         END IF;
         IF split_part(p_known, '/', 2) = v_count::text AND split_part(p_known, '/', 3) = v_last THEN
             v_episodes := 'kept';
@@ -226,19 +234,35 @@ BEGIN
         NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
         NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
         NULL::text[], NULL::float8, NULL::timestamptz;
-    IF v_memories = 'all' THEN
+    IF v_memories = 'changed' THEN
+        RETURN QUERY SELECT 15::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, l.ids, NULL::jsonb,
+            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+            l.versions, NULL::float8, NULL::timestamptz
+        FROM (SELECT COALESCE(array_agg(m.id ORDER BY m.id), '{}') AS ids,
+                     COALESCE(array_agg(m.xmin::text || CASE WHEN EXISTS (
+                         SELECT 1 FROM supersession_records r
+                         WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
+                           AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction')
+                         THEN ':t' ELSE ':f' END ORDER BY m.id), '{}') AS versions
+              FROM memories m WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject) l;
+    END IF;
+    IF v_memories <> 'kept' THEN
         RETURN QUERY
         SELECT 10::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
                m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status,
                m.sensitivity_labels, m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
-               NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+               NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, m.xmin::text::bigint,
                NULL::float8, NULL::float8, NULL::boolean,
                EXISTS (SELECT 1 FROM supersession_records r
                        WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
                          AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction'),
                NULL::integer, NULL::uuid, tsvector_to_array(m.content_tsv), NULL::float8, m.recorded_at
         FROM memories m
-        WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject;
+        WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject
+          AND (v_memories = 'all' OR m.xmin::text::bigint > p_known_xmin);
     END IF;
 
     IF v_episodes = 'kept' THEN
@@ -256,5 +280,6 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION mnemo_context_small(text, text, timestamptz, text, text, text, text, text) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION mnemo_context_small(text, text, timestamptz, text, text, text, text, text) TO mnemo_app;
+REVOKE ALL ON FUNCTION mnemo_context_small(text, text, timestamptz, text, text, text, text, text, bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mnemo_context_small(text, text, timestamptz, text, text, text, text, text, bigint)
+    TO mnemo_app;

@@ -23,6 +23,15 @@ pub struct SubjectMemory {
     /// A claim contradiction's record names it as the superseded memory (it counts as
     /// contradicted from its `superseded_at` on).
     pub contradiction: bool,
+    /// Its row version (`xmin`): another one once the row changes.
+    pub xmin: i64,
+}
+
+impl SubjectMemory {
+    /// Its entry in the statement's list of memories (part 15): row version and contradiction.
+    fn entry(&self) -> String {
+        format!("{}:{}", self.xmin, if self.contradiction { 't' } else { 'f' })
+    }
 }
 
 /// An episode of a small subject as the server keeps it.
@@ -39,7 +48,7 @@ pub struct SubjectEpisode {
 /// the earlier episodes of the copy it had.
 #[derive(Debug, Default, Clone)]
 pub struct SubjectRows {
-    pub memories: Arc<Vec<SubjectMemory>>,
+    pub memories: Vec<Arc<SubjectMemory>>,
     /// In seq order.
     pub episodes: Vec<Arc<SubjectEpisode>>,
 }
@@ -54,6 +63,8 @@ pub enum Sent {
     Kept,
     /// The episodes after the copy's latest one (the copy holds the others).
     After,
+    /// The memories changed after the copy's, with the list of every memory's id and entry.
+    Changed,
 }
 
 /// What a small subject's call returned.
@@ -67,6 +78,8 @@ pub struct SmallCall {
     pub episodes_sent: Sent,
     pub memories: Vec<SubjectMemory>,
     pub episodes: Vec<SubjectEpisode>,
+    /// With [`Sent::Changed`]: every memory's id, in order, and its entry (`xmin:t` or `xmin:f`).
+    pub memory_list: (Vec<Uuid>, Vec<String>),
     /// The task's lexemes per source, without the subject's common terms of that source.
     pub memory_terms: Vec<String>,
     pub episode_terms: Vec<String>,
@@ -87,9 +100,10 @@ impl SmallCall {
                 let lexemes = sorted(r.lexemes.take().unwrap_or_default());
                 let recorded_at = need(r.recorded_at, "recorded_at")?;
                 let contradiction = need(r.contradicted.take(), "contradicted")?;
+                let xmin = need(r.seq.take(), "seq")?;
                 r.lex = Some(0.0);
                 let candidate = r.memory(subject_id)?;
-                self.memories.push(SubjectMemory { candidate, recorded_at, lexemes, contradiction });
+                self.memories.push(SubjectMemory { candidate, recorded_at, lexemes, contradiction, xmin });
             }
             11 => {
                 let lexemes = sorted(r.lexemes.take().unwrap_or_default());
@@ -111,6 +125,9 @@ impl SmallCall {
                     _ => self.episode_dists.insert(id, r.dist),
                 };
             }
+            15 => {
+                self.memory_list = (need(r.source_episode_ids, "source_episode_ids")?, need(r.lexemes, "lexemes")?);
+            }
             14 => {
                 self.fingerprint = need(r.kind, "kind")?;
                 self.memories_sent = sent(r.content.as_deref())?;
@@ -122,29 +139,50 @@ impl SmallCall {
     }
 
     /// The subject's rows: those sent, with the rows `kept` holds where the statement sent
-    /// none (the copy whose fingerprint the call sent) or only the episodes after its latest.
-    pub fn rows(&mut self, kept: Option<&SubjectRows>) -> sqlx::Result<SubjectRows> {
+    /// none (the copy whose fingerprint the call sent), only the episodes after its latest, or
+    /// only the memories changed after the copy's. None when a listed memory is neither sent
+    /// nor in the copy as listed: the call must ask again without a fingerprint.
+    pub fn rows(&mut self, kept: Option<&SubjectRows>) -> sqlx::Result<Option<SubjectRows>> {
         let copy = || {
             kept.ok_or_else(|| {
                 sqlx::Error::Protocol("the context statement left out rows the server does not hold".into())
             })
         };
-        let memories = match self.memories_sent {
-            Sent::All => Arc::new(std::mem::take(&mut self.memories)),
-            Sent::Kept => Arc::clone(&copy()?.memories),
+        let memories: Vec<Arc<SubjectMemory>> = match self.memories_sent {
+            Sent::All => std::mem::take(&mut self.memories).into_iter().map(Arc::new).collect(),
+            Sent::Kept => copy()?.memories.clone(),
+            Sent::Changed => {
+                let (ids, entries) = std::mem::take(&mut self.memory_list);
+                let mut sent: HashMap<Uuid, SubjectMemory> =
+                    std::mem::take(&mut self.memories).into_iter().map(|m| (m.candidate.memory.id, m)).collect();
+                let held: HashMap<Uuid, &Arc<SubjectMemory>> =
+                    copy()?.memories.iter().map(|m| (m.candidate.memory.id, m)).collect();
+                let mut out = Vec::with_capacity(ids.len());
+                for (id, entry) in ids.iter().zip(&entries) {
+                    if let Some(m) = sent.remove(id) {
+                        out.push(Arc::new(m));
+                    } else if let Some(m) = held.get(id).filter(|m| m.entry() == *entry) {
+                        out.push(Arc::clone(m));
+                    } else {
+                        return Ok(None);
+                    }
+                }
+                out
+            }
             Sent::After => return Err(sqlx::Error::Protocol("the context statement sent some memories".into())),
         };
         let sent = std::mem::take(&mut self.episodes).into_iter().map(Arc::new);
         let mut episodes: Vec<Arc<SubjectEpisode>> = match self.episodes_sent {
             Sent::All => sent.collect(),
             Sent::Kept | Sent::After => copy()?.episodes.iter().cloned().chain(sent).collect(),
+            Sent::Changed => return Err(sqlx::Error::Protocol("the context statement sent changed episodes".into())),
         };
         episodes.sort_by_key(|e| e.candidate.seq);
         // A subject's seqs are unique: a repeated one means the copy and the rows sent overlap.
         if episodes.windows(2).any(|w| w[0].candidate.seq == w[1].candidate.seq) {
             return Err(sqlx::Error::Protocol("the context statement sent an episode the server holds".into()));
         }
-        Ok(SubjectRows { memories, episodes })
+        Ok(Some(SubjectRows { memories, episodes }))
     }
 }
 
@@ -154,6 +192,7 @@ fn sent(word: Option<&str>) -> sqlx::Result<Sent> {
         Some("all") => Ok(Sent::All),
         Some("kept") => Ok(Sent::Kept),
         Some("after") => Ok(Sent::After),
+        Some("changed") => Ok(Sent::Changed),
         other => Err(sqlx::Error::Protocol(format!("the context statement sent rows as {other:?}"))),
     }
 }

@@ -146,3 +146,69 @@ async fn an_erased_subject_of_turns_only_never_comes_back_from_a_copy() {
     let after = text(&same(&keeps, &keeps_none, s, "the erasure and two new turns").await);
     assert!(!after.contains("rooibos") && after.contains("tulips"), "{after}");
 }
+
+/// What the statement sends to a server holding a copy: nothing when nothing changed, only the
+/// changed memory after one memory changed, only the new turn after a turn came.
+#[tokio::test]
+async fn a_call_on_a_kept_subject_gets_only_what_changed() {
+    use mnemo::db::context::{candidates, Fetched, Probe, Sent, SmallCall};
+    let app = spawn().await;
+    let s = "delta";
+    let turns: Vec<String> =
+        (0..20).map(|i| format!("Turn {i}: I work at Acme Bakery and like rooibos tea.")).collect();
+    ingest(&app, s, &turns.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    app.compile_all(s).await;
+    let probe = Probe {
+        tenant: "default",
+        subject_id: s,
+        as_of: mnemo::model::time::now_micros(),
+        tsquery: Some("tea".into()),
+        vector: None,
+        session_id: None,
+        days: Vec::new(),
+        approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
+        ranked_lane: mnemo::db::context::MAX_RANKED_LANE,
+        small_subject: mnemo::db::context::SMALL_SUBJECT,
+    };
+    let pool = &app.app_pool;
+    let call = |known: Option<(String, i64)>| {
+        let probe = probe.clone();
+        async move {
+            let known = known.as_ref().map(|(f, x)| (f.as_str(), *x));
+            match candidates(pool, &probe, false, false, known).await.unwrap().0 {
+                Fetched::Subject(call) => call,
+                Fetched::Lanes(_) => panic!("a small subject came back as lanes"),
+            }
+        }
+    };
+    let known = |c: &SmallCall, rows: &mnemo::db::context::SubjectRows| {
+        Some((c.fingerprint.clone(), rows.memories.iter().map(|m| m.xmin).max().unwrap()))
+    };
+    let mut first = call(None).await;
+    let Some(rows) = first.rows(None).unwrap() else { panic!("all rows were sent") };
+    assert_eq!((rows.memories.len() > 10, rows.episodes.len()), (true, 20));
+
+    let same = call(known(&first, &rows)).await;
+    assert_eq!((same.memories_sent, same.episodes_sent), (Sent::Kept, Sent::Kept));
+    assert_eq!(same.fingerprint, first.fingerprint);
+
+    let id = rows.memories[3].candidate.memory.id;
+    let (st, b) =
+        app.patch_as("default", &format!("/v1/memories/{id}/labels"), &json!({"sensitivity_labels": ["pii"]})).await;
+    assert_eq!(st, 200, "{b}");
+    let mut changed = call(known(&first, &rows)).await;
+    assert_eq!((changed.memories_sent, changed.episodes_sent), (Sent::Changed, Sent::Kept));
+    assert_eq!(changed.memories.iter().map(|m| m.candidate.memory.id).collect::<Vec<_>>(), vec![id]);
+    let Some(after_labels) = changed.rows(Some(&rows)).unwrap() else { panic!("the copy was not used") };
+    assert_eq!(after_labels.memories.len(), rows.memories.len());
+    let labelled = after_labels.memories.iter().find(|m| m.candidate.memory.id == id).unwrap();
+    assert_eq!(labelled.candidate.memory.sensitivity_labels, vec!["pii".to_string()]);
+
+    ingest(&app, s, &["One more turn about tea."]).await;
+    let mut more = call(known(&changed, &after_labels)).await;
+    assert_eq!((more.memories_sent, more.episodes_sent), (Sent::Kept, Sent::After));
+    assert_eq!(more.episodes.len(), 1);
+    let Some(after_turn) = more.rows(Some(&after_labels)).unwrap() else { panic!("the copy was not used") };
+    assert_eq!(after_turn.episodes.len(), 21);
+    assert!(after_turn.episodes.windows(2).all(|w| w[0].candidate.seq < w[1].candidate.seq));
+}

@@ -137,9 +137,10 @@ async fn both_ways(
         panic!("a small subject came back as lanes")
     };
     assert_eq!((sent.memories_sent, sent.episodes_sent), (Sent::All, Sent::All), "no fingerprint was sent");
-    let rows = sent.rows(None).unwrap();
+    let Some(rows) = sent.rows(None).unwrap() else { panic!("all rows were sent") };
     let got = select(&rows, &sent, &lanes);
-    let Fetched::Subject(kept) = candidates(pool, &probe, around, sources, Some(&sent.fingerprint)).await.unwrap().0
+    let Fetched::Subject(kept) =
+        candidates(pool, &probe, around, sources, Some((&sent.fingerprint, 0))).await.unwrap().0
     else {
         panic!("a small subject came back as lanes")
     };

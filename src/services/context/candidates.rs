@@ -2,6 +2,8 @@
 //! needs, read in one statement that also names the tenant and returns its settings version.
 
 use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
 use sqlx::PgPool;
 
 use super::lanes::{select, Lanes};
@@ -46,24 +48,32 @@ pub async fn found(
     sources: bool,
     subjects: &SubjectCache,
 ) -> sqlx::Result<(Candidates, i64)> {
-    let kept = subjects.get(probe.tenant, probe.subject_id);
-    let known = kept.as_ref().map(|k| k.fingerprint.as_str());
-    let (fetched, version) = db::context::candidates(pool, probe, around, sources, known).await?;
-    let found = match fetched {
-        Fetched::Lanes(found) => found,
-        Fetched::Subject(mut call) => {
-            // The statement leaves all rows out exactly when the fingerprint sent is the subject's.
-            let rows = match &kept {
-                Some(k) if k.fingerprint == call.fingerprint => std::sync::Arc::clone(k),
-                _ => {
-                    let rows = call.rows(kept.as_deref().map(|k| &k.rows))?;
-                    subjects.keep(probe.tenant, probe.subject_id, call.fingerprint.clone(), rows)
+    let mut kept = subjects.get(probe.tenant, probe.subject_id);
+    loop {
+        let known =
+            kept.as_ref().map(|k| (k.fingerprint.as_str(), k.rows.memories.iter().map(|m| m.xmin).max().unwrap_or(0)));
+        let (fetched, version) = db::context::candidates(pool, probe, around, sources, known).await?;
+        let mut call = match fetched {
+            Fetched::Lanes(found) => return Ok((found, version)),
+            Fetched::Subject(call) => call,
+        };
+        // The statement leaves all rows out exactly when the fingerprint sent is the subject's.
+        let rows = match &kept {
+            Some(k) if k.fingerprint == call.fingerprint => Arc::clone(k),
+            _ => match call.rows(kept.as_deref().map(|k| &k.rows))? {
+                Some(rows) => subjects.keep(probe.tenant, probe.subject_id, call.fingerprint.clone(), rows),
+                // A memory changed under a lower row version than the copy's highest: all again.
+                None if kept.is_some() => {
+                    kept = None;
+                    continue;
                 }
-            };
-            select(&rows.rows, &call, &lanes_for(probe, around, sources))
-        }
-    };
-    Ok((found, version))
+                None => {
+                    return Err(sqlx::Error::Protocol("the context statement listed memories it did not send".into()))
+                }
+            },
+        };
+        return Ok((select(&rows.rows, &call, &lanes_for(probe, around, sources)), version));
+    }
 }
 
 /// The lanes of `probe` as `mnemo_context` sizes them (for [`super::lanes::select`]).

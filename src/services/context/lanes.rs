@@ -46,7 +46,8 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found 
     let ep_dist = |e: &SubjectEpisode| call.episode_dists.get(&e.candidate.episode.id);
 
     // Memories: BM25, every current single-valued claim, the recent facts, the nearest vectors.
-    let recorded: Vec<&SubjectMemory> = rows.memories.iter().filter(|m| m.recorded_at <= as_of).collect();
+    let recorded: Vec<&SubjectMemory> =
+        rows.memories.iter().map(AsRef::as_ref).filter(|m| m.recorded_at <= as_of).collect();
     let live: Vec<&SubjectMemory> = recorded.iter().copied().filter(|m| visible_memory(m, as_of)).collect();
     let mem_lx =
         bm25(live.iter().map(|m| (m.candidate.memory.id, m.lexemes.as_slice())), &call.memory_terms, size, lex_n);
