@@ -243,7 +243,7 @@ impl Bench {
                 &self.state.tenants,
                 &self.state.webhooks,
                 TENANT,
-                chunk,
+                chunk.to_vec(),
             )
             .await?;
         }
@@ -741,9 +741,14 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
         let t = Instant::now();
         let eps: Vec<NewEpisode> = conv.turns.iter().map(|t| locomo::new_episode(&subject, t)).collect();
         for chunk in eps.chunks(INGEST_BATCH) {
-            let (rows, _) =
-                mnemo::services::episodes::ingest_batch(b.pool(), &b.state.tenants, &b.state.webhooks, TENANT, chunk)
-                    .await?;
+            let (rows, _) = mnemo::services::episodes::ingest_batch(
+                b.pool(),
+                &b.state.tenants,
+                &b.state.webhooks,
+                TENANT,
+                chunk.to_vec(),
+            )
+            .await?;
             for e in rows {
                 if let Some(d) = e.metadata.get("dia_id").and_then(|d| d.as_str()) {
                     dia_of.insert(e.id.to_string(), d.to_string());

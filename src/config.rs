@@ -428,8 +428,8 @@ pub struct ServeArgs {
     /// Most episodes one compile batch reads.
     #[arg(long, env = "MNEMO_COMPILE_BATCH_SIZE", default_value_t = 500, value_parser = clap::value_parser!(i64).range(1..=10000))]
     pub compile_batch_size: i64,
-    /// Lanes of single-episode ingest per tenant, one statement in flight each; requests that
-    /// arrive while it runs share the lane's next statement and its commit (group commit).
+    /// Statements of single-episode ingest in flight per tenant; requests that arrive while they
+    /// run share the next statement and its commit (group commit).
     #[arg(long, env = "MNEMO_INGEST_WRITERS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub ingest_writers: u16,
     /// MiB of small subjects' rows each server keeps between context calls (0: none kept). A

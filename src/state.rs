@@ -49,8 +49,8 @@ pub struct RuntimeConfig {
     pub compiler: crate::compile::llm::Compiler,
     /// How long an admin console session lasts, in minutes.
     pub console_session_minutes: u64,
-    /// Lanes of single-episode ingest per tenant (one statement in flight each); requests
-    /// arriving meanwhile share the lane's next statement (group commit).
+    /// Statements of single-episode ingest in flight per tenant; requests arriving meanwhile
+    /// share the next one (group commit).
     pub ingest_writers: usize,
     /// Bytes (an estimate) of small subjects' rows kept between context calls (0: none).
     pub context_cache_bytes: u64,

@@ -44,15 +44,25 @@ impl<T> EpisodeWith<T> {
     }
 }
 
+/// What Postgres adds to a new episode: its instants as stored (`occurred_at` defaults to the
+/// statement's `now()`, and both are kept to the microsecond). The rest of the row is what was
+/// sent, so it is not read back (see [`NewEpisode::stored`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp {
+    pub id: Uuid,
+    pub occurred_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+}
+
 /// Inserts an episode with the subject's next seq in one statement that also applies the
 /// tenant, so it needs no transaction around it (the counter row stays locked until the
 /// statement commits, which keeps seqs in commit order). None when the idempotency key is
 /// already used for the subject (the consumed seq is a harmless gap): see [`by_keys`].
 ///
 /// The statement starts with [`crate::db::scope::TENANT_CTE`], spelled out (the query macros take literals only).
-pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpisode) -> sqlx::Result<Option<Episode>> {
+pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpisode) -> sqlx::Result<Option<Stamp>> {
     sqlx::query_as!(
-        Episode,
+        Stamp,
         "WITH mnemo_tenant AS MATERIALIZED (SELECT set_config('mnemo.tenant', $1, true) AS tenant), \
          c AS (INSERT INTO subject_counters (tenant_id, subject_id, last_seq) SELECT $1, $2, 1 FROM mnemo_tenant \
            ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = subject_counters.last_seq + 1 \
@@ -61,8 +71,7 @@ pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpis
          provenance, idempotency_key, occurred_at, seq) \
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now()), c.last_seq FROM c \
          ON CONFLICT (tenant_id, subject_id, md5(idempotency_key)) WHERE idempotency_key IS NOT NULL DO NOTHING \
-         RETURNING id, subject_id, source, type AS kind, payload, metadata, provenance, session_id, occurred_at, \
-         created_at",
+         RETURNING id, occurred_at, created_at",
         tenant,
         e.subject_id,
         id,
@@ -88,7 +97,7 @@ pub async fn insert_batch(
     tenant: &str,
     ids: &[Uuid],
     episodes: &[NewEpisode],
-) -> sqlx::Result<Vec<Episode>> {
+) -> sqlx::Result<Vec<Stamp>> {
     let subjects: Vec<&str> = episodes.iter().map(|e| e.subject_id.as_str()).collect();
     let sessions: Vec<Option<&str>> = episodes.iter().map(|e| e.session_id.as_deref()).collect();
     let sources: Vec<&str> = episodes.iter().map(|e| e.source.as_str()).collect();
@@ -99,7 +108,7 @@ pub async fn insert_batch(
     let keys: Vec<Option<String>> = episodes.iter().map(NewEpisode::effective_key).collect();
     let occurred: Vec<Option<DateTime<Utc>>> = episodes.iter().map(|e| e.occurred_at).collect();
     sqlx::query_as!(
-        Episode,
+        Stamp,
         "WITH mnemo_tenant AS MATERIALIZED (SELECT set_config('mnemo.tenant', $1, true) AS tenant), \
          u AS (SELECT * FROM UNNEST($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], \
            $8::jsonb[], $9::jsonb[], $10::text[], $11::timestamptz[]) WITH ORDINALITY \
@@ -116,8 +125,7 @@ pub async fn insert_batch(
          c.last_seq - n.n + row_number() OVER (PARTITION BY u.subject_id ORDER BY u.ord) \
          FROM u JOIN n ON n.subject_id = u.subject_id JOIN c ON c.subject_id = u.subject_id ORDER BY u.ord \
          ON CONFLICT (tenant_id, subject_id, md5(idempotency_key)) WHERE idempotency_key IS NOT NULL DO NOTHING \
-         RETURNING id, subject_id, source, type AS kind, payload, metadata, provenance, session_id, occurred_at, \
-         created_at",
+         RETURNING id, occurred_at, created_at",
         tenant,
         ids,
         &subjects as &[&str],

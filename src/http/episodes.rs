@@ -124,6 +124,6 @@ pub async fn create_batch(
 ) -> ApiResult<Response> {
     let inputs: Vec<NewEpisode> =
         valid::<EpisodeBatchRequest>(body)?.episodes.into_iter().map(NewEpisode::from).collect();
-    let (rows, created) = svc::ingest_batch(&st.pool, &st.tenants, &st.webhooks, &tenant, &inputs).await?;
+    let (rows, created) = svc::ingest_batch(&st.pool, &st.tenants, &st.webhooks, &tenant, inputs).await?;
     Ok((StatusCode::CREATED, Json(EpisodeBatch { episodes_created: created, episodes: rows })).into_response())
 }

@@ -42,10 +42,42 @@ pub struct NewEpisode {
     pub idempotency_key: Option<String>,
 }
 
+/// Writes every negative zero in `value` as zero, as `jsonb` stores it.
+fn positive_zeros(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.as_f64() == Some(0.0) && n.is_f64() => *value = Value::from(0.0),
+        Value::Array(items) => items.iter_mut().for_each(positive_zeros),
+        Value::Object(map) => map.values_mut().for_each(positive_zeros),
+        _ => {}
+    }
+}
+
 /// Maximum length of an idempotency key.
 pub const MAX_IDEMPOTENCY_KEY: usize = 512;
 
 impl NewEpisode {
+    /// The row Postgres stored for this input under `stamp`. Read back, it is this JSON: `jsonb`
+    /// keeps an object's values (the last of a repeated key, as `Map` does), and a `Map` lists
+    /// keys in its own sorted order whatever order they were stored in. Its numbers keep their
+    /// value, except that `numeric` has no negative zero (`-0.0` is read back as `0.0`).
+    pub fn stored(mut self, stamp: &crate::db::episodes::Stamp) -> Episode {
+        for map in [&mut self.payload, &mut self.metadata, &mut self.provenance] {
+            map.values_mut().for_each(positive_zeros);
+        }
+        Episode {
+            id: stamp.id,
+            subject_id: self.subject_id,
+            source: self.source,
+            kind: self.kind,
+            payload: Value::Object(self.payload),
+            metadata: Value::Object(self.metadata),
+            provenance: Value::Object(self.provenance),
+            session_id: self.session_id,
+            occurred_at: stamp.occurred_at,
+            created_at: stamp.created_at,
+        }
+    }
+
     /// The effective idempotency key: the field, else the legacy `metadata.idempotency_key`.
     pub fn effective_key(&self) -> Option<String> {
         if let Some(k) = &self.idempotency_key {

@@ -8,6 +8,7 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::db;
+use crate::db::episodes::Stamp;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::services::group_commit::GroupCommit;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
@@ -68,8 +69,8 @@ pub(crate) enum Announce {
 }
 
 /// Inserts `episodes` under `ids` in one statement (the single-row one for one episode), with
-/// their announcements in the same transaction; returns each input's new row, or None where its
-/// idempotency key was taken (see [`with_stored`]).
+/// their announcements in the same transaction; returns each input's stamp where a row was
+/// added, or None where its idempotency key was taken (see [`with_stored`]).
 pub(crate) async fn insert_new(
     pool: &PgPool,
     hooks: &Webhooks,
@@ -77,54 +78,57 @@ pub(crate) async fn insert_new(
     ids: &[Uuid],
     episodes: &[NewEpisode],
     announce: Announce,
-) -> sqlx::Result<Vec<Option<Episode>>> {
+) -> sqlx::Result<Vec<Option<Stamp>>> {
     let event = match announce {
         Announce::EachRow => WebhookEvent::EpisodeCreated,
         Announce::Batch => WebhookEvent::EpisodesBatchCreated,
     };
-    let new_rows = if hooks.wants(event) {
+    let stamps = if hooks.wants(event) {
         let mut tx = db::scope::begin(pool, tenant).await?;
-        let rows = insert_statement(&mut tx, tenant, ids, episodes).await?;
+        let stamps = insert_statement(&mut tx, tenant, ids, episodes).await?;
+        let added: BTreeSet<Uuid> = stamps.iter().map(|s| s.id).collect();
+        let new = || episodes.iter().zip(ids).filter(|(_, id)| added.contains(id));
         match announce {
             Announce::EachRow => {
-                for row in &rows {
-                    let data = json!({"id": row.id, "subject_id": row.subject_id});
+                for (episode, id) in new() {
+                    let data = json!({"id": id, "subject_id": episode.subject_id});
                     hooks.enqueue(&mut tx, tenant, event, data).await?;
                 }
             }
-            Announce::Batch if !rows.is_empty() => {
-                let subjects: BTreeSet<&str> = rows.iter().map(|r| r.subject_id.as_str()).collect();
-                let data = json!({"count": rows.len(), "subject_ids": subjects});
+            Announce::Batch if !stamps.is_empty() => {
+                let subjects: BTreeSet<&str> = new().map(|(e, _)| e.subject_id.as_str()).collect();
+                let data = json!({"count": stamps.len(), "subject_ids": subjects});
                 hooks.enqueue(&mut tx, tenant, event, data).await?;
             }
             Announce::Batch => {}
         }
         tx.commit().await?;
-        rows
+        stamps
     } else {
         insert_statement(&mut *db::scope::single(pool).await?, tenant, ids, episodes).await?
     };
-    let mut by_id: BTreeMap<Uuid, Episode> = new_rows.into_iter().map(|r| (r.id, r)).collect();
+    let mut by_id: BTreeMap<Uuid, Stamp> = stamps.into_iter().map(|s| (s.id, s)).collect();
     Ok(ids.iter().map(|id| by_id.remove(id)).collect())
 }
 
-/// Each input's row from [`insert_new`]'s result: the new one, else the one stored under its
-/// idempotency key (read after the insert committed).
+/// Each input's row after [`insert_new`]: the new one (the input with its stamp), else the one
+/// stored under its idempotency key (read after the insert committed).
 pub(crate) async fn with_stored(
     pool: &PgPool,
     tenant: &str,
-    episodes: &[NewEpisode],
-    rows: Vec<Option<Episode>>,
+    episodes: Vec<NewEpisode>,
+    stamps: Vec<Option<Stamp>>,
 ) -> sqlx::Result<Vec<(Episode, Inserted)>> {
-    let mut rows: Vec<Option<(Episode, Inserted)>> = rows.into_iter().map(|r| r.map(|r| (r, Inserted::New))).collect();
-    let skipped: Vec<&NewEpisode> = rows.iter().zip(episodes).filter(|(r, _)| r.is_none()).map(|(_, e)| e).collect();
-    if !skipped.is_empty() {
-        let mut found = stored(pool, tenant, &skipped).await?.into_iter();
-        for slot in rows.iter_mut().filter(|r| r.is_none()) {
-            *slot = found.next().map(|r| (r, Inserted::Existing));
-        }
-    }
-    rows.into_iter().collect::<Option<Vec<_>>>().ok_or(sqlx::Error::RowNotFound)
+    let skipped: Vec<&NewEpisode> = stamps.iter().zip(&episodes).filter(|(s, _)| s.is_none()).map(|(_, e)| e).collect();
+    let mut found = if skipped.is_empty() { Vec::new() } else { stored(pool, tenant, &skipped).await? }.into_iter();
+    episodes
+        .into_iter()
+        .zip(stamps)
+        .map(|(episode, stamp)| match stamp {
+            Some(stamp) => Ok((episode.stored(&stamp), Inserted::New)),
+            None => found.next().map(|row| (row, Inserted::Existing)).ok_or(sqlx::Error::RowNotFound),
+        })
+        .collect()
 }
 
 /// One episode through the single-row statement, several through the batch statement.
@@ -133,7 +137,7 @@ async fn insert_statement(
     tenant: &str,
     ids: &[Uuid],
     episodes: &[NewEpisode],
-) -> sqlx::Result<Vec<Episode>> {
+) -> sqlx::Result<Vec<Stamp>> {
     match (ids, episodes) {
         ([id], [episode]) => Ok(db::episodes::insert(conn, tenant, *id, episode).await?.into_iter().collect()),
         _ => db::episodes::insert_batch(conn, tenant, ids, episodes).await,
@@ -172,7 +176,7 @@ pub async fn ingest_batch(
     known: &KnownTenants,
     hooks: &Webhooks,
     tenant: &str,
-    episodes: &[NewEpisode],
+    episodes: Vec<NewEpisode>,
 ) -> sqlx::Result<(Vec<Episode>, usize)> {
     let span = telemetry::memory_span(MemoryOp::Create, tenant);
     telemetry::traced(span, ingest_batch_in(pool, known, hooks, tenant, episodes), |(_, created)| *created).await
@@ -183,12 +187,12 @@ async fn ingest_batch_in(
     known: &KnownTenants,
     hooks: &Webhooks,
     tenant: &str,
-    episodes: &[NewEpisode],
+    episodes: Vec<NewEpisode>,
 ) -> sqlx::Result<(Vec<Episode>, usize)> {
     ensure_tenant(pool, known, tenant).await?;
     let ids: Vec<Uuid> = episodes.iter().map(|_| new_id()).collect();
-    let new_rows = insert_new(pool, hooks, tenant, &ids, episodes, Announce::Batch).await?;
-    let rows = with_stored(pool, tenant, episodes, new_rows).await?;
+    let stamps = insert_new(pool, hooks, tenant, &ids, &episodes, Announce::Batch).await?;
+    let rows = with_stored(pool, tenant, episodes, stamps).await?;
     let created = rows.iter().filter(|(_, inserted)| *inserted == Inserted::New).count();
     Ok((rows.into_iter().map(|(row, _)| row).collect(), created))
 }

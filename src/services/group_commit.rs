@@ -3,12 +3,17 @@
 //! Each single-episode request used to be its own statement and its own commit. Under
 //! concurrency that makes Postgres pay a statement's fixed costs (executor start, the counter
 //! upsert's plan, the commit record and its WAL flush) once per episode. Here concurrent
-//! requests of one tenant share statements. A tenant's subjects are spread over `writers`
-//! lanes; each lane has at most one statement in flight, and the requests that arrive
-//! meanwhile wait and go together in its next one (the batch statement, up to [`MAX_GROUP`]
-//! episodes). A request that finds its lane idle goes at once, alone, through the single-row
-//! statement: no timer, no added latency when idle. Lanes hold disjoint subjects, so their
-//! statements never wait for each other's counter rows.
+//! requests of one tenant share statements. A tenant's requests wait in one queue, and up to
+//! `writers` statements of the tenant are in flight at once; a writer that finishes takes what
+//! queued meanwhile into its next statement (the batch statement, up to [`MAX_GROUP`]
+//! episodes). A request that finds a writer free goes at once, alone, through the single-row
+//! statement: no timer, no added latency when idle. A subject is in at most one statement in
+//! flight: its later requests wait for that statement to end, so writers never wait for each
+//! other's counter rows, and a writer held by one subject's counter row (a long import of that
+//! subject) leaves the others free for the tenant's other subjects.
+//!
+//! Several writers let Postgres execute one statement while another commits and the server
+//! answers a third's callers: one writer alone leaves the machine idle between its statements.
 //!
 //! What each caller sees is what it saw alone: its own row and whether it was new; within a
 //! subject, seqs follow the order the requests were queued in, and commit order as before (the
@@ -18,8 +23,7 @@
 //! have been to each alone (the rows may or may not have committed; nothing is retried blind).
 //! The work runs in a spawned task, so a caller that goes away cannot cut a group short.
 
-use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -42,22 +46,50 @@ struct Waiter {
     reply: Reply,
 }
 
-/// The single-episode writes of one tenant and lane waiting for a statement. A lane exists
-/// while its writer runs, and only then.
-type Lanes = HashMap<(String, usize), Vec<Waiter>>;
+/// One tenant's single-episode writes: those waiting, how many statements are in flight, and
+/// the subjects they hold. Exists while a write of the tenant is queued or in flight.
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<Waiter>,
+    writers: usize,
+    busy: HashSet<String>,
+}
+
+impl Queue {
+    /// The next statement's group: the waiting writes, in queue order, of subjects no statement
+    /// in flight holds (up to [`MAX_GROUP`]); marks their subjects busy.
+    fn take(&mut self) -> Vec<Waiter> {
+        let mut group = Vec::new();
+        let mut left = VecDeque::new();
+        let mut taken: HashSet<String> = HashSet::new();
+        while let Some(w) = self.waiting.pop_front() {
+            if group.len() < MAX_GROUP && !self.busy.contains(&w.episode.subject_id) {
+                if !taken.contains(&w.episode.subject_id) {
+                    taken.insert(w.episode.subject_id.clone());
+                }
+                group.push(w);
+            } else {
+                left.push_back(w);
+            }
+        }
+        self.waiting = left;
+        self.busy.extend(taken);
+        group
+    }
+}
 
 /// The per-tenant queues of single-episode writes (one per server, in [`crate::AppState`]).
 pub struct GroupCommit {
     pool: PgPool,
     hooks: Arc<Webhooks>,
-    lanes: usize,
-    waiting: Mutex<Lanes>,
+    writers: usize,
+    queues: Mutex<HashMap<String, Queue>>,
 }
 
 impl GroupCommit {
     /// Up to `writers` statements per tenant in flight (at least one).
     pub fn new(pool: PgPool, hooks: Arc<Webhooks>, writers: usize) -> Self {
-        GroupCommit { pool, hooks, lanes: writers.max(1), waiting: Mutex::new(HashMap::new()) }
+        GroupCommit { pool, hooks, writers: writers.max(1), queues: Mutex::new(HashMap::new()) }
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -66,61 +98,74 @@ impl GroupCommit {
 
     /// Single-episode writes of `tenant` waiting for a statement.
     pub fn queued(&self, tenant: &str) -> usize {
-        self.waiting().iter().filter(|((t, _), _)| t == tenant).map(|(_, w)| w.len()).sum()
+        self.queues().get(tenant).map_or(0, |q| q.waiting.len())
     }
 
-    fn waiting(&self) -> MutexGuard<'_, Lanes> {
-        self.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// A subject's lane: all its writes go through one lane, in the order they came, and two
-    /// lanes' statements never wait for each other's counter rows.
-    fn lane(&self, subject: &str) -> usize {
-        let mut hasher = DefaultHasher::new();
-        subject.hash(&mut hasher);
-        (hasher.finish() % self.lanes as u64) as usize
+    fn queues(&self) -> MutexGuard<'_, HashMap<String, Queue>> {
+        self.queues.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Records one episode, alone or with the tenant's concurrent ones.
     pub async fn record(self: &Arc<Self>, tenant: &str, episode: NewEpisode) -> sqlx::Result<(Episode, Inserted)> {
         let (reply, answer) = oneshot::channel();
-        let key = (tenant.to_owned(), self.lane(&episode.subject_id));
-        let start = {
-            let mut waiting = self.waiting();
-            match waiting.get_mut(&key) {
-                // Its writer runs: it takes this write with the next group.
-                Some(lane) => {
-                    lane.push(Waiter { episode, reply });
-                    None
-                }
-                None => {
-                    waiting.insert(key.clone(), Vec::new());
-                    Some(vec![Waiter { episode, reply }])
-                }
-            }
+        let groups = {
+            let mut queues = self.queues();
+            let queue = queues.entry(tenant.to_owned()).or_default();
+            queue.waiting.push_back(Waiter { episode, reply });
+            self.start(queue)
         };
-        if let Some(group) = start {
-            let this = Arc::clone(self);
-            tokio::spawn(async move { this.drain(key, group).await });
-        }
+        self.spawn(tenant, groups);
         // The writer answers every waiter it takes, even when a write panics (then the reply is
         // dropped and this reports it).
         answer.await.unwrap_or(Err(sqlx::Error::WorkerCrashed))
     }
 
-    /// Writes `group`, then whatever queued in the lane meanwhile, until it is empty.
-    async fn drain(self: Arc<Self>, key: (String, usize), mut group: Vec<Waiter>) {
-        loop {
-            // A panic drops the group's replies (its callers see an error); the lane goes on.
-            let _ = AssertUnwindSafe(self.write(&key.0, group)).catch_unwind().await;
-            let mut waiting = self.waiting();
-            let Some(lane) = waiting.get_mut(&key) else { return };
-            if lane.is_empty() {
-                waiting.remove(&key);
-                return;
+    /// The groups to write now: as many as there are free writers and waiting writes that may go.
+    fn start(&self, queue: &mut Queue) -> Vec<Vec<Waiter>> {
+        let mut groups = Vec::new();
+        while queue.writers < self.writers {
+            let group = queue.take();
+            if group.is_empty() {
+                break;
             }
-            let take = lane.len().min(MAX_GROUP);
-            group = lane.drain(..take).collect();
+            queue.writers += 1;
+            groups.push(group);
+        }
+        groups
+    }
+
+    fn spawn(self: &Arc<Self>, tenant: &str, groups: Vec<Vec<Waiter>>) {
+        for group in groups {
+            let this = Arc::clone(self);
+            let tenant = tenant.to_owned();
+            tokio::spawn(async move { this.drain(tenant, group).await });
+        }
+    }
+
+    /// Writes `group`, then whatever may go of what queued meanwhile, until nothing may.
+    async fn drain(self: Arc<Self>, tenant: String, mut group: Vec<Waiter>) {
+        while !group.is_empty() {
+            let subjects: Vec<String> = group.iter().map(|w| w.episode.subject_id.clone()).collect();
+            // A panic drops the group's replies (its callers see an error); the queue goes on.
+            let _ = AssertUnwindSafe(self.write(&tenant, group)).catch_unwind().await;
+            let more = {
+                let mut queues = self.queues();
+                let Some(queue) = queues.get_mut(&tenant) else { return };
+                for subject in &subjects {
+                    queue.busy.remove(subject);
+                }
+                group = queue.take();
+                if group.is_empty() {
+                    queue.writers -= 1;
+                }
+                // The subjects just freed may let a free writer go too.
+                let more = self.start(queue);
+                if queue.writers == 0 && queue.waiting.is_empty() {
+                    queues.remove(&tenant);
+                }
+                more
+            };
+            self.spawn(&tenant, more);
         }
     }
 
@@ -130,8 +175,8 @@ impl GroupCommit {
         // Ids in queue order: rows of one transaction share created_at, and ties order by id.
         let ids: Vec<Uuid> = episodes.iter().map(|_| new_id()).collect();
         crate::metrics::record_ingest_statement(episodes.len());
-        let rows = match insert_new(&self.pool, &self.hooks, tenant, &ids, &episodes, Announce::EachRow).await {
-            Ok(rows) => rows,
+        let stamps = match insert_new(&self.pool, &self.hooks, tenant, &ids, &episodes, Announce::EachRow).await {
+            Ok(stamps) => stamps,
             Err(e) if replies.len() > 1 && matches!(e, sqlx::Error::Database(_)) => {
                 // Refused by Postgres, so nothing was written: one at a time, only the faulty fail.
                 for ((reply, id), episode) in replies.into_iter().zip(ids).zip(episodes) {
@@ -141,21 +186,21 @@ impl GroupCommit {
             }
             Err(e) => return answer_all(replies, e),
         };
-        if rows.iter().all(Option::is_some) {
-            for (reply, row) in replies.into_iter().zip(rows.into_iter().flatten()) {
-                let _ = reply.send(Ok((row, Inserted::New)));
+        if stamps.iter().all(Option::is_some) {
+            for ((reply, episode), stamp) in replies.into_iter().zip(episodes).zip(stamps.into_iter().flatten()) {
+                let _ = reply.send(Ok((episode.stored(&stamp), Inserted::New)));
             }
             return;
         }
-        match with_stored(&self.pool, tenant, &episodes, rows.clone()).await {
+        match with_stored(&self.pool, tenant, episodes.clone(), stamps.clone()).await {
             Ok(found) => {
                 for (reply, row) in replies.into_iter().zip(found) {
                     let _ = reply.send(Ok(row));
                 }
             }
             Err(e) if replies.len() > 1 && matches!(e, sqlx::Error::Database(_)) => {
-                for ((reply, row), episode) in replies.into_iter().zip(rows).zip(episodes) {
-                    let one = with_stored(&self.pool, tenant, std::slice::from_ref(&episode), vec![row]).await;
+                for ((reply, stamp), episode) in replies.into_iter().zip(stamps).zip(episodes) {
+                    let one = with_stored(&self.pool, tenant, vec![episode], vec![stamp]).await;
                     let _ = reply.send(one.and_then(|mut r| r.pop().ok_or(sqlx::Error::RowNotFound)));
                 }
             }
@@ -164,9 +209,10 @@ impl GroupCommit {
     }
 
     async fn write_alone(&self, tenant: &str, id: Uuid, episode: NewEpisode) -> sqlx::Result<(Episode, Inserted)> {
-        let episodes = std::slice::from_ref(&episode);
-        let rows = insert_new(&self.pool, &self.hooks, tenant, &[id], episodes, Announce::EachRow).await?;
-        with_stored(&self.pool, tenant, episodes, rows).await?.pop().ok_or(sqlx::Error::RowNotFound)
+        let stamps =
+            insert_new(&self.pool, &self.hooks, tenant, &[id], std::slice::from_ref(&episode), Announce::EachRow)
+                .await?;
+        with_stored(&self.pool, tenant, vec![episode], stamps).await?.pop().ok_or(sqlx::Error::RowNotFound)
     }
 }
 
@@ -193,5 +239,54 @@ fn copy_error(e: &sqlx::Error) -> sqlx::Error {
         sqlx::Error::RowNotFound => sqlx::Error::RowNotFound,
         sqlx::Error::WorkerCrashed => sqlx::Error::WorkerCrashed,
         other => sqlx::Error::Protocol(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiter(subject: &str) -> Waiter {
+        let episode = NewEpisode {
+            subject_id: subject.to_owned(),
+            source: "chat".into(),
+            kind: "message".into(),
+            payload: Default::default(),
+            metadata: Default::default(),
+            provenance: Default::default(),
+            session_id: None,
+            occurred_at: None,
+            idempotency_key: None,
+        };
+        Waiter { episode, reply: oneshot::channel().0 }
+    }
+
+    fn subjects(group: &[Waiter]) -> Vec<&str> {
+        group.iter().map(|w| w.episode.subject_id.as_str()).collect()
+    }
+
+    #[test]
+    fn a_group_skips_busy_subjects_and_keeps_queue_order() {
+        let mut queue = Queue::default();
+        queue.busy.insert("b".into());
+        queue.waiting.extend(["a", "b", "c", "a", "b"].map(waiter));
+        let group = queue.take();
+        assert_eq!(subjects(&group), ["a", "c", "a"]);
+        assert_eq!(queue.waiting.iter().map(|w| w.episode.subject_id.as_str()).collect::<Vec<_>>(), ["b", "b"]);
+        // Its subjects are now busy: nothing else may go until they are freed.
+        assert!(queue.busy.contains("a") && queue.busy.contains("c"));
+        assert!(queue.take().is_empty());
+        queue.busy.remove("b");
+        assert_eq!(subjects(&queue.take()), ["b", "b"]);
+    }
+
+    #[test]
+    fn a_full_group_leaves_the_rest_of_its_subjects_for_later() {
+        let mut queue = Queue::default();
+        queue.waiting.extend((0..MAX_GROUP + 2).map(|i| waiter(if i % 2 == 0 { "x" } else { "y" })));
+        assert_eq!(queue.take().len(), MAX_GROUP);
+        // "x" and "y" are in flight: their later writes wait for that statement.
+        assert!(queue.take().is_empty());
+        assert_eq!(queue.waiting.len(), 2);
     }
 }

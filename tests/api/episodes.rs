@@ -388,3 +388,67 @@ async fn an_episode_postgres_refuses_fails_alone_and_its_group_is_written() {
     assert_eq!(statuses, [201, 500, 201]);
     assert_eq!(app.count("episodes").await, 1 + 1 + 2);
 }
+
+/// A new row's response is built from the request (Postgres sends back only its instants); it
+/// must be what Postgres stored, which a repeat of the key reads back.
+#[tokio::test]
+async fn a_new_episode_is_answered_as_stored() {
+    let app = crate::common::spawn().await;
+    let payloads = [
+        json!({"z": 1, "a": {"y": [3, 2, 1], "b": null}, "messages": [{"role": "user", "content": "héllo 👋"}]}),
+        json!({"n": [1e2, 1.50, 0.1, -0.0, 12345678901234567890u64, 1e22, 2.5e-8], "text": "numbers"}),
+        json!({"k": "a", "K": "b", "ä": "c", "": "empty key", "long key first": true, "t": "\u{7f}\t\"quoted\"\\"}),
+    ];
+    let occurred = ["2024-01-02T03:04:05.123456789Z", "2024-01-02T03:04:05Z", "2024-01-02T03:04:05+02:00"];
+    for (i, (payload, at)) in payloads.iter().zip(occurred).enumerate() {
+        let key = format!("stored-{i}");
+        let body = json!({
+            "subject_id": "user:stored", "source": "chat", "type": "message", "payload": payload,
+            "metadata": {"b": 2, "a": [1.0, "x"]}, "provenance": {"via": "test"}, "session_id": "s1",
+            "occurred_at": at, "idempotency_key": key,
+        });
+        let (s1, new) = app.post("/v1/episodes", &body).await;
+        assert_eq!(s1, 201, "{new}");
+        let (s2, again) = app.post("/v1/episodes", &body).await;
+        assert_eq!(s2, 200, "{again}");
+        assert_eq!(new, again, "the new row's answer and the stored row differ");
+        assert_eq!(serde_json::to_string(&new).unwrap(), serde_json::to_string(&again).unwrap());
+    }
+    // The same through a batch.
+    let batch: Vec<Value> = payloads
+        .iter()
+        .enumerate()
+        .map(|(i, p)| json!({"subject_id": "user:stored-b", "source": "chat", "type": "message", "payload": p, "idempotency_key": format!("b{i}")}))
+        .collect();
+    let (s1, new) = app.post("/v1/episodes/batch", &json!({"episodes": batch})).await;
+    assert_eq!(s1, 201, "{new}");
+    let (s2, again) = app.post("/v1/episodes/batch", &json!({"episodes": batch})).await;
+    assert_eq!((s2, &again["episodes_created"]), (201, &json!(0)), "{again}");
+    assert_eq!(new["episodes"], again["episodes"], "{new} vs {again}");
+}
+
+/// With two writers, a subject whose counter row is held keeps only its own later writes
+/// waiting: another subject's write goes by in the second statement, and the held subject's
+/// writes keep their queue order once it is free.
+#[tokio::test]
+async fn a_held_subject_keeps_its_own_writes_waiting_and_not_the_others() {
+    let app = crate::common::spawn_with(mnemo::RuntimeConfig { ingest_writers: 2, ..Default::default() }).await;
+    let lock = hold_counter(&app, "user:held").await;
+    let first = send_all(&app, vec![episode("user:held", "first")]);
+    until_queued(&app, 0).await;
+    let held = send_all(&app, vec![episode("user:held", "second"), episode("user:held", "third")]);
+    until_queued(&app, 2).await;
+    // The second writer is free, and this subject is not held.
+    let (status, other) = app.post("/v1/episodes", &episode("user:free", "meanwhile")).await;
+    assert_eq!(status, 201, "{other}");
+    assert_eq!(app.group_commit.queued(mnemo::model::text::DEFAULT_TENANT), 2, "the held subject's writes still wait");
+    lock.commit().await.unwrap();
+    let mut ids = vec![first.into_iter().next().unwrap().await.unwrap()];
+    for handle in held {
+        ids.push(handle.await.unwrap());
+    }
+    assert!(ids.iter().all(|(s, _)| *s == 201), "{ids:?}");
+    let ids: Vec<&str> = ids.iter().map(|(_, r)| r["id"].as_str().unwrap()).collect();
+    let got: Vec<i64> = seqs(&app, &ids).await.into_iter().map(|(_, seq)| seq).collect();
+    assert!(got.windows(2).all(|w| w[0] < w[1]), "queue order kept: {got:?}");
+}
