@@ -170,15 +170,20 @@ const UNAVAILABLE_RETRY_AFTER: &str = "1";
 /// cannot be made, a server shutting down or starting, a primary that became read-only in a
 /// failover), as opposed to a fault of the request or of mnemo.
 pub fn database_unavailable(cause: &anyhow::Error) -> bool {
-    cause.chain().any(|e| match e.downcast_ref::<sqlx::Error>() {
-        Some(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_)) => true,
-        Some(sqlx::Error::Database(db)) => db.code().is_some_and(|c| {
+    cause.chain().any(|e| e.downcast_ref::<sqlx::Error>().is_some_and(sqlx_unavailable))
+}
+
+/// [`database_unavailable`] for one `sqlx` error.
+pub fn sqlx_unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_) => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| {
             // 08: connection exception; 57P01-03: admin/crash shutdown, cannot connect now;
             // 25006: read-only transaction (a demoted primary or a standby).
             c.starts_with("08") || matches!(c.as_ref(), "57P01" | "57P02" | "57P03" | "25006")
         }),
         _ => false,
-    })
+    }
 }
 
 /// One invalid field, reported pydantic-style.

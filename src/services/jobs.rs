@@ -121,6 +121,17 @@ async fn drain(state: &AppState, job: JobRow) {
                     break;
                 }
             }
+            // The database went away (a failover, a restart): the batch's transaction did not
+            // commit, so the job is left running; once its heartbeat is stale a worker claims
+            // it again (counted against MAX_ATTEMPTS) and compiles what is still uncompiled.
+            Err(CompileError::Db(e)) if crate::error::sqlx_unavailable(&e) => {
+                tracing::warn!(job_id = %job.id, error = %e, "database unavailable: compile job left for a retry");
+                return;
+            }
+            Err(CompileError::Failed(e)) if crate::error::database_unavailable(&e) => {
+                tracing::warn!(job_id = %job.id, error = %format!("{e:#}"), "database unavailable: compile job left for a retry");
+                return;
+            }
             Err(CompileError::Failed(e)) => {
                 tracing::error!(job_id = %job.id, error = %format!("{e:#}"), "compile job failed");
                 finish_failed(pool, &job, COMPILATION_FAILED).await;

@@ -273,6 +273,52 @@ async fn a_job_orphaned_by_a_crash_is_taken_over() {
     assert_eq!(done["memories_created"], 2);
 }
 
+/// A job whose database goes away mid-compile (a failover: here Postgres answers 57P01,
+/// `admin_shutdown`) is not failed: it is left for a retry and completes once the database is back.
+#[tokio::test]
+async fn a_job_is_retried_after_the_database_went_away() {
+    let app = spawn_with(RuntimeConfig { run_worker: false, ..RuntimeConfig::default() }).await;
+    app.post("/v1/episodes", &episode("u", "I live in Oslo.")).await;
+    sqlx::raw_sql(
+        "CREATE FUNCTION shut_down() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           RAISE EXCEPTION 'terminating connection due to administrator command' USING ERRCODE = 'admin_shutdown'; END $$; \
+         CREATE TRIGGER shut_down BEFORE INSERT ON memories FOR EACH ROW EXECUTE FUNCTION shut_down();",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let (_, job) = app.post("/v1/memories/compile", &json!({"subject_id": "u", "async": true})).await;
+    let id = job["job_id"].as_str().unwrap().to_owned();
+    let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
+    let config = RuntimeConfig { job_poll_ms: 20, job_stale_secs: 1, ..RuntimeConfig::default() };
+    let state = mnemo::AppState::new(app.pool.clone(), config, embedder);
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(mnemo::services::jobs::run_worker(state, rx));
+    // Claimed, left, and claimed again once stale: never failed meanwhile.
+    let mut attempts = 0;
+    for _ in 0..200 {
+        let (_, b) = app.get(&format!("/v1/memories/compile/{id}")).await;
+        assert_ne!(b["status"], "failed", "{b}");
+        attempts = sqlx::query_scalar("SELECT attempts FROM compile_jobs WHERE id = $1")
+            .bind(&id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        if attempts >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(attempts >= 2, "the job was not claimed again");
+    sqlx::raw_sql("DROP TRIGGER shut_down ON memories").execute(&app.pool).await.unwrap();
+    let done = wait_for_job(&app, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    // The refused batches wrote nothing: what the job reports created is all there is.
+    assert!(done["memories_created"].as_i64().unwrap() > 0, "{done}");
+    assert_eq!(json!(app.count("memories").await), done["memories_created"]);
+    drop(stop);
+}
+
 #[tokio::test]
 async fn search_text_and_fallback_modes() {
     let app = spawn().await;
