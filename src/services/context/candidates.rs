@@ -50,8 +50,7 @@ pub async fn found(
 ) -> sqlx::Result<(Candidates, i64)> {
     let mut kept = subjects.get(probe.tenant, probe.subject_id);
     loop {
-        let known =
-            kept.as_ref().map(|k| (k.fingerprint.as_str(), k.rows.memories.iter().map(|m| m.xmin).max().unwrap_or(0)));
+        let known = kept.as_ref().map(|k| (k.fingerprint.as_str(), k.highest_version));
         let (fetched, version) = db::context::candidates(pool, probe, around, sources, known).await?;
         let mut call = match fetched {
             Fetched::Lanes(found) => return Ok((found, version)),

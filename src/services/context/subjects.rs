@@ -21,6 +21,18 @@ use crate::db::context::SubjectRows;
 pub struct Kept {
     pub fingerprint: String,
     pub rows: SubjectRows,
+    /// The highest row version among the memories (what a call sends with the fingerprint).
+    pub highest_version: i64,
+}
+
+/// A (tenant, subject) key borrowed: hashes as the owned pair does, so a lookup allocates nothing.
+#[derive(Hash)]
+struct KeyRef<'a>(&'a str, &'a str);
+
+impl quick_cache::Equivalent<(String, String)> for KeyRef<'_> {
+    fn equivalent(&self, key: &(String, String)) -> bool {
+        self.0 == key.0 && self.1 == key.1
+    }
 }
 
 /// Kept subjects by (tenant, subject), bounded by an estimate of their size in bytes and
@@ -61,12 +73,13 @@ impl SubjectCache {
 
     /// The copy kept of the subject, if any.
     pub fn get(&self, tenant: &str, subject: &str) -> Option<Arc<Kept>> {
-        self.0.as_ref()?.get(&(tenant.to_string(), subject.to_string()))
+        self.0.as_ref()?.get(&KeyRef(tenant, subject))
     }
 
     /// Keeps `rows` as the subject's copy in the state `fingerprint` names; returns it.
     pub fn keep(&self, tenant: &str, subject: &str, fingerprint: String, rows: SubjectRows) -> Arc<Kept> {
-        let kept = Arc::new(Kept { fingerprint, rows });
+        let highest_version = rows.memories.iter().map(|m| m.xmin).max().unwrap_or(0);
+        let kept = Arc::new(Kept { fingerprint, rows, highest_version });
         if let Some(cache) = &self.0 {
             cache.insert((tenant.to_string(), subject.to_string()), Arc::clone(&kept));
         }
