@@ -123,7 +123,7 @@ pub struct Found {
     pub snapshot: Option<SnapshotRow>,
 }
 
-pub use crate::db::context_small::{Sent, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
+pub use crate::db::context_small::{Lexemes, Sent, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
 
 /// What one call's statement returned: the lanes' candidates, or for a small subject what the
 /// server needs to apply the lanes itself.

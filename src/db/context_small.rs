@@ -18,8 +18,8 @@ pub struct SubjectMemory {
     pub candidate: MemoryCandidate,
     /// When mnemo recorded it (a call sees it from then on).
     pub recorded_at: DateTime<Utc>,
-    /// Its distinct lexemes (`content_tsv`), sorted.
-    pub lexemes: Vec<String>,
+    /// Its distinct lexemes (`content_tsv`).
+    pub lexemes: Lexemes,
     /// A claim contradiction's record names it as the superseded memory (it counts as
     /// contradicted from its `superseded_at` on).
     pub contradiction: bool,
@@ -39,8 +39,50 @@ impl SubjectMemory {
 pub struct SubjectEpisode {
     /// The row, with no scores yet.
     pub candidate: EpisodeCandidate,
-    /// Its distinct lexemes (`search_tsv`), sorted.
-    pub lexemes: Vec<String>,
+    /// Its distinct lexemes (`search_tsv`).
+    pub lexemes: Lexemes,
+}
+
+/// A row's distinct lexemes, sorted in Rust's order for binary search (Postgres orders a
+/// tsvector's by length first), with a 128-bit signature of them: two bits set per lexeme, so a
+/// term whose bits are not all set is certainly absent and needs no search. A BM25 lane asks
+/// every row whether it holds each task term; most rows hold none, and the signature answers
+/// those without comparing strings.
+#[derive(Debug, Clone, Default)]
+pub struct Lexemes {
+    sorted: Vec<String>,
+    signature: u128,
+}
+
+impl Lexemes {
+    pub fn new(mut lexemes: Vec<String>) -> Self {
+        lexemes.sort_unstable();
+        let signature = lexemes.iter().fold(0, |bits, l| bits | Self::bits(l));
+        Lexemes { sorted: lexemes, signature }
+    }
+
+    /// The signature bits of one lexeme (FNV-1a, two of 128 positions).
+    pub fn bits(lexeme: &str) -> u128 {
+        let h = lexeme.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        (1u128 << (h & 127)) | (1u128 << ((h >> 7) & 127))
+    }
+
+    /// Whether `term`, whose [`Self::bits`] are `bits`, is one of them.
+    pub fn holds(&self, term: &str, bits: u128) -> bool {
+        self.signature & bits == bits && self.sorted.binary_search_by(|l| l.as_str().cmp(term)).is_ok()
+    }
+
+    pub fn len(&self) -> usize {
+        self.sorted.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sorted.is_empty()
+    }
+
+    pub fn as_slice(&self) -> &[String] {
+        &self.sorted
+    }
 }
 
 /// Every row of a small subject, of one state of it (the one its fingerprint names). Shared
@@ -97,7 +139,7 @@ impl SmallCall {
     pub(super) fn take(&mut self, mut r: Row, subject_id: &str) -> sqlx::Result<bool> {
         match r.part {
             10 => {
-                let lexemes = sorted(r.lexemes.take().unwrap_or_default());
+                let lexemes = Lexemes::new(r.lexemes.take().unwrap_or_default());
                 let recorded_at = need(r.recorded_at, "recorded_at")?;
                 let contradiction = need(r.contradicted.take(), "contradicted")?;
                 let xmin = need(r.seq.take(), "seq")?;
@@ -106,7 +148,7 @@ impl SmallCall {
                 self.memories.push(SubjectMemory { candidate, recorded_at, lexemes, contradiction, xmin });
             }
             11 => {
-                let lexemes = sorted(r.lexemes.take().unwrap_or_default());
+                let lexemes = Lexemes::new(r.lexemes.take().unwrap_or_default());
                 r.lex = Some(0.0);
                 let candidate = r.episode(subject_id)?;
                 self.episodes.push(SubjectEpisode { candidate, lexemes });
@@ -197,8 +239,26 @@ fn sent(word: Option<&str>) -> sqlx::Result<Sent> {
     }
 }
 
-/// Lexemes in Rust's order, for binary search (Postgres orders a tsvector's by length first).
-fn sorted(mut lexemes: Vec<String>) -> Vec<String> {
-    lexemes.sort_unstable();
-    lexemes
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signature_never_hides_a_lexeme_and_turns_most_absent_terms_away() {
+        let words: Vec<String> = (0..4000).map(|i| format!("w{i}")).collect();
+        let mut turned_away = 0;
+        for row in words.chunks(20) {
+            let lexemes = Lexemes::new(row.iter().rev().cloned().collect());
+            assert_eq!(lexemes.len(), 20);
+            for w in row {
+                assert!(lexemes.holds(w, Lexemes::bits(w)), "{w} is held");
+            }
+            for probe in ["kafka", "deploy", "w4001", "", "ünïcode"] {
+                assert!(!lexemes.holds(probe, Lexemes::bits(probe)));
+                turned_away += usize::from(lexemes.signature & Lexemes::bits(probe) != Lexemes::bits(probe));
+            }
+        }
+        // Two bits a lexeme, 20 lexemes in 128 bits: about 9 absent terms in 10 need no search.
+        assert!(turned_away * 10 > 200 * 5 * 8, "{turned_away} of 1000 turned away by the signature");
+    }
 }

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
-use crate::db::context::{Backing, Found, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
+use crate::db::context::{Backing, Found, Lexemes, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
 use crate::db::working_memory::SnapshotRow;
 use crate::model::memory::{MemoryKind, MemoryStatus};
 
@@ -49,8 +49,7 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found 
     let recorded: Vec<&SubjectMemory> =
         rows.memories.iter().map(AsRef::as_ref).filter(|m| m.recorded_at <= as_of).collect();
     let live: Vec<&SubjectMemory> = recorded.iter().copied().filter(|m| visible_memory(m, as_of)).collect();
-    let mem_lx =
-        bm25(live.iter().map(|m| (m.candidate.memory.id, m.lexemes.as_slice())), &call.memory_terms, size, lex_n);
+    let mem_lx = bm25(live.iter().map(|m| (m.candidate.memory.id, &m.lexemes)), &call.memory_terms, size, lex_n);
     let mut mem_ids: HashSet<Uuid> = mem_lx.keys().copied().collect();
     mem_ids.extend(live.iter().filter(|m| m.candidate.claim_single).map(|m| m.candidate.memory.id));
     let mut facts: Vec<&&SubjectMemory> = live
@@ -85,8 +84,7 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found 
     // Episodes: BM25, the recent ones, the days the task names, the nearest vectors, the session's.
     let seen: Vec<&SubjectEpisode> =
         rows.episodes.iter().map(AsRef::as_ref).filter(|e| visible_episode(e, as_of)).collect();
-    let ep_lx =
-        bm25(seen.iter().map(|e| (e.candidate.episode.id, e.lexemes.as_slice())), &call.episode_terms, size, lex_n);
+    let ep_lx = bm25(seen.iter().map(|e| (e.candidate.episode.id, &e.lexemes)), &call.episode_terms, size, lex_n);
     let mut ep_ids: HashSet<Uuid> = ep_lx.keys().copied().collect();
     ep_ids.extend(latest(seen.iter().copied(), recent_n));
     if !lanes.days.is_empty() {
@@ -241,9 +239,9 @@ fn distance_order(a: Option<f64>, b: Option<f64>) -> Ordering {
 /// The BM25 lane of `mnemo_memory_bm25` / `mnemo_episode_bm25` with `mnemo_bm25_rank`
 /// (migrations 0027-0028): the items holding any of `terms`, scored over the subject of `size`
 /// items (or as many as hold a term, if more), the best `limit` by score (rounded to nine
-/// decimals) and then id. Each item's lexemes are sorted. Returns id → score.
+/// decimals) and then id. Returns id → score.
 fn bm25<'a>(
-    docs: impl Iterator<Item = (Uuid, &'a [String])>,
+    docs: impl Iterator<Item = (Uuid, &'a Lexemes)>,
     terms: &[String],
     size: f64,
     limit: usize,
@@ -251,10 +249,11 @@ fn bm25<'a>(
     if terms.is_empty() {
         return HashMap::new();
     }
+    let bits: Vec<u128> = terms.iter().map(|t| Lexemes::bits(t)).collect();
     // (id, length in lexemes, the task terms it holds)
     let hits: Vec<(Uuid, f64, Vec<usize>)> = docs
         .filter_map(|(id, lexemes)| {
-            let held: Vec<usize> = (0..terms.len()).filter(|&t| lexemes.binary_search(&terms[t]).is_ok()).collect();
+            let held: Vec<usize> = (0..terms.len()).filter(|&t| lexemes.holds(&terms[t], bits[t])).collect();
             (!held.is_empty()).then_some((id, lexemes.len() as f64, held))
         })
         .collect();
@@ -341,20 +340,20 @@ mod tests {
         let ids: Vec<Uuid> = (1..=4u128).map(Uuid::from_u128).collect();
         let lex = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let docs = [
-            lex(&["consum", "kafka", "lag"]),
-            lex(&["deploy", "kafka"]),
-            lex(&["again", "deploy", "fail", "pipelin", "stage"]),
-            lex(&["budget"]),
+            Lexemes::new(lex(&["lag", "kafka", "consum"])),
+            Lexemes::new(lex(&["deploy", "kafka"])),
+            Lexemes::new(lex(&["again", "deploy", "fail", "pipelin", "stage"])),
+            Lexemes::new(lex(&["budget"])),
         ];
         let terms = lex(&["deploy", "kafka", "lag"]);
-        let all = bm25(ids.iter().copied().zip(docs.iter().map(Vec::as_slice)), &terms, 10.0, 10);
+        let all = bm25(ids.iter().copied().zip(docs.iter()), &terms, 10.0, 10);
         assert_eq!(all.len(), 3, "the item without a task term is not a hit");
         assert!(all[&ids[0]] > all[&ids[2]], "a rare term outweighs a common one");
         assert!(all[&ids[1]] > all[&ids[2]], "two terms over one in a longer item");
-        let top = bm25(ids.iter().copied().zip(docs.iter().map(Vec::as_slice)), &terms, 10.0, 1);
+        let top = bm25(ids.iter().copied().zip(docs.iter()), &terms, 10.0, 1);
         assert_eq!(top.len(), 1);
         let best = all.iter().max_by(|a, b| a.1.partial_cmp(b.1).unwrap().then(b.0.cmp(a.0))).unwrap();
         assert_eq!(top.get(best.0), Some(best.1));
-        assert!(bm25(ids.iter().copied().zip(docs.iter().map(Vec::as_slice)), &[], 10.0, 10).is_empty());
+        assert!(bm25(ids.iter().copied().zip(docs.iter()), &[], 10.0, 10).is_empty());
     }
 }

@@ -99,7 +99,7 @@ fn size_of(rows: &SubjectRows) -> usize {
             ROW + c.content.len()
                 + c.summary.len()
                 + json_size(&c.metadata)
-                + strings(&m.lexemes)
+                + strings(m.lexemes.as_slice())
                 + strings(&c.sensitivity_labels)
                 + strings(&c.suggested_labels)
                 + 16 * c.source_episode_ids.len()
@@ -110,7 +110,10 @@ fn size_of(rows: &SubjectRows) -> usize {
         .iter()
         .map(|e| {
             let c = &e.candidate.episode;
-            ROW + json_size(&c.payload) + json_size(&c.metadata) + json_size(&c.provenance) + strings(&e.lexemes)
+            ROW + json_size(&c.payload)
+                + json_size(&c.metadata)
+                + json_size(&c.provenance)
+                + strings(e.lexemes.as_slice())
         })
         .sum();
     memories + episodes
