@@ -56,6 +56,25 @@ pub struct Probe<'a> {
     pub small_subject: [i32; 2],
 }
 
+impl<'a> Probe<'a> {
+    /// A probe of `subject_id` at `as_of` for the task lexemes `tsquery`, with no vector, session
+    /// or days and the normal bounds; set the other fields on the result.
+    pub fn new(tenant: &'a str, subject_id: &'a str, as_of: DateTime<Utc>, tsquery: Option<String>) -> Self {
+        Probe {
+            tenant,
+            subject_id,
+            as_of,
+            tsquery,
+            vector: None,
+            session_id: None,
+            days: Vec::new(),
+            approx_from: APPROX_VECTORS_FROM,
+            ranked_lane: MAX_RANKED_LANE,
+            small_subject: SMALL_SUBJECT,
+        }
+    }
+}
+
 /// Subjects of up to this many episodes and memories (today) get their lanes applied by the
 /// server (`services::context::lanes`) on their rows, kept between calls and brought up to date
 /// with what changed. A call that finds its copy current on a subject of 605 episodes and 1,024

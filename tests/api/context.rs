@@ -212,18 +212,7 @@ async fn facts_text(app: &crate::common::TestApp, task: &str) -> String {
 /// mnemo_app, the tenant named by the statement).
 async fn lexical_scores(app: &crate::common::TestApp, subject: &str, task_words: &str, as_of: &str) -> Vec<f64> {
     let as_of = chrono::DateTime::parse_from_rfc3339(as_of).unwrap().with_timezone(&chrono::Utc);
-    let probe = mnemo::db::context::Probe {
-        tenant: "default",
-        subject_id: subject,
-        as_of,
-        tsquery: Some(task_words.to_string()),
-        vector: None,
-        session_id: None,
-        days: Vec::new(),
-        approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
-        ranked_lane: mnemo::db::context::MAX_RANKED_LANE,
-        small_subject: mnemo::db::context::SMALL_SUBJECT,
-    };
+    let probe = mnemo::db::context::Probe::new("default", subject, as_of, Some(task_words.to_string()));
     let subjects = mnemo::services::context::SubjectCache::default();
     let (found, _) =
         mnemo::services::context::candidates::found(&app.app_pool, &probe, false, false, &subjects).await.unwrap();

@@ -158,18 +158,7 @@ async fn a_call_on_a_kept_subject_gets_only_what_changed() {
         (0..20).map(|i| format!("Turn {i}: I work at Acme Bakery and like rooibos tea.")).collect();
     ingest(&app, s, &turns.iter().map(String::as_str).collect::<Vec<_>>()).await;
     app.compile_all(s).await;
-    let probe = Probe {
-        tenant: "default",
-        subject_id: s,
-        as_of: mnemo::model::time::now_micros(),
-        tsquery: Some("tea".into()),
-        vector: None,
-        session_id: None,
-        days: Vec::new(),
-        approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
-        ranked_lane: mnemo::db::context::MAX_RANKED_LANE,
-        small_subject: mnemo::db::context::SMALL_SUBJECT,
-    };
+    let probe = Probe::new("default", s, mnemo::model::time::now_micros(), Some("tea".into()));
     let pool = &app.app_pool;
     let call = |known: Option<(String, i64)>| {
         let probe = probe.clone();

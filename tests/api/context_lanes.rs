@@ -83,16 +83,12 @@ async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
             for (around, sources) in [(true, true), (false, false), (true, false)] {
                 let as_of = if before { mid } else { chrono::Utc::now() };
                 let probe = Probe {
-                    tenant: "default",
-                    subject_id: "small",
-                    as_of,
-                    tsquery: Some(task.to_string()),
                     vector: with_vector.then(|| (vector.clone(), model.clone())),
                     session_id: session,
                     days: if dates { vec![today] } else { Vec::new() },
-                    approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
                     ranked_lane: lane,
                     small_subject: [0, 0],
+                    ..Probe::new("default", "small", as_of, Some(task.to_string()))
                 };
                 let (reference, got) = both_ways(&app, probe, around, sources).await;
                 lexical +=
@@ -188,16 +184,10 @@ async fn lanes_in_process_cut_long_fact_lanes_as_mnemo_context_does() {
     for task in ["hobbi | radio", "clock | turn", "zebra"] {
         for (with_vector, lane) in [(false, 25), (true, 40), (false, 100)] {
             let probe = Probe {
-                tenant: "default",
-                subject_id: "facts",
-                as_of: chrono::Utc::now(),
-                tsquery: Some(task.to_string()),
                 vector: with_vector.then(|| (vector.clone(), model.clone())),
-                session_id: None,
-                days: Vec::new(),
-                approx_from: mnemo::db::context::APPROX_VECTORS_FROM,
                 ranked_lane: lane,
                 small_subject: [0, 0],
+                ..Probe::new("default", "facts", chrono::Utc::now(), Some(task.to_string()))
             };
             let (reference, got) = both_ways(&app, probe, true, true).await;
             let (want, got) = (canonical(reference), canonical(got));
