@@ -251,14 +251,19 @@ async fn verify(args: &Args, tally: &Tally) -> anyhow::Result<Value> {
         _ => false,
     };
     let forked = broken_links > 0 || max_seq.unwrap_or(0) != receipts || !head_ok;
-    let jobs_stuck: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM compile_jobs WHERE tenant_id = $1 AND status = 'failed'")
-            .bind(&args.tenant)
-            .fetch_one(&pool)
-            .await?;
+    // A job left without a heartbeat (its database went away mid-batch) is superseded by the
+    // subject's next submission, which compiles the same episodes: counted apart from failures.
+    let (jobs_failed, jobs_superseded): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE error NOT LIKE 'superseded:%' OR error IS NULL), \
+                count(*) FILTER (WHERE error LIKE 'superseded:%') \
+         FROM compile_jobs WHERE tenant_id = $1 AND status = 'failed'",
+    )
+    .bind(&args.tenant)
+    .fetch_one(&pool)
+    .await?;
     Ok(json!({"acknowledged": acked.len(), "lost": lost, "duplicated_episodes": dup_episodes,
         "duplicated_memories": dup_memories, "memories": memories, "receipts": receipts,
-        "chain_forked": forked, "failed_jobs": jobs_stuck}))
+        "chain_forked": forked, "failed_jobs": jobs_failed, "superseded_jobs": jobs_superseded}))
 }
 
 #[tokio::main]
