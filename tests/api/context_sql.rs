@@ -108,7 +108,7 @@ async fn a_large_subject_among_many_small_ones_is_probed_through_the_full_text_i
     let rows: i64 = sqlx::query_scalar(&call("kafka | consumer")).fetch_one(&mut *tx).await.unwrap();
     assert!(rows > 40, "{rows}");
     let mut by_index = Vec::new();
-    for index in ["episodes_subject_order", "episodes_subject_tsv"] {
+    for index in ["episodes_subject_order", "episodes_subject_key_tsv"] {
         let sql = read("pg_stat_get_xact_tuples_returned", index);
         by_index.push(sqlx::query_scalar::<_, i64>(&sql).fetch_one(&mut *tx).await.unwrap());
     }
