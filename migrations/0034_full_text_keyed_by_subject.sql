@@ -12,11 +12,17 @@
 -- The indexes are now on (mnemo_subject_key(tenant_id, subject_id), tsvector): one entry whose
 -- posting list holds exactly the subject's rows. The key is injective (the tenant's length
 -- comes first, so no two (tenant, subject) pairs share it): comparing it selects the same rows
--- as comparing tenant_id and subject_id. The lanes' statements are those of migration 0028 with
--- the key's condition in place of those two. Not beside them: the planner would take the three
--- for independent conditions and estimate a 60,500-turn subject at 1,395 rows, then scan all
--- of its rows once per term instead of probing the index (190 ms a call, seen while testing).
--- The Statewave search endpoint compares the key too.
+-- as comparing tenant_id and subject_id, so the lanes return the same rows and scores. The
+-- probes compare the key in place of those two. Not beside them: the planner would take the
+-- three for independent conditions and estimate a 60,500-turn subject at 1,395 rows, then scan
+-- all of its rows once per term instead of probing the index (190 ms a call, seen while
+-- testing). The Statewave search endpoint compares the key too.
+--
+-- And the probes are planned once again, whatever the subject's size. Migration 0028 planned
+-- them on every call from 1,000 episodes (dynamic SQL, ~0.4 ms a lane with its parsing),
+-- because a generic plan estimated a large subject at the table's mean size and scanned it
+-- through the (tenant, subject, ...) btrees. With only the key to compare, no btree applies:
+-- the full-text index is the one path a plan of any subject can take.
 
 CREATE FUNCTION mnemo_subject_key(p_tenant text, p_subject text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -38,22 +44,13 @@ DECLARE
     v_id uuid[];
     v_term text[];
     v_dl float8[];
-    v_size float8 := mnemo_subject_size(p_subject, p_as_of);
 BEGIN
-    IF v_size >= 1000 THEN
-        EXECUTE
-            'SELECT array_agg(e.id), array_agg(t.l), array_agg(length(e.search_tsv)::float8) '
-            'FROM unnest($1) t(l) JOIN episodes e ON e.search_tsv @@ quote_literal(t.l)::tsquery '
-            'WHERE mnemo_subject_key(e.tenant_id, e.subject_id) = mnemo_subject_key(current_setting(''mnemo.tenant'', true), $2) '
-            'AND e.created_at <= $3 AND $4 IS NOT NULL'
-        INTO v_id, v_term, v_dl USING p_terms, p_subject, p_as_of, p_query;
-    ELSE
-        SELECT array_agg(e.id), array_agg(t.l), array_agg(length(e.search_tsv)::float8) INTO v_id, v_term, v_dl
-        FROM unnest(p_terms) t(l) JOIN episodes e ON e.search_tsv @@ quote_literal(t.l)::tsquery
-        WHERE mnemo_subject_key(e.tenant_id, e.subject_id) = mnemo_subject_key(current_setting('mnemo.tenant', true), p_subject)
-          AND e.created_at <= p_as_of AND p_query IS NOT NULL;
-    END IF;
-    RETURN QUERY SELECT r.id, r.score FROM mnemo_bm25_rank(v_id, v_term, v_dl, v_size, p_limit) r;
+    SELECT array_agg(e.id), array_agg(t.l), array_agg(length(e.search_tsv)::float8) INTO v_id, v_term, v_dl
+    FROM unnest(p_terms) t(l) JOIN episodes e ON e.search_tsv @@ quote_literal(t.l)::tsquery
+    WHERE mnemo_subject_key(e.tenant_id, e.subject_id) = mnemo_subject_key(current_setting('mnemo.tenant', true), p_subject)
+      AND e.created_at <= p_as_of AND p_query IS NOT NULL;
+    RETURN QUERY SELECT r.id, r.score
+    FROM mnemo_bm25_rank(v_id, v_term, v_dl, mnemo_subject_size(p_subject, p_as_of), p_limit) r;
 END
 $$;
 
@@ -65,25 +62,14 @@ DECLARE
     v_id uuid[];
     v_term text[];
     v_dl float8[];
-    v_size float8 := mnemo_subject_size(p_subject, p_as_of);
 BEGIN
-    IF v_size >= 1000 THEN
-        EXECUTE
-            'SELECT array_agg(x.id), array_agg(t.l), array_agg(length(x.content_tsv)::float8) '
-            'FROM unnest($1) t(l) JOIN memories x ON x.content_tsv @@ quote_literal(t.l)::tsquery '
-            'WHERE mnemo_subject_key(x.tenant_id, x.subject_id) = mnemo_subject_key(current_setting(''mnemo.tenant'', true), $2) '
-            'AND x.recorded_at <= $3 AND (x.superseded_at IS NULL OR x.superseded_at > $3) '
-            'AND x.status <> ''tombstoned'' AND (x.asserted_valid_to IS NULL OR x.asserted_valid_to > $3) '
-            'AND $4 IS NOT NULL'
-        INTO v_id, v_term, v_dl USING p_terms, p_subject, p_as_of, p_query;
-    ELSE
-        SELECT array_agg(x.id), array_agg(t.l), array_agg(length(x.content_tsv)::float8) INTO v_id, v_term, v_dl
-        FROM unnest(p_terms) t(l) JOIN memories x ON x.content_tsv @@ quote_literal(t.l)::tsquery
-        WHERE mnemo_subject_key(x.tenant_id, x.subject_id) = mnemo_subject_key(current_setting('mnemo.tenant', true), p_subject)
-          AND x.recorded_at <= p_as_of AND (x.superseded_at IS NULL OR x.superseded_at > p_as_of)
-          AND x.status <> 'tombstoned' AND (x.asserted_valid_to IS NULL OR x.asserted_valid_to > p_as_of)
-          AND p_query IS NOT NULL;
-    END IF;
-    RETURN QUERY SELECT r.id, r.score FROM mnemo_bm25_rank(v_id, v_term, v_dl, v_size, p_limit) r;
+    SELECT array_agg(x.id), array_agg(t.l), array_agg(length(x.content_tsv)::float8) INTO v_id, v_term, v_dl
+    FROM unnest(p_terms) t(l) JOIN memories x ON x.content_tsv @@ quote_literal(t.l)::tsquery
+    WHERE mnemo_subject_key(x.tenant_id, x.subject_id) = mnemo_subject_key(current_setting('mnemo.tenant', true), p_subject)
+      AND x.recorded_at <= p_as_of AND (x.superseded_at IS NULL OR x.superseded_at > p_as_of)
+      AND x.status <> 'tombstoned' AND (x.asserted_valid_to IS NULL OR x.asserted_valid_to > p_as_of)
+      AND p_query IS NOT NULL;
+    RETURN QUERY SELECT r.id, r.score
+    FROM mnemo_bm25_rank(v_id, v_term, v_dl, mnemo_subject_size(p_subject, p_as_of), p_limit) r;
 END
 $$;
