@@ -125,7 +125,7 @@ pub async fn nearest(
 }
 
 /// Full-text lane: (id, ts_rank_cd) of active memories matching `q` (the subject's key is what
-/// lets the planner use the full-text index, migration 0034).
+/// lets the planner use the full-text index, migration 0034; the tenant routes it on Citus).
 pub async fn full_text(
     conn: &mut PgConnection,
     tenant: &str,
@@ -136,7 +136,8 @@ pub async fn full_text(
 ) -> sqlx::Result<Vec<(uuid::Uuid, f64)>> {
     let rows = sqlx::query!(
         r#"SELECT id, ts_rank_cd(content_tsv, plainto_tsquery('english', $3))::float8 AS "r!" FROM memories
-           WHERE mnemo_subject_key(tenant_id, subject_id) = mnemo_subject_key($1, $2) AND status = 'active' AND (valid_to IS NULL OR valid_to > now())
+           WHERE tenant_id = $1 AND mnemo_subject_key(tenant_id, subject_id) = mnemo_subject_key($1, $2)
+           AND status = 'active' AND (valid_to IS NULL OR valid_to > now())
            AND content_tsv @@ plainto_tsquery('english', $3) AND ($4::text IS NULL OR kind = $4)
            ORDER BY 2 DESC, id LIMIT $5"#,
         tenant,
