@@ -10,7 +10,7 @@
 //! COMMIT round trips on the ingest path while RLS still checks every row it writes.
 
 use sqlx::pool::PoolConnection;
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{Connection, PgConnection, PgPool, Postgres, Transaction};
 
 /// A transaction confined to one tenant.
 pub type TenantTx = Transaction<'static, Postgres>;
@@ -18,6 +18,13 @@ pub type TenantTx = Transaction<'static, Postgres>;
 /// Begins a transaction that sees (and may write) only `tenant`'s rows.
 pub async fn begin(pool: &PgPool, tenant: &str) -> sqlx::Result<TenantTx> {
     let mut tx = pool.begin().await?;
+    sqlx::query_scalar!("SELECT set_config('mnemo.tenant', $1, true)", tenant).fetch_one(&mut *tx).await?;
+    Ok(tx)
+}
+
+/// Like [`begin`], on a connection the caller holds.
+pub async fn begin_on<'c>(conn: &'c mut PgConnection, tenant: &str) -> sqlx::Result<Transaction<'c, Postgres>> {
+    let mut tx = conn.begin().await?;
     sqlx::query_scalar!("SELECT set_config('mnemo.tenant', $1, true)", tenant).fetch_one(&mut *tx).await?;
     Ok(tx)
 }

@@ -72,7 +72,7 @@ pub(crate) enum Announce {
 /// their announcements in the same transaction; returns each input's stamp where a row was
 /// added, or None where its idempotency key was taken (see [`with_stored`]).
 pub(crate) async fn insert_new(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     hooks: &Webhooks,
     tenant: &str,
     ids: &[Uuid],
@@ -84,7 +84,7 @@ pub(crate) async fn insert_new(
         Announce::Batch => WebhookEvent::EpisodesBatchCreated,
     };
     let stamps = if hooks.wants(event) {
-        let mut tx = db::scope::begin(pool, tenant).await?;
+        let mut tx = db::scope::begin_on(conn, tenant).await?;
         let stamps = insert_statement(&mut tx, tenant, ids, episodes).await?;
         let added: BTreeSet<Uuid> = stamps.iter().map(|s| s.id).collect();
         let new = || episodes.iter().zip(ids).filter(|(_, id)| added.contains(id));
@@ -105,7 +105,7 @@ pub(crate) async fn insert_new(
         tx.commit().await?;
         stamps
     } else {
-        insert_statement(&mut *db::scope::single(pool).await?, tenant, ids, episodes).await?
+        insert_statement(conn, tenant, ids, episodes).await?
     };
     let mut by_id: BTreeMap<Uuid, Stamp> = stamps.into_iter().map(|s| (s.id, s)).collect();
     Ok(ids.iter().map(|id| by_id.remove(id)).collect())
@@ -191,7 +191,8 @@ async fn ingest_batch_in(
 ) -> sqlx::Result<(Vec<Episode>, usize)> {
     ensure_tenant(pool, known, tenant).await?;
     let ids: Vec<Uuid> = episodes.iter().map(|_| new_id()).collect();
-    let stamps = insert_new(pool, hooks, tenant, &ids, &episodes, Announce::Batch).await?;
+    let stamps =
+        insert_new(&mut *db::scope::single(pool).await?, hooks, tenant, &ids, &episodes, Announce::Batch).await?;
     let rows = with_stored(pool, tenant, episodes, stamps).await?;
     let created = rows.iter().filter(|(_, inserted)| *inserted == Inserted::New).count();
     Ok((rows.into_iter().map(|(row, _)| row).collect(), created))
