@@ -430,6 +430,34 @@ async fn a_new_episode_is_answered_as_stored() {
 /// With two writers, a subject whose counter row is held keeps only its own later writes
 /// waiting: another subject's write goes by in the second statement, and the held subject's
 /// writes keep their queue order once it is free.
+/// A writer keeps its connection while groups follow each other; when that connection is lost
+/// mid-statement, only the group it carried fails, and the next group goes on a fresh one.
+#[tokio::test]
+async fn a_writer_that_lost_its_connection_fails_that_group_only() {
+    let app = crate::common::spawn_with(mnemo::RuntimeConfig { ingest_writers: 1, ..Default::default() }).await;
+    let lock = hold_counter(&app, "user:cut").await;
+    let first = send_all(&app, vec![episode("user:cut", "lost")]);
+    until_queued(&app, 0).await;
+    let queued = send_all(&app, vec![episode("user:cut", "after"), episode("user:other", "after")]);
+    until_queued(&app, 2).await;
+    // The writer's backend is the one waiting for the held counter row.
+    let killed: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM (SELECT DISTINCT pid FROM pg_locks \
+         WHERE NOT granted) w) k",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(killed, 1);
+    let (status, body) = first.into_iter().next().unwrap().await.unwrap();
+    assert_eq!(status, 503, "{body}");
+    lock.commit().await.unwrap();
+    for handle in queued {
+        let (status, body) = handle.await.unwrap();
+        assert_eq!(status, 201, "the next group took a fresh connection: {body}");
+    }
+}
+
 #[tokio::test]
 async fn a_held_subject_keeps_its_own_writes_waiting_and_not_the_others() {
     let app = crate::common::spawn_with(mnemo::RuntimeConfig { ingest_writers: 2, ..Default::default() }).await;
