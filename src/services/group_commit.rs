@@ -189,7 +189,7 @@ impl GroupCommit {
         crate::metrics::record_ingest_statement(episodes.len());
         let inserted = match conn {
             Some(c) => insert_new(c, &self.hooks, tenant, &ids, &episodes, Announce::EachRow).await,
-            None => match self.pool.acquire().await {
+            None => match crate::db::scope::single(&self.pool).await {
                 Ok(c) => insert_new(conn.insert(c), &self.hooks, tenant, &ids, &episodes, Announce::EachRow).await,
                 Err(e) => Err(e),
             },
@@ -231,7 +231,7 @@ impl GroupCommit {
     }
 
     async fn write_alone(&self, tenant: &str, id: Uuid, episode: NewEpisode) -> sqlx::Result<(Episode, Inserted)> {
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = crate::db::scope::single(&self.pool).await?;
         let one = std::slice::from_ref(&episode);
         let stamps = insert_new(&mut conn, &self.hooks, tenant, &[id], one, Announce::EachRow).await?;
         drop(conn);
