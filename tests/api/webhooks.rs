@@ -413,7 +413,10 @@ async fn health_transitions_are_announced_once() {
     })
     .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let health: Vec<Seen> = r.seen().into_iter().filter(|s| s.event.starts_with("subject.health_")).collect();
+    let mut health: Vec<Seen> = r.seen().into_iter().filter(|s| s.event.starts_with("subject.health_")).collect();
+    // A claimed batch is delivered concurrently, so arrival order is not the events' order:
+    // receivers order by `timestamp` (fixed-width microseconds, so text order is time order).
+    health.sort_by(|a, b| a.body["timestamp"].as_str().cmp(&b.body["timestamp"].as_str()));
     let names: Vec<&str> = health.iter().map(|s| s.event.as_str()).collect();
     assert_eq!(names, ["subject.health_degraded", "subject.health_improved"]);
     assert_eq!(health[0].body["data"]["subject_id"], "h");
