@@ -359,9 +359,18 @@ pub struct DbArgs {
     /// Directory for mnemo's own files: the embedded cluster and model files.
     #[arg(long, env = "MNEMO_DATA_DIR", default_value = "./.mnemo")]
     pub data_dir: PathBuf,
-    /// Maximum connections in the pool.
-    #[arg(long, env = "MNEMO_DB_MAX_CONNECTIONS", default_value_t = 20)]
+    /// Maximum connections in the pool (default: twice this machine's cores, at least 4).
+    #[arg(long, env = "MNEMO_DB_MAX_CONNECTIONS", default_value_t = default_db_connections())]
     pub db_max_connections: u32,
+}
+
+/// The pool's default size: twice the cores, at least 4. Postgres on a machine of this size runs
+/// no more statements at once, and sqlx hands idle connections out first in, first out, so a
+/// pool grown by a burst cycles through all of its connections afterwards, each preparing every
+/// statement on its first use (bench/README, "the pool's rotation").
+fn default_db_connections() -> u32 {
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    u32::try_from(cores.saturating_mul(2)).unwrap_or(u32::MAX).max(4)
 }
 
 /// Log line format.
@@ -519,6 +528,25 @@ mod tests {
                 mcp_allowed_origins: " https://a.example , ,http://b.example:* ".into(),
             },
         }
+    }
+
+    #[test]
+    fn the_pool_defaults_to_twice_the_cores_and_takes_an_explicit_size() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            db: DbArgs,
+        }
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        let want = u32::try_from(cores * 2).unwrap().max(4);
+        // The variable is not set in the test environment (the default applies) unless a
+        // developer set it; then the flag below still wins.
+        if std::env::var_os("MNEMO_DB_MAX_CONNECTIONS").is_none() {
+            assert_eq!(Wrap::parse_from(["x"]).db.db_max_connections, want);
+        }
+        assert!(default_db_connections() >= 4 && default_db_connections() % 2 == 0);
+        assert_eq!(Wrap::parse_from(["x", "--db-max-connections", "12"]).db.db_max_connections, 12);
     }
 
     fn compiler_args() -> crate::compile::llm::args::CompilerArgs {
