@@ -545,7 +545,7 @@ mod tests {
         if std::env::var_os("MNEMO_DB_MAX_CONNECTIONS").is_none() {
             assert_eq!(Wrap::parse_from(["x"]).db.db_max_connections, want);
         }
-        assert!(default_db_connections() >= 4 && default_db_connections() % 2 == 0);
+        assert!(default_db_connections() >= 4 && default_db_connections().is_multiple_of(2));
         assert_eq!(Wrap::parse_from(["x", "--db-max-connections", "12"]).db.db_max_connections, 12);
     }
 
