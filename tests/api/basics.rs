@@ -261,10 +261,9 @@ async fn readyz_turns_503_when_shutdown_starts_and_in_flight_requests_finish() {
         let request = app.client.post(app.url("/v1/episodes")).json(&episode("user:drain", "still here"));
         async move { request.send().await.map(|r| r.status().as_u16()) }
     });
-    let waiting =
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    let waiting = format!("SELECT count(*) FROM ({}) w", crate::common::WAITING_HERE);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while sqlx::query_scalar::<_, i64>(waiting).fetch_one(&app.pool).await.unwrap() == 0 {
+    while sqlx::query_scalar::<_, i64>(&waiting).fetch_one(&app.pool).await.unwrap() == 0 {
         assert!(std::time::Instant::now() < deadline, "the write never reached the lock");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }

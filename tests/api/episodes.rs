@@ -441,10 +441,10 @@ async fn a_writer_that_lost_its_connection_fails_that_group_only() {
     let queued = send_all(&app, vec![episode("user:cut", "after"), episode("user:other", "after")]);
     until_queued(&app, 2).await;
     // The writer's backend is the one waiting for the held counter row.
-    let killed: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM (SELECT DISTINCT pid FROM pg_locks \
-         WHERE NOT granted) w) k",
-    )
+    let killed: i64 = sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM ({}) w) k",
+        crate::common::WAITING_HERE
+    ))
     .fetch_one(&app.pool)
     .await
     .unwrap();

@@ -341,11 +341,17 @@ pub fn send_all(app: &TestApp, bodies: Vec<Value>) -> Vec<tokio::task::JoinHandl
         .collect()
 }
 
-/// Waits until Postgres has a lock request waiting, then until `n` writes are queued.
+/// Backends of this test's own database that wait for a lock: the cluster is shared by tests
+/// running at once, each in its own database, so a test must not see (or end) another's waits.
+pub const WAITING_HERE: &str = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+                                AND wait_event_type = 'Lock'";
+
+/// Waits until Postgres has a lock request of this test's database waiting, then until `n`
+/// writes are queued.
 pub async fn until_queued(app: &TestApp, n: usize) {
     for _ in 0..500 {
         let waiting: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM pg_locks WHERE NOT granted").fetch_one(&app.pool).await.unwrap();
+            sqlx::query_scalar(&format!("SELECT count(*) FROM ({WAITING_HERE}) w")).fetch_one(&app.pool).await.unwrap();
         if waiting > 0 && app.group_commit.queued(mnemo::model::text::DEFAULT_TENANT) == n {
             return;
         }
