@@ -427,9 +427,6 @@ async fn a_new_episode_is_answered_as_stored() {
     assert_eq!(new["episodes"], again["episodes"], "{new} vs {again}");
 }
 
-/// With two writers, a subject whose counter row is held keeps only its own later writes
-/// waiting: another subject's write goes by in the second statement, and the held subject's
-/// writes keep their queue order once it is free.
 /// A writer keeps its connection while groups follow each other; when that connection is lost
 /// mid-statement, only the group it carried fails, and the next group goes on a fresh one.
 #[tokio::test]
@@ -458,6 +455,9 @@ async fn a_writer_that_lost_its_connection_fails_that_group_only() {
     }
 }
 
+/// With two writers, a subject whose counter row is held keeps only its own later writes
+/// waiting: another subject's write goes by in the second statement, and the held subject's
+/// writes keep their queue order once it is free.
 #[tokio::test]
 async fn a_held_subject_keeps_its_own_writes_waiting_and_not_the_others() {
     let app = crate::common::spawn_with(mnemo::RuntimeConfig { ingest_writers: 2, ..Default::default() }).await;
