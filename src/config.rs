@@ -445,6 +445,11 @@ pub struct ServeArgs {
     /// call checks its copy against the subject's fingerprint in its own statement.
     #[arg(long, env = "MNEMO_CONTEXT_CACHE_MB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=65_536))]
     pub context_cache_mb: u64,
+    /// MiB of large subjects' lexical indexes each server keeps (0: none kept; Postgres ranks
+    /// every lexical lane). A call's statement uses the lanes ranked on one only when it is of
+    /// the subject's state and the task's lexemes.
+    #[arg(long, env = "MNEMO_CONTEXT_INDEX_MB", default_value_t = 256, value_parser = clap::value_parser!(u64).range(0..=65_536))]
+    pub context_index_mb: u64,
     /// Finished compile jobs are deleted after this many hours.
     #[arg(long, env = "MNEMO_COMPILE_JOB_RETENTION_HOURS", default_value_t = 168)]
     pub compile_job_retention_hours: i64,
@@ -516,6 +521,7 @@ mod tests {
             compile_batch_size: 500,
             ingest_writers: 1,
             context_cache_mb: 64,
+            context_index_mb: 256,
             compile_job_retention_hours: 168,
             compile_job_stale_secs: 60,
             region: None,

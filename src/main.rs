@@ -142,6 +142,7 @@ async fn serve_with(
         compile_batch_size: args.compile_batch_size,
         ingest_writers: usize::from(args.ingest_writers),
         context_cache_bytes: args.context_cache_mb << 20,
+        context_index_bytes: args.context_index_mb << 20,
         job_stale_secs: args.compile_job_stale_secs,
         job_retention_hours: args.compile_job_retention_hours,
         access: mnemo::services::access::AccessPolicy {

@@ -24,6 +24,7 @@ const LLM_EPISODES: &str = "mnemo_llm_episodes_total";
 const READ_ROUTES: &str = "mnemo_read_routes_total";
 const INGEST_STATEMENTS: &str = "mnemo_ingest_statements_total";
 const INGEST_STATEMENT_EPISODES: &str = "mnemo_ingest_statement_episodes_total";
+const CONTEXT_LEXICAL: &str = "mnemo_context_lexical_lanes_total";
 
 /// Latency bucket upper bounds, in seconds (every histogram here is a duration).
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
@@ -60,6 +61,11 @@ fn describe() {
     describe_gauge!(POOL_CONNECTIONS, "Database pool connections.");
     describe_counter!(INGEST_STATEMENTS, "Statements that wrote single-episode requests (group commit).");
     describe_counter!(
+        CONTEXT_LEXICAL,
+        "Context calls on large subjects by where their lexical lanes were ranked (server: this process's index; \
+         database: no index, or one of another state or task lexemes)."
+    );
+    describe_counter!(
         INGEST_STATEMENT_EPISODES,
         "Single-episode requests those statements carried (over the statements: the mean group size)."
     );
@@ -94,6 +100,11 @@ pub fn record_job(completed: bool) {
 pub fn record_ingest_statement(episodes: usize) {
     counter!(INGEST_STATEMENTS).increment(1);
     counter!(INGEST_STATEMENT_EPISODES).increment(episodes as u64);
+}
+
+/// Counts one context call on a large subject by where its lexical lanes were ranked.
+pub fn record_context_lexical(ranked_by: &'static str) {
+    counter!(CONTEXT_LEXICAL, "ranked_by" => ranked_by).increment(1);
 }
 
 /// Counts one read routed with a replica configured.

@@ -54,6 +54,8 @@ pub struct RuntimeConfig {
     pub ingest_writers: usize,
     /// Bytes (an estimate) of small subjects' rows kept between context calls (0: none).
     pub context_cache_bytes: u64,
+    /// Bytes (an estimate) of large subjects' lexical indexes (0: none).
+    pub context_index_bytes: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -76,6 +78,7 @@ impl Default for RuntimeConfig {
             console_session_minutes: 480,
             ingest_writers: 1,
             context_cache_bytes: crate::services::context::subjects::DEFAULT_BYTES,
+            context_index_bytes: crate::services::context::lexical::DEFAULT_BYTES,
         }
     }
 }
@@ -132,7 +135,7 @@ impl AppState {
     /// Builds the state around a connected pool.
     pub fn new(pool: PgPool, config: RuntimeConfig, embedder: Arc<dyn Embedder>) -> Self {
         let webhooks = Arc::new(Webhooks::new(&config.webhooks));
-        let subjects = Arc::new(SubjectCache::with_capacity(config.context_cache_bytes));
+        let subjects = Arc::new(SubjectCache::with_capacities(config.context_cache_bytes, config.context_index_bytes));
         AppState(Arc::new(AppParts {
             group_commit: Arc::new(GroupCommit::new(pool.clone(), Arc::clone(&webhooks), config.ingest_writers)),
             pool,

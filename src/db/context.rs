@@ -140,6 +140,23 @@ pub struct Found {
     /// The session's latest snapshot as of the call, when the probe names a session that has
     /// one: its pinned turns are among `episodes`, and the turns it covers are not.
     pub snapshot: Option<SnapshotRow>,
+    /// The subject's state for an index of its lexemes (`mnemo_lexical_state`).
+    pub lexical_state: Option<String>,
+    /// Whether the lexical lanes sent with the call were used (None: none were sent).
+    pub lexical_used: Option<bool>,
+}
+
+/// Lexical lanes a server ranked on its index of a subject (`services::context::lexical`), for
+/// `mnemo_context` to use when `state` is the subject's state and the terms are the call's.
+#[derive(Debug, Clone, Default)]
+pub struct LexicalLanes {
+    pub state: String,
+    /// The task's lexemes per source, without the subject's common terms, in byte order.
+    pub memory_terms: Vec<String>,
+    pub episode_terms: Vec<String>,
+    /// Each lane's ids and scores.
+    pub memories: (Vec<Uuid>, Vec<f64>),
+    pub episodes: (Vec<Uuid>, Vec<f64>),
 }
 
 pub use crate::db::context_small::{Lexemes, Sent, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
@@ -180,6 +197,7 @@ pub async fn candidates(
     around: bool,
     sources: bool,
     known: Option<(&str, i64)>,
+    lexical: Option<&LexicalLanes>,
 ) -> sqlx::Result<(Fetched, i64)> {
     let (vector, model) = match &p.vector {
         Some((v, m)) => (Some(v), Some(m.as_str())),
@@ -212,7 +230,7 @@ pub async fn candidates(
                   c.payload, c.provenance, c.session_id, c.occurred_at, c.seq, c.lex, c.sem, c.visible,
                   c.contradicted, c.position, c.prev_id, NULL::text[], NULL::float8, NULL::timestamptz
            FROM small, LATERAL (SELECT * FROM mnemo_context($1, $2, $3, $4, $5::vector::text, $6, $7, $8, $9, $10,
-                                                            $11, $12, $13)
+                                                            $11, $12, $13, $17, $18, $19, $20, $21, $22, $23)
                                 WHERE NOT small.yes) c"#,
         p.tenant,
         p.subject_id,
@@ -229,7 +247,14 @@ pub async fn candidates(
         &lanes[..],
         &p.small_subject[..],
         known.map(|k| k.0),
-        known.map(|k| k.1)
+        known.map(|k| k.1),
+        lexical.map(|l| l.state.as_str()),
+        lexical.map(|l| &l.memory_terms[..]),
+        lexical.map(|l| &l.episode_terms[..]),
+        lexical.map(|l| &l.memories.0[..]),
+        lexical.map(|l| &l.memories.1[..]),
+        lexical.map(|l| &l.episodes.0[..]),
+        lexical.map(|l| &l.episodes.1[..])
     )
     .fetch_all(pool)
     .await?;
@@ -238,7 +263,11 @@ pub async fn candidates(
     let mut version = 0;
     for r in rows {
         match r.part {
-            0 => version = need(r.seq, "seq")?,
+            0 => {
+                version = need(r.seq, "seq")?;
+                found.lexical_state = r.kind;
+                found.lexical_used = r.visible;
+            }
             1 => found.memories.push(r.memory(p.subject_id)?),
             2 => found.episodes.push(r.episode(p.subject_id)?),
             3 => found.backing.push(Backing {

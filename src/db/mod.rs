@@ -32,6 +32,7 @@ pub mod health;
 pub mod jobs;
 pub mod keys;
 pub mod labels;
+pub mod lexical;
 pub mod memories;
 pub mod policy;
 pub mod pool;

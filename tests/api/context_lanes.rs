@@ -123,20 +123,20 @@ async fn both_ways(
     use mnemo::services::context::lanes::select;
     let pool = &app.app_pool;
     probe.small_subject = [0, 0];
-    let reference = match candidates(pool, &probe, around, sources, None).await.unwrap() {
+    let reference = match candidates(pool, &probe, around, sources, None, None).await.unwrap() {
         (Fetched::Lanes(found), _) => found,
         (Fetched::Subject(_), _) => panic!("a subject over the bound came back whole"),
     };
     probe.small_subject = mnemo::db::context::SMALL_SUBJECT;
     let lanes = mnemo::services::context::candidates::lanes_for(&probe, around, sources);
-    let Fetched::Subject(mut sent) = candidates(pool, &probe, around, sources, None).await.unwrap().0 else {
+    let Fetched::Subject(mut sent) = candidates(pool, &probe, around, sources, None, None).await.unwrap().0 else {
         panic!("a small subject came back as lanes")
     };
     assert_eq!((sent.memories_sent, sent.episodes_sent), (Sent::All, Sent::All), "no fingerprint was sent");
     let Some(rows) = sent.rows(None).unwrap() else { panic!("all rows were sent") };
     let got = select(&rows, &sent, &lanes);
     let Fetched::Subject(kept) =
-        candidates(pool, &probe, around, sources, Some((&sent.fingerprint, 0))).await.unwrap().0
+        candidates(pool, &probe, around, sources, Some((&sent.fingerprint, 0)), None).await.unwrap().0
     else {
         panic!("a small subject came back as lanes")
     };

@@ -49,11 +49,27 @@ pub async fn found(
     subjects: &SubjectCache,
 ) -> sqlx::Result<(Candidates, i64)> {
     let mut kept = subjects.get(probe.tenant, probe.subject_id);
+    // A large subject's lexical lanes, ranked on the index kept of it (used only if current).
+    let lexical = match (subjects.lexical.get(probe.tenant, probe.subject_id), &probe.tsquery) {
+        (Some(index), Some(words)) if kept.is_none() => {
+            let words: Vec<String> = words.split(" | ").map(str::to_string).collect();
+            let limit = usize::try_from(probe.ranked_lane.clamp(1, MAX_RANKED_LANE)).unwrap_or(1);
+            index.lanes(&words, probe.as_of, limit)
+        }
+        _ => None,
+    };
     loop {
         let known = kept.as_ref().map(|k| (k.fingerprint.as_str(), k.highest_version));
-        let (fetched, version) = db::context::candidates(pool, probe, around, sources, known).await?;
+        let (fetched, version) =
+            db::context::candidates(pool, probe, around, sources, known, lexical.as_ref()).await?;
         let mut call = match fetched {
-            Fetched::Lanes(found) => return Ok((found, version)),
+            Fetched::Lanes(found) => {
+                if let Some(state) = &found.lexical_state {
+                    let used = found.lexical_used == Some(true);
+                    subjects.lexical.after_call(pool, probe.tenant, probe.subject_id, state, used);
+                }
+                return Ok((found, version));
+            }
             Fetched::Subject(call) => call,
         };
         // The statement leaves all rows out exactly when the fingerprint sent is the subject's.

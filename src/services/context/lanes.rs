@@ -182,7 +182,14 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found 
         })
         .collect();
     episodes.sort_by_key(|c| c.episode.id);
-    Found { memories, episodes, backing: backing.into_values().collect(), snapshot: call.snapshot.clone() }
+    Found {
+        memories,
+        episodes,
+        backing: backing.into_values().collect(),
+        snapshot: call.snapshot.clone(),
+        lexical_state: None,
+        lexical_used: None,
+    }
 }
 
 /// A memory shown at `as_of` (once recorded by then): not superseded by then, not tombstoned,
@@ -257,12 +264,19 @@ fn bm25<'a>(
             (!held.is_empty()).then_some((id, lexemes.len() as f64, held))
         })
         .collect();
+    ranked(&hits, terms.len(), size, limit).into_iter().collect()
+}
+
+/// The ranking of `mnemo_bm25_rank` over `hits` (an item's id, its length in lexemes and the
+/// indexes of the `terms` task terms it holds, each item once): the best `limit` by score
+/// (rounded to nine decimals), then id, in that order.
+pub fn ranked(hits: &[(Uuid, f64, Vec<usize>)], terms: usize, size: f64, limit: usize) -> Vec<(Uuid, f64)> {
     if hits.is_empty() {
-        return HashMap::new();
+        return Vec::new();
     }
     let n = size.max(hits.len() as f64);
     let avgdl = (hits.iter().map(|h| h.1).sum::<f64>() / hits.len() as f64).max(1.0);
-    let mut df = vec![0.0f64; terms.len()];
+    let mut df = vec![0.0f64; terms];
     for t in hits.iter().flat_map(|h| &h.2) {
         df[*t] += 1.0;
     }
@@ -276,7 +290,7 @@ fn bm25<'a>(
         .collect();
     scored.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(Ordering::Equal).then(a.0.cmp(&b.0)));
     scored.truncate(limit);
-    scored.into_iter().collect()
+    scored
 }
 
 /// `round(x::numeric, 9)::float8` as Postgres computes it: the double converted to numeric

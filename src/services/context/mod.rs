@@ -11,6 +11,7 @@
 
 pub mod candidates;
 pub mod lanes;
+pub mod lexical;
 pub mod options;
 pub mod output;
 pub mod rank;

@@ -14,6 +14,7 @@ use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 use serde_json::Value;
 
+use super::lexical::LexicalCache;
 use crate::db::context::SubjectRows;
 
 /// A subject's rows and the fingerprint of their state.
@@ -37,8 +38,11 @@ impl quick_cache::Equivalent<(String, String)> for KeyRef<'_> {
 
 /// Kept subjects by (tenant, subject), bounded by an estimate of their size in bytes and
 /// evicting the least useful (S3-FIFO), so a burst of one-off subjects does not flush the hot
-/// ones.
-pub struct SubjectCache(Option<Cache<(String, String), Arc<Kept>, Bytes>>);
+/// ones; with the indexes of large subjects' lexemes ([`LexicalCache`]).
+pub struct SubjectCache {
+    small: Option<Cache<(String, String), Arc<Kept>, Bytes>>,
+    pub lexical: Arc<LexicalCache>,
+}
 
 /// Weight of a kept subject: an estimate of its bytes.
 #[derive(Clone)]
@@ -57,30 +61,31 @@ const TYPICAL_SUBJECT_BYTES: u64 = 64 << 10;
 
 impl Default for SubjectCache {
     fn default() -> Self {
-        SubjectCache::with_capacity(DEFAULT_BYTES)
+        SubjectCache::with_capacities(DEFAULT_BYTES, super::lexical::DEFAULT_BYTES)
     }
 }
 
 impl SubjectCache {
-    /// A cache of about `bytes` bytes of rows (0: none are kept).
-    pub fn with_capacity(bytes: u64) -> Self {
-        if bytes == 0 {
-            return SubjectCache(None);
-        }
-        let items = usize::try_from((bytes / TYPICAL_SUBJECT_BYTES).max(1)).unwrap_or(usize::MAX);
-        SubjectCache(Some(Cache::with_weighter(items, bytes, Bytes)))
+    /// A cache of about `bytes` bytes of small subjects' rows and `index_bytes` of large
+    /// subjects' lexical indexes (0: none are kept).
+    pub fn with_capacities(bytes: u64, index_bytes: u64) -> Self {
+        let small = (bytes > 0).then(|| {
+            let items = usize::try_from((bytes / TYPICAL_SUBJECT_BYTES).max(1)).unwrap_or(usize::MAX);
+            Cache::with_weighter(items, bytes, Bytes)
+        });
+        SubjectCache { small, lexical: Arc::new(LexicalCache::with_capacity(index_bytes)) }
     }
 
     /// The copy kept of the subject, if any.
     pub fn get(&self, tenant: &str, subject: &str) -> Option<Arc<Kept>> {
-        self.0.as_ref()?.get(&KeyRef(tenant, subject))
+        self.small.as_ref()?.get(&KeyRef(tenant, subject))
     }
 
     /// Keeps `rows` as the subject's copy in the state `fingerprint` names; returns it.
     pub fn keep(&self, tenant: &str, subject: &str, fingerprint: String, rows: SubjectRows) -> Arc<Kept> {
         let highest_version = rows.memories.iter().map(|m| m.xmin).max().unwrap_or(0);
         let kept = Arc::new(Kept { fingerprint, rows, highest_version });
-        if let Some(cache) = &self.0 {
+        if let Some(cache) = &self.small {
             cache.insert((tenant.to_string(), subject.to_string()), Arc::clone(&kept));
         }
         kept
@@ -135,12 +140,12 @@ mod tests {
 
     #[test]
     fn a_cache_of_no_bytes_keeps_nothing_and_a_kept_copy_comes_back_under_its_key() {
-        let none = SubjectCache::with_capacity(0);
+        let none = SubjectCache::with_capacities(0, 0);
         let kept = none.keep("t", "s", "1/0/-".into(), SubjectRows::default());
         assert_eq!(kept.fingerprint, "1/0/-");
         assert!(none.get("t", "s").is_none());
 
-        let cache = SubjectCache::with_capacity(1 << 20);
+        let cache = SubjectCache::with_capacities(1 << 20, 0);
         cache.keep("t", "s", "1/0/-".into(), SubjectRows::default());
         assert_eq!(cache.get("t", "s").map(|k| k.fingerprint.clone()).as_deref(), Some("1/0/-"));
         assert!(cache.get("t", "other").is_none());

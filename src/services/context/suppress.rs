@@ -217,6 +217,7 @@ mod tests {
                 Backing { episode_id: Uuid::from_u128(2), visible: false, contradicted: false },
             ],
             snapshot: None,
+            ..Candidates::default()
         };
         let (s, _) = suppress(c, &PolicyContext::default(), true);
         let ids: Vec<u128> = s.episodes.iter().map(|e| e.episode.id.as_u128()).collect();
@@ -233,6 +234,7 @@ mod tests {
             episodes: vec![turn(1, 1, &long)],
             backing: vec![],
             snapshot: None,
+            ..Candidates::default()
         };
         let (compact, _) = suppress(c(), &PolicyContext::default(), true);
         assert_eq!(compact.episodes.len(), 1);
