@@ -18,6 +18,11 @@
 -- writer of a subject's episodes takes the subject's counter row (`subject_counters`) and holds
 -- it until it commits. So the same latest seq with the same id means the same episodes.
 --
+-- The same index holds what the backing check reads of the subject's memories (each one's
+-- source episodes, visibility columns and whether a claim contradiction's record names it), so
+-- when the server's lanes are used the function leaves the backing rows (part 3) out and the
+-- server makes them for the turns and summaries returned, as `mnemo_episode_backing` does.
+--
 -- The call's first row (part 0) now also carries the subject's state (`kind`) and whether the
 -- server's lanes were used (`visible`; NULL when none were sent), so the server knows when to
 -- bring its index up to date (`mnemo_lexical_rows`). Otherwise the function is migration 0035's.
@@ -440,7 +445,9 @@ BEGIN
             WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem) AND m.kind = 'episode_summary'
         ) q;
     END IF;
-    IF v_asked IS NOT NULL THEN
+    -- With the server's lanes, the server also has what the backing check reads (its index of
+    -- the subject's memories holds each one's sources, visibility and contradiction record).
+    IF v_asked IS NOT NULL AND v_lex_used IS NOT TRUE THEN
         RETURN QUERY
         SELECT 3::smallint, b.episode_id, NULL::text, NULL::text, NULL::text, NULL::float8, NULL::timestamptz,
                NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb, NULL::text,
@@ -455,14 +462,15 @@ $$;
 -- statement reads the calling statement's snapshot). `p_known` is the state of the index the
 -- server holds (NULL: none). Part 0: the state (`note`) and which rows follow (`lexemes`: for
 -- memories 'all' or 'kept', for episodes 'all' or 'after'); part 1 every memory with what its
--- BM25 lane reads (when the memory version is not the index's); part 2 the episodes, all or
+-- BM25 lane and the backing check read (when the memory version is not the index's); part 2 the episodes, all or
 -- those after the index's latest (when that episode is still the subject's of its seq, the
 -- index holds exactly the episodes up to it); part 3 the subject's common terms (`note`: the
 -- source, `stamp`: since when), every time, since a compile can make a term common without
 -- changing a memory.
 CREATE FUNCTION mnemo_lexical_rows(p_tenant text, p_subject text, p_known text)
 RETURNS TABLE (part smallint, id uuid, seq bigint, stamp timestamptz, superseded_at timestamptz,
-               asserted_valid_to timestamptz, tombstoned boolean, lexemes text[], note text)
+               asserted_valid_to timestamptz, tombstoned boolean, lexemes text[], note text, sources uuid[],
+               contradiction boolean)
 LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 DECLARE
@@ -485,20 +493,24 @@ BEGIN
         END IF;
     END IF;
     RETURN QUERY SELECT 0::smallint, NULL::uuid, NULL::bigint, NULL::timestamptz, NULL::timestamptz,
-        NULL::timestamptz, NULL::boolean, ARRAY[v_memories, v_episodes], v_state;
+        NULL::timestamptz, NULL::boolean, ARRAY[v_memories, v_episodes], v_state, NULL::uuid[], NULL::boolean;
     IF v_memories = 'all' THEN
         RETURN QUERY
         SELECT 1::smallint, m.id, NULL::bigint, m.recorded_at, m.superseded_at, m.asserted_valid_to,
-               m.status = 'tombstoned', tsvector_to_array(m.content_tsv), NULL::text
+               m.status = 'tombstoned', tsvector_to_array(m.content_tsv), NULL::text, m.source_episode_ids,
+               EXISTS (SELECT 1 FROM supersession_records r
+                       WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
+                         AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction')
         FROM memories m WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject;
     END IF;
     RETURN QUERY
     SELECT 2::smallint, e.id, e.seq, e.created_at, NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-           tsvector_to_array(e.search_tsv), NULL::text
-    FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.seq > v_after;
+           tsvector_to_array(e.search_tsv), NULL::text, NULL::uuid[], NULL::boolean
+    FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.seq > v_after
+    ORDER BY e.seq;
     RETURN QUERY
     SELECT 3::smallint, NULL::uuid, NULL::bigint, s.common_since, NULL::timestamptz, NULL::timestamptz,
-           NULL::boolean, ARRAY[s.lexeme], s.source
+           NULL::boolean, ARRAY[s.lexeme], s.source, NULL::uuid[], NULL::boolean
     FROM subject_terms s
     WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject AND s.common_since IS NOT NULL;
 END

@@ -15,6 +15,10 @@ pub struct MemoryRow {
     pub tombstoned: bool,
     /// Its distinct lexemes (`content_tsv`).
     pub lexemes: Vec<String>,
+    /// The episodes it was compiled from.
+    pub sources: Vec<Uuid>,
+    /// A claim contradiction's record names it as the superseded memory.
+    pub contradiction: bool,
 }
 
 /// An episode as its BM25 lane reads it.
@@ -35,18 +39,22 @@ pub struct CommonTerm {
     pub since: DateTime<Utc>,
 }
 
-/// One state of a subject, as far as an index of it needs.
-#[derive(Debug, Default)]
-pub struct LexicalRows {
-    /// The state (`mnemo_lexical_state`): memory version / latest seq / latest episode id.
-    pub state: String,
-    /// Every memory, or None when the index's memory version is the subject's.
-    pub memories: Option<Vec<MemoryRow>>,
-    /// Every episode, or (`episodes_after`) those after the index's latest.
-    pub episodes: Vec<EpisodeRow>,
-    pub episodes_after: bool,
-    /// All of the subject's common terms.
-    pub common: Vec<CommonTerm>,
+/// One row of a subject's state as `mnemo_lexical_rows` sends it, in this order: the state
+/// first, then memories (unless the index's are current), episodes (all, or those after the
+/// index's latest), the common terms.
+#[derive(Debug)]
+pub enum LexicalRow {
+    /// The state (`mnemo_lexical_state`: memory version / latest seq / latest episode id),
+    /// whether every memory follows (else none: the index's are current) and whether only the
+    /// episodes after the index's latest follow (else all).
+    State {
+        state: String,
+        memories: bool,
+        episodes_after: bool,
+    },
+    Memory(MemoryRow),
+    Episode(EpisodeRow),
+    Common(CommonTerm),
 }
 
 struct Row {
@@ -59,60 +67,76 @@ struct Row {
     tombstoned: Option<bool>,
     lexemes: Option<Vec<String>>,
     note: Option<String>,
+    sources: Option<Vec<Uuid>>,
+    contradiction: Option<bool>,
 }
 
 fn bad(what: &str) -> sqlx::Error {
     sqlx::Error::Protocol(format!("the lexical rows statement returned {what}"))
 }
 
-/// The subject's rows for an index whose state is `known` (None: every row).
-pub async fn rows(pool: &PgPool, tenant: &str, subject_id: &str, known: Option<&str>) -> sqlx::Result<LexicalRows> {
-    let rows: Vec<Row> = sqlx::query_as!(
+impl Row {
+    fn decode(self) -> sqlx::Result<LexicalRow> {
+        Ok(match self.part {
+            Some(0) => {
+                let sent = self.lexemes.unwrap_or_default();
+                LexicalRow::State {
+                    state: self.note.ok_or_else(|| bad("no state"))?,
+                    memories: sent.first().map(String::as_str) == Some("all"),
+                    episodes_after: sent.get(1).map(String::as_str) == Some("after"),
+                }
+            }
+            Some(1) => LexicalRow::Memory(MemoryRow {
+                id: self.id.ok_or_else(|| bad("a memory without id"))?,
+                recorded_at: self.stamp.ok_or_else(|| bad("a memory without recorded_at"))?,
+                superseded_at: self.superseded_at,
+                asserted_valid_to: self.asserted_valid_to,
+                tombstoned: self.tombstoned.unwrap_or(false),
+                lexemes: self.lexemes.unwrap_or_default(),
+                sources: self.sources.unwrap_or_default(),
+                contradiction: self.contradiction.unwrap_or(false),
+            }),
+            Some(2) => LexicalRow::Episode(EpisodeRow {
+                id: self.id.ok_or_else(|| bad("an episode without id"))?,
+                seq: self.seq.ok_or_else(|| bad("an episode without seq"))?,
+                created_at: self.stamp.ok_or_else(|| bad("an episode without created_at"))?,
+                lexemes: self.lexemes.unwrap_or_default(),
+            }),
+            Some(3) => LexicalRow::Common(CommonTerm {
+                memory: self.note.as_deref() == Some("memory"),
+                lexeme: self
+                    .lexemes
+                    .and_then(|l| l.into_iter().next())
+                    .ok_or_else(|| bad("a common term without lexeme"))?,
+                since: self.stamp.ok_or_else(|| bad("a common term without its instant"))?,
+            }),
+            other => return Err(bad(&format!("an unknown part {other:?}"))),
+        })
+    }
+}
+
+/// Streams the subject's rows for an index whose state is `known` (None: every row) to `each`,
+/// one at a time (a large subject's rows are never all held at once).
+pub async fn rows(
+    pool: &PgPool,
+    tenant: &str,
+    subject_id: &str,
+    known: Option<&str>,
+    mut each: impl FnMut(LexicalRow),
+) -> sqlx::Result<()> {
+    use futures_util::TryStreamExt;
+    let mut stream = sqlx::query_as!(
         Row,
-        "SELECT part, id, seq, stamp, superseded_at, asserted_valid_to, tombstoned, lexemes, note \
+        "SELECT part, id, seq, stamp, superseded_at, asserted_valid_to, tombstoned, lexemes, note, sources, \
+         contradiction \
          FROM mnemo_lexical_rows($1, $2, $3)",
         tenant,
         subject_id,
         known
     )
-    .fetch_all(pool)
-    .await?;
-    let mut out = LexicalRows::default();
-    let mut memories = Vec::new();
-    let mut memories_sent = false;
-    for r in rows {
-        match r.part {
-            Some(0) => {
-                out.state = r.note.ok_or_else(|| bad("no state"))?;
-                let sent = r.lexemes.unwrap_or_default();
-                memories_sent = sent.first().map(String::as_str) == Some("all");
-                out.episodes_after = sent.get(1).map(String::as_str) == Some("after");
-            }
-            Some(1) => memories.push(MemoryRow {
-                id: r.id.ok_or_else(|| bad("a memory without id"))?,
-                recorded_at: r.stamp.ok_or_else(|| bad("a memory without recorded_at"))?,
-                superseded_at: r.superseded_at,
-                asserted_valid_to: r.asserted_valid_to,
-                tombstoned: r.tombstoned.unwrap_or(false),
-                lexemes: r.lexemes.unwrap_or_default(),
-            }),
-            Some(2) => out.episodes.push(EpisodeRow {
-                id: r.id.ok_or_else(|| bad("an episode without id"))?,
-                seq: r.seq.ok_or_else(|| bad("an episode without seq"))?,
-                created_at: r.stamp.ok_or_else(|| bad("an episode without created_at"))?,
-                lexemes: r.lexemes.unwrap_or_default(),
-            }),
-            Some(3) => out.common.push(CommonTerm {
-                memory: r.note.as_deref() == Some("memory"),
-                lexeme: r.lexemes.and_then(|l| l.into_iter().next()).ok_or_else(|| bad("a common term without lexeme"))?,
-                since: r.stamp.ok_or_else(|| bad("a common term without its instant"))?,
-            }),
-            other => return Err(bad(&format!("an unknown part {other:?}"))),
-        }
+    .fetch(pool);
+    while let Some(row) = stream.try_next().await? {
+        each(row.decode()?);
     }
-    if out.state.is_empty() {
-        return Err(bad("no state"));
-    }
-    out.memories = memories_sent.then_some(memories);
-    Ok(out)
+    Ok(())
 }

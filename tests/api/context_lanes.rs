@@ -14,6 +14,8 @@ fn parse_vector(text: &str) -> pgvector::Vector {
 /// The canonical form of what retrieval found: every list in id order, printed exactly (scores
 /// included, to the last bit).
 fn canonical(mut found: mnemo::db::context::Found) -> String {
+    // What the statement says of the subject's lexical index is not a candidate.
+    (found.lexical_state, found.lexical_used) = (None, None);
     found.memories.sort_by_key(|c| c.memory.id);
     found.episodes.sort_by_key(|c| c.episode.id);
     found.backing.sort_by_key(|b| b.episode_id);

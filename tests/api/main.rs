@@ -14,6 +14,7 @@ mod compile;
 mod console;
 mod console_http;
 mod context;
+mod context_index;
 mod context_kept;
 mod context_lanes;
 mod context_sql;

@@ -50,8 +50,9 @@ pub async fn found(
 ) -> sqlx::Result<(Candidates, i64)> {
     let mut kept = subjects.get(probe.tenant, probe.subject_id);
     // A large subject's lexical lanes, ranked on the index kept of it (used only if current).
-    let lexical = match (subjects.lexical.get(probe.tenant, probe.subject_id), &probe.tsquery) {
-        (Some(index), Some(words)) if kept.is_none() => {
+    let index = subjects.lexical.get(probe.tenant, probe.subject_id).filter(|_| kept.is_none());
+    let lexical = match (&index, &probe.tsquery) {
+        (Some(index), Some(words)) => {
             let words: Vec<String> = words.split(" | ").map(str::to_string).collect();
             let limit = usize::try_from(probe.ranked_lane.clamp(1, MAX_RANKED_LANE)).unwrap_or(1);
             index.lanes(&words, probe.as_of, limit)
@@ -60,13 +61,17 @@ pub async fn found(
     };
     loop {
         let known = kept.as_ref().map(|k| (k.fingerprint.as_str(), k.highest_version));
-        let (fetched, version) =
-            db::context::candidates(pool, probe, around, sources, known, lexical.as_ref()).await?;
+        let (fetched, version) = db::context::candidates(pool, probe, around, sources, known, lexical.as_ref()).await?;
         let mut call = match fetched {
-            Fetched::Lanes(found) => {
+            Fetched::Lanes(mut found) => {
+                let used = found.lexical_used == Some(true);
+                if let (true, Some(index)) = (used, &index) {
+                    // The statement left the backing to the index its lanes came from.
+                    found.backing = index.backing(asked(&found), probe.as_of);
+                }
                 if let Some(state) = &found.lexical_state {
-                    let used = found.lexical_used == Some(true);
-                    subjects.lexical.after_call(pool, probe.tenant, probe.subject_id, state, used);
+                    let (key, ranks) = ((probe.tenant, probe.subject_id), probe.tsquery.is_some());
+                    subjects.lexical.after_call(pool, key, state, ranks, used);
                 }
                 return Ok((found, version));
             }
@@ -89,6 +94,17 @@ pub async fn found(
         };
         return Ok((select(&rows.rows, &call, &lanes_for(probe, around, sources)), version));
     }
+}
+
+/// The episodes whose backing a call needs: those returned, and the sources of the summaries
+/// returned (as `mnemo_context` asks `mnemo_episode_backing`).
+fn asked(found: &Candidates) -> impl Iterator<Item = uuid::Uuid> + '_ {
+    let sources = found
+        .memories
+        .iter()
+        .filter(|m| m.memory.kind == crate::model::memory::MemoryKind::EpisodeSummary)
+        .flat_map(|m| m.memory.source_episode_ids.iter().copied());
+    found.episodes.iter().map(|e| e.episode.id).chain(sources)
 }
 
 /// The lanes of `probe` as `mnemo_context` sizes them (for [`super::lanes::select`]).

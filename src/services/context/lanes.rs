@@ -267,27 +267,60 @@ fn bm25<'a>(
     ranked(&hits, terms.len(), size, limit).into_iter().collect()
 }
 
+/// The task terms an item holds, as indexes into the lane's terms, visited in ascending order
+/// (the order Postgres sums them in).
+pub trait Held {
+    fn each(&self, f: impl FnMut(usize));
+}
+
+impl Held for Vec<usize> {
+    fn each(&self, f: impl FnMut(usize)) {
+        self.iter().copied().for_each(f);
+    }
+}
+
+/// Terms by bit (term `t` is bit `t`).
+impl Held for u128 {
+    fn each(&self, mut f: impl FnMut(usize)) {
+        let mut bits = *self;
+        while bits != 0 {
+            f(bits.trailing_zeros() as usize);
+            bits &= bits - 1;
+        }
+    }
+}
+
 /// The ranking of `mnemo_bm25_rank` over `hits` (an item's id, its length in lexemes and the
-/// indexes of the `terms` task terms it holds, each item once): the best `limit` by score
-/// (rounded to nine decimals), then id, in that order.
-pub fn ranked(hits: &[(Uuid, f64, Vec<usize>)], terms: usize, size: f64, limit: usize) -> Vec<(Uuid, f64)> {
-    if hits.is_empty() {
+/// task terms of `terms` it holds, each item once): the best `limit` by score (rounded to nine
+/// decimals), then id, in that order. As the function does, only the items within 2e-9 of the
+/// `limit`-th best raw score are rounded: rounding moves a score by at most 5e-10, so no item
+/// further below can reach the lane.
+pub fn ranked<H: Held>(hits: &[(Uuid, f64, H)], terms: usize, size: f64, limit: usize) -> Vec<(Uuid, f64)> {
+    if hits.is_empty() || limit == 0 {
         return Vec::new();
     }
     let n = size.max(hits.len() as f64);
     let avgdl = (hits.iter().map(|h| h.1).sum::<f64>() / hits.len() as f64).max(1.0);
     let mut df = vec![0.0f64; terms];
-    for t in hits.iter().flat_map(|h| &h.2) {
-        df[*t] += 1.0;
+    for h in hits {
+        h.2.each(|t| df[t] += 1.0);
     }
     let idf: Vec<f64> = df.iter().map(|&d| (1.0 + (n - d + 0.5) / (d + 0.5)).ln()).collect();
-    let mut scored: Vec<(Uuid, f64)> = hits
+    let mut raw: Vec<(Uuid, f64)> = hits
         .iter()
         .map(|(id, dl, held)| {
-            let raw: f64 = held.iter().map(|&t| idf[t] * 2.2 / (1.0 + 1.2 * (0.25 + 0.75 * dl / avgdl))).sum();
-            (*id, round9(raw))
+            let mut sum = 0.0;
+            held.each(|t| sum += idf[t] * 2.2 / (1.0 + 1.2 * (0.25 + 0.75 * dl / avgdl)));
+            (*id, sum)
         })
         .collect();
+    if raw.len() > limit {
+        let (_, kth, _) =
+            raw.select_nth_unstable_by(limit - 1, |a, b| b.1.partial_cmp(&a.1).unwrap_or(Ordering::Equal));
+        let cut = kth.1 - 2e-9;
+        raw.retain(|r| r.1 >= cut);
+    }
+    let mut scored: Vec<(Uuid, f64)> = raw.into_iter().map(|(id, r)| (id, round9(r))).collect();
     scored.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(Ordering::Equal).then(a.0.cmp(&b.0)));
     scored.truncate(limit);
     scored

@@ -27,13 +27,16 @@ use uuid::Uuid;
 
 use super::lanes::ranked;
 use crate::context::english;
-use crate::db::context::LexicalLanes;
-use crate::db::lexical::{self, LexicalRows};
+use crate::db::context::{Backing, LexicalLanes};
+use crate::db::lexical::{self, LexicalRow};
 
 /// Subjects whose latest episode has a seq below this are not indexed: `mnemo_context` ranks
 /// their lanes quickly enough, and indexing every mid-sized subject a tenant touches once would
 /// cost more than it saves.
 pub const INDEX_FROM_SEQ: i64 = 2000;
+
+/// The most task terms a lane is ranked for here (one bit each); longer tasks are ranked by Postgres.
+const MAX_TERMS: usize = 128;
 
 /// Bytes the indexes may take, in all, by default (an estimate; 0 keeps none).
 pub const DEFAULT_BYTES: u64 = 256 << 20;
@@ -46,17 +49,30 @@ struct MemoryEntry {
     superseded_at: Option<DateTime<Utc>>,
     asserted_valid_to: Option<DateTime<Utc>>,
     tombstoned: bool,
+    /// A claim contradiction's record names it as the superseded memory.
+    contradiction: bool,
 }
 
 impl MemoryEntry {
     /// Its lane's filter (`mnemo_memory_bm25`): recorded, not superseded, not tombstoned, its
     /// asserted validity not ended, all as of `as_of`.
     fn visible(&self, as_of: DateTime<Utc>) -> bool {
-        self.recorded_at <= as_of
-            && self.superseded_at.is_none_or(|t| t > as_of)
+        self.recorded_at <= as_of && self.shown(as_of)
+    }
+
+    /// Shown at `as_of` once recorded: not superseded, not tombstoned, validity not ended.
+    fn shown(&self, as_of: DateTime<Utc>) -> bool {
+        self.superseded_at.is_none_or(|t| t > as_of)
             && !self.tombstoned
             && self.asserted_valid_to.is_none_or(|t| t > as_of)
     }
+}
+
+/// The memories, with the memories compiled from each episode.
+#[derive(Debug, Default)]
+struct Memories {
+    postings: Postings<MemoryEntry>,
+    by_source: HashMap<Uuid, Vec<u32>>,
 }
 
 #[derive(Debug, Clone)]
@@ -94,27 +110,30 @@ impl<T> Postings<T> {
         self.rows.len() * std::mem::size_of::<T>() + postings
     }
 
-    /// The BM25 hits of `terms` among the rows `visible` admits: (id, length, terms held).
+    /// The BM25 hits of `terms` (at most [`MAX_TERMS`]) among the rows `visible` admits: (id,
+    /// length, terms held as bits).
     fn hits(
         &self,
         terms: &[String],
         visible: impl Fn(&T) -> bool,
         id_len: impl Fn(&T) -> (Uuid, u32),
-    ) -> Vec<(Uuid, f64, Vec<usize>)> {
-        let mut at: HashMap<u32, usize> = HashMap::new();
-        let mut hits: Vec<(Uuid, f64, Vec<usize>)> = Vec::new();
-        for (t, term) in terms.iter().enumerate() {
-            for &i in self.holding.get(term.as_str()).map(Vec::as_slice).unwrap_or_default() {
+    ) -> Vec<(Uuid, f64, u128)> {
+        let lists: Vec<&[u32]> =
+            terms.iter().map(|t| self.holding.get(t.as_str()).map(Vec::as_slice).unwrap_or_default()).collect();
+        let mut at: HashMap<u32, usize> = HashMap::with_capacity(lists.iter().map(|l| l.len()).sum());
+        let mut hits: Vec<(Uuid, f64, u128)> = Vec::new();
+        for (t, list) in lists.iter().enumerate() {
+            for &i in *list {
                 let row = &self.rows[i as usize];
                 if !visible(row) {
                     continue;
                 }
                 let h = *at.entry(i).or_insert_with(|| {
                     let (id, dl) = id_len(row);
-                    hits.push((id, f64::from(dl), Vec::new()));
+                    hits.push((id, f64::from(dl), 0));
                     hits.len() - 1
                 });
-                hits[h].2.push(t);
+                hits[h].2 |= 1u128 << t;
             }
         }
         hits
@@ -126,7 +145,7 @@ impl<T> Postings<T> {
 pub struct Index {
     /// The state it is of (`mnemo_lexical_state`).
     pub state: String,
-    memories: Arc<Postings<MemoryEntry>>,
+    memories: Arc<Memories>,
     /// In seq order.
     episodes: Arc<Postings<EpisodeEntry>>,
     /// Common terms per source, with the instant each became common.
@@ -134,56 +153,118 @@ pub struct Index {
     common_episode: HashMap<String, DateTime<Utc>>,
 }
 
-impl Index {
-    /// The index of the state `rows` is of, taking from `known` (the index the rows were asked
-    /// against) what they left out.
-    pub fn build(rows: LexicalRows, known: Option<&Index>) -> Option<Index> {
-        let memories = match rows.memories {
-            Some(list) => {
-                let mut p = Postings::default();
-                for m in list {
-                    let entry = MemoryEntry {
-                        id: m.id,
-                        dl: u32::try_from(m.lexemes.len()).unwrap_or(u32::MAX),
-                        recorded_at: m.recorded_at,
-                        superseded_at: m.superseded_at,
-                        asserted_valid_to: m.asserted_valid_to,
-                        tombstoned: m.tombstoned,
-                    };
-                    p.add(entry, m.lexemes);
-                }
-                Arc::new(p)
-            }
-            None => Arc::clone(&known?.memories),
-        };
-        let mut episodes = if rows.episodes_after { (*known?.episodes).clone() } else { Postings::default() };
-        let mut new = rows.episodes;
-        new.sort_by_key(|e| e.seq);
-        for e in new {
-            let dl = u32::try_from(e.lexemes.len()).unwrap_or(u32::MAX);
-            episodes.add(EpisodeEntry { id: e.id, seq: e.seq, created_at: e.created_at, dl }, e.lexemes);
+/// An index being built from the rows of one state (`db::lexical::rows`), on the index they
+/// were asked against (`known`), which holds what they leave out.
+pub struct Builder<'a> {
+    known: Option<&'a Index>,
+    state: Option<String>,
+    /// None: the known index's memories are the state's.
+    memories: Option<Memories>,
+    episodes: Postings<EpisodeEntry>,
+    common_memory: HashMap<String, DateTime<Utc>>,
+    common_episode: HashMap<String, DateTime<Utc>>,
+    /// A row that did not fit (rows out of order, or left out without a known index).
+    broken: Option<&'static str>,
+}
+
+impl<'a> Builder<'a> {
+    pub fn new(known: Option<&'a Index>) -> Self {
+        Builder {
+            known,
+            state: None,
+            memories: None,
+            episodes: Postings::default(),
+            common_memory: HashMap::new(),
+            common_episode: HashMap::new(),
+            broken: None,
         }
-        let (mut common_memory, mut common_episode) = (HashMap::new(), HashMap::new());
-        for c in rows.common {
-            if c.memory { &mut common_memory } else { &mut common_episode }.insert(c.lexeme, c.since);
-        }
-        Some(Index { state: rows.state, memories, episodes: Arc::new(episodes), common_memory, common_episode })
     }
 
+    pub fn add(&mut self, row: LexicalRow) {
+        match row {
+            LexicalRow::State { state, memories, episodes_after } => {
+                self.state = Some(state);
+                self.memories = memories.then(Memories::default);
+                if episodes_after {
+                    match self.known {
+                        Some(k) => self.episodes = (*k.episodes).clone(),
+                        None => self.broken = Some("episodes after an index that is not there"),
+                    }
+                }
+            }
+            LexicalRow::Memory(m) => {
+                let Some(p) = self.memories.as_mut() else {
+                    self.broken = Some("a memory the state said was kept");
+                    return;
+                };
+                let at = u32::try_from(p.postings.rows.len()).unwrap_or(u32::MAX);
+                for source in m.sources {
+                    p.by_source.entry(source).or_default().push(at);
+                }
+                let entry = MemoryEntry {
+                    id: m.id,
+                    dl: u32::try_from(m.lexemes.len()).unwrap_or(u32::MAX),
+                    recorded_at: m.recorded_at,
+                    superseded_at: m.superseded_at,
+                    asserted_valid_to: m.asserted_valid_to,
+                    tombstoned: m.tombstoned,
+                    contradiction: m.contradiction,
+                };
+                p.postings.add(entry, m.lexemes);
+            }
+            LexicalRow::Episode(e) => {
+                if self.episodes.rows.last().is_some_and(|last| last.seq >= e.seq) {
+                    self.broken = Some("episodes out of seq order");
+                }
+                let dl = u32::try_from(e.lexemes.len()).unwrap_or(u32::MAX);
+                self.episodes.add(EpisodeEntry { id: e.id, seq: e.seq, created_at: e.created_at, dl }, e.lexemes);
+            }
+            LexicalRow::Common(c) => {
+                if c.memory { &mut self.common_memory } else { &mut self.common_episode }.insert(c.lexeme, c.since);
+            }
+        }
+    }
+
+    /// The index, or why the rows do not make one.
+    pub fn finish(self) -> Result<Index, &'static str> {
+        if let Some(why) = self.broken {
+            return Err(why);
+        }
+        let state = self.state.ok_or("no state")?;
+        let memories = match self.memories {
+            Some(mut p) => {
+                p.postings.holding.values_mut().chain(p.by_source.values_mut()).for_each(Vec::shrink_to_fit);
+                Arc::new(p)
+            }
+            None => Arc::clone(&self.known.ok_or("memories kept without an index")?.memories),
+        };
+        let mut episodes = self.episodes;
+        episodes.holding.values_mut().for_each(Vec::shrink_to_fit);
+        Ok(Index {
+            state,
+            memories,
+            episodes: Arc::new(episodes),
+            common_memory: self.common_memory,
+            common_episode: self.common_episode,
+        })
+    }
+}
+
+impl Index {
     /// The lanes `mnemo_context` would rank for a task of content `words` at `as_of`, each of
     /// `limit` items; None when the task's lexemes cannot be told in process.
     pub fn lanes(&self, words: &[String], as_of: DateTime<Utc>, limit: usize) -> Option<LexicalLanes> {
-        let lexemes = english::lexemes(words)?;
+        let lexemes = english::lexemes(words).filter(|l| l.len() <= MAX_TERMS)?;
         let without = |common: &HashMap<String, DateTime<Utc>>| -> Vec<String> {
             lexemes.iter().filter(|l| common.get(l.as_str()).is_none_or(|since| *since > as_of)).cloned().collect()
         };
         let (memory_terms, episode_terms) = (without(&self.common_memory), without(&self.common_episode));
         // The subject's size as BM25 counts it: the seq of its latest episode recorded by then.
         let size = self.episodes.rows.iter().rev().find(|e| e.created_at <= as_of).map_or(0, |e| e.seq) as f64;
-        let lane = |hits: Vec<(Uuid, f64, Vec<usize>)>, terms: usize| -> (Vec<Uuid>, Vec<f64>) {
+        let lane = |hits: Vec<(Uuid, f64, u128)>, terms: usize| -> (Vec<Uuid>, Vec<f64>) {
             ranked(&hits, terms, size, limit).into_iter().unzip()
         };
-        let mem_hits = self.memories.hits(&memory_terms, |m| m.visible(as_of), |m| (m.id, m.dl));
+        let mem_hits = self.memories.postings.hits(&memory_terms, |m| m.visible(as_of), |m| (m.id, m.dl));
         let ep_hits = self.episodes.hits(&episode_terms, |e| e.created_at <= as_of, |e| (e.id, e.dl));
         Some(LexicalLanes {
             state: self.state.clone(),
@@ -194,9 +275,33 @@ impl Index {
         })
     }
 
+    /// The backing of each of the `asked` episodes that a memory recorded by `as_of` was compiled
+    /// from, as `mnemo_episode_backing` makes it: whether one of them is shown at `as_of`, and
+    /// whether one was superseded by then through a claim contradiction. In episode id order.
+    pub fn backing(&self, asked: impl IntoIterator<Item = Uuid>, as_of: DateTime<Utc>) -> Vec<Backing> {
+        let asked: std::collections::BTreeSet<Uuid> = asked.into_iter().collect();
+        let rows = &self.memories.postings.rows;
+        asked
+            .into_iter()
+            .filter_map(|e| {
+                let from = self.memories.by_source.get(&e)?;
+                let mut recorded =
+                    from.iter().map(|&i| &rows[i as usize]).filter(|m| m.recorded_at <= as_of).peekable();
+                recorded.peek()?;
+                let (mut visible, mut contradicted) = (false, false);
+                for m in recorded {
+                    visible |= m.shown(as_of);
+                    contradicted |= m.contradiction && m.superseded_at.is_some_and(|t| t <= as_of);
+                }
+                Some(Backing { episode_id: e, visible, contradicted })
+            })
+            .collect()
+    }
+
     fn bytes(&self) -> usize {
         let common: usize = self.common_memory.keys().chain(self.common_episode.keys()).map(|k| 64 + k.len()).sum();
-        self.memories.bytes() + self.episodes.bytes() + common
+        let sources: usize = self.memories.by_source.values().map(|v| 48 + 4 * v.len()).sum();
+        self.memories.postings.bytes() + sources + self.episodes.bytes() + common
     }
 }
 
@@ -240,14 +345,23 @@ impl LexicalCache {
         self.cache.as_ref()?.get(&(tenant.to_string(), subject.to_string()))
     }
 
-    /// Counts how a call's lanes were ranked, and brings the subject's index up to date in the
-    /// background when the call found it missing or of another state than `state` (the
-    /// subject's as the call saw it), for a subject large enough to index.
-    pub fn after_call(self: &Arc<Self>, pool: &PgPool, tenant: &str, subject: &str, state: &str, used: bool) {
+    /// Counts how a call's lanes were ranked (when it had any: `ranks`), and brings the
+    /// subject's index up to date in the background when the call found it missing or of
+    /// another state than `state` (the subject's as the call saw it), for a subject large enough
+    /// to index.
+    pub fn after_call(
+        self: &Arc<Self>,
+        pool: &PgPool,
+        (tenant, subject): (&str, &str),
+        state: &str,
+        ranks: bool,
+        used: bool,
+    ) {
         use std::sync::atomic::Ordering::Relaxed;
-        let ranked_by = if used { "server" } else { "database" };
-        if used { &self.counts.server } else { &self.counts.database }.fetch_add(1, Relaxed);
-        crate::metrics::record_context_lexical(ranked_by);
+        if ranks {
+            if used { &self.counts.server } else { &self.counts.database }.fetch_add(1, Relaxed);
+            crate::metrics::record_context_lexical(if used { "server" } else { "database" });
+        }
         if used || self.cache.is_none() || latest_seq(state) < INDEX_FROM_SEQ {
             return;
         }
@@ -275,13 +389,19 @@ impl LexicalCache {
     /// Reads what changed since the kept index (all of it without one) and keeps the new index.
     pub async fn refresh(&self, pool: &PgPool, tenant: &str, subject: &str) -> anyhow::Result<()> {
         let Some(cache) = &self.cache else { return Ok(()) };
+        let started = std::time::Instant::now();
         let known = self.get(tenant, subject);
-        let rows = lexical::rows(pool, tenant, subject, known.as_ref().map(|k| k.state.as_str())).await?;
-        let built = tokio::task::spawn_blocking(move || Index::build(rows, known.as_deref())).await?;
-        match built {
-            Some(index) => cache.insert((tenant.to_string(), subject.to_string()), Arc::new(index)),
-            None => anyhow::bail!("the lexical rows left out rows no index holds"),
-        }
+        let mut builder = Builder::new(known.as_deref());
+        lexical::rows(pool, tenant, subject, known.as_ref().map(|k| k.state.as_str()), |row| builder.add(row)).await?;
+        let index = builder.finish().map_err(|why| anyhow::anyhow!("the lexical rows make no index: {why}"))?;
+        tracing::debug!(
+            memories = index.memories.postings.rows.len(),
+            episodes = index.episodes.rows.len(),
+            bytes = index.bytes(),
+            build_ms = started.elapsed().as_millis() as u64,
+            "lexical index refreshed"
+        );
+        cache.insert((tenant.to_string(), subject.to_string()), Arc::new(index));
         Ok(())
     }
 }
@@ -295,6 +415,25 @@ fn latest_seq(state: &str) -> i64 {
 mod tests {
     use super::*;
     use crate::db::lexical::{CommonTerm, EpisodeRow, MemoryRow};
+
+    /// What `db::lexical::rows` would send for a state.
+    struct LexicalRows {
+        state: String,
+        memories: Option<Vec<MemoryRow>>,
+        episodes: Vec<EpisodeRow>,
+        episodes_after: bool,
+        common: Vec<CommonTerm>,
+    }
+
+    fn build(rows: LexicalRows, known: Option<&Index>) -> Result<Index, &'static str> {
+        let mut b = Builder::new(known);
+        let memories = rows.memories.is_some();
+        b.add(LexicalRow::State { state: rows.state, memories, episodes_after: rows.episodes_after });
+        rows.memories.into_iter().flatten().for_each(|m| b.add(LexicalRow::Memory(m)));
+        rows.episodes.into_iter().for_each(|e| b.add(LexicalRow::Episode(e)));
+        rows.common.into_iter().for_each(|c| b.add(LexicalRow::Common(c)));
+        b.finish()
+    }
 
     fn at(s: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + s, 0).unwrap_or_default()
@@ -317,12 +456,19 @@ mod tests {
                         asserted_valid_to: None,
                         tombstoned: false,
                         lexemes: lex(l),
+                        sources: vec![Uuid::from_u128(1 + i as u128)],
+                        contradiction: *superseded,
                     })
                     .collect()
             }),
             episodes: episodes
                 .iter()
-                .map(|(seq, l)| EpisodeRow { id: Uuid::from_u128(*seq as u128), seq: *seq, created_at: at(*seq), lexemes: lex(l) })
+                .map(|(seq, l)| EpisodeRow {
+                    id: Uuid::from_u128(*seq as u128),
+                    seq: *seq,
+                    created_at: at(*seq),
+                    lexemes: lex(l),
+                })
                 .collect(),
             episodes_after: false,
             common: vec![CommonTerm { memory: false, lexeme: "team".into(), since: at(3) }],
@@ -334,7 +480,7 @@ mod tests {
         let eps: [(i64, &[&str]); 4] =
             [(1, &["deploy", "kafka"]), (2, &["kafka", "lag", "consum"]), (3, &["budget", "team"]), (4, &["kafka"])];
         let mems: [(&[&str], bool); 3] = [(&["kafka", "lag"], false), (&["kafka"], true), (&["budget"], false)];
-        let index = Index::build(rows("1/4/x", &eps, Some(&mems)), None).unwrap();
+        let index = build(rows("1/4/x", &eps, Some(&mems)), None).unwrap();
         let words = lex(&["kafka", "lagging", "team"]);
         // At 10: every episode is recorded; the second memory is still current.
         let lanes = index.lanes(&words, at(10), 10).unwrap();
@@ -343,7 +489,7 @@ mod tests {
         assert_eq!(lanes.episodes.0.len(), 3);
         let expect = ranked(
             &[
-                (Uuid::from_u128(1), 2.0, vec![0]),
+                (Uuid::from_u128(1), 2.0, vec![0usize]),
                 (Uuid::from_u128(2), 3.0, vec![0, 1]),
                 (Uuid::from_u128(4), 1.0, vec![0]),
             ],
@@ -362,20 +508,38 @@ mod tests {
         assert_eq!(index.lanes(&words, at(60), 10).unwrap().memories.0, [Uuid::from_u128(1000)]);
         assert_eq!(index.lanes(&words, at(10), 1).unwrap().episodes.0.len(), 1, "cut at the limit");
         assert!(index.lanes(&lex(&["café"]), at(10), 10).is_none(), "no guess for a word it cannot tell");
+
+        // Episode 2's memory is superseded at 50 through a contradiction; episode 4 has none.
+        let asked = [4, 2, 1, 2].map(Uuid::from_u128);
+        let b = |as_of| -> Vec<(u128, bool, bool)> {
+            index
+                .backing(asked, at(as_of))
+                .iter()
+                .map(|b| (b.episode_id.as_u128(), b.visible, b.contradicted))
+                .collect()
+        };
+        assert_eq!(b(10), [(1, true, false), (2, true, false)]);
+        assert_eq!(b(60), [(1, true, false), (2, false, true)]);
+        assert_eq!(b(0), [(1, true, false)], "the second memory is recorded at 1");
     }
 
     #[test]
     fn a_refresh_adds_the_new_episodes_and_keeps_unchanged_memories() {
         let mems: [(&[&str], bool); 1] = [(&["kafka"], false)];
-        let first = Index::build(rows("1/1/a", &[(1, &["kafka"])], Some(&mems)), None).unwrap();
+        let first = build(rows("1/1/a", &[(1, &["kafka"])], Some(&mems)), None).unwrap();
         let mut more = rows("1/2/b", &[(2, &["kafka", "lag"])], None);
         more.episodes_after = true;
-        let second = Index::build(more, Some(&first)).unwrap();
+        let second = build(more, Some(&first)).unwrap();
         assert_eq!(second.state, "1/2/b");
         let lanes = second.lanes(&lex(&["kafka"]), at(10), 10).unwrap();
         assert_eq!(lanes.episodes.0.len(), 2);
         assert_eq!(lanes.memories.0, [Uuid::from_u128(1000)]);
-        assert!(Index::build(rows("1/2/b", &[], None), None).is_none(), "kept memories need an index");
+        assert!(build(rows("1/2/b", &[], None), None).is_err(), "kept memories need an index");
+        let mut after = rows("1/2/b", &[(2, &["kafka"])], None);
+        after.episodes_after = true;
+        assert!(build(after, None).is_err(), "episodes after an index need the index");
+        let shuffled = rows("1/2/b", &[(2, &["kafka"]), (1, &["lag"])], Some(&mems));
+        assert!(build(shuffled, None).is_err(), "episodes must come in seq order");
         assert_eq!(latest_seq("7/2500/x"), 2500);
         assert_eq!(latest_seq("7/0/-"), 0);
     }

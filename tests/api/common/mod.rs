@@ -28,6 +28,8 @@ pub struct TestApp {
     pub db_options: PgConnectOptions,
     /// The server's single-episode write queues (to see what is waiting).
     pub group_commit: Arc<mnemo::services::group_commit::GroupCommit>,
+    /// What the server keeps of subjects between context calls (to see its lexical indexes).
+    pub subjects: Arc<mnemo::services::context::SubjectCache>,
     /// Base URL of the separate `/metrics` listener.
     pub metrics_base: String,
     shutdown: Option<oneshot::Sender<()>>,
@@ -193,6 +195,7 @@ pub async fn spawn_bound(
     let app_pool = db::pool::connect_app(app_options(&opts), 10).await.expect("app pool");
     let state = AppState::new(app_pool.clone(), config, embedder).with_signing_keys(keys);
     let group_commit = state.group_commit.clone();
+    let subjects = state.subjects.clone();
     let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
     let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let metrics_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -213,6 +216,7 @@ pub async fn spawn_bound(
         app_pool,
         db_options: opts,
         group_commit,
+        subjects,
         metrics_base,
         shutdown: Some(tx),
         db,
