@@ -428,26 +428,28 @@ BEGIN
         END IF;
     END IF;
 
-    IF v_large THEN
-        SELECT array_agg(DISTINCT a) INTO v_asked FROM (
-            SELECT unnest(v_all) AS a
-            UNION ALL
-            SELECT unnest(m.source_episode_ids) FROM (SELECT DISTINCT x FROM unnest(v_mem) x) u(id)
-            CROSS JOIN LATERAL (SELECT m.kind, m.source_episode_ids FROM memories m
-                WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
-            WHERE m.kind = 'episode_summary'
-        ) q;
-    ELSE
-        SELECT array_agg(DISTINCT a) INTO v_asked FROM (
-            SELECT unnest(v_all) AS a
-            UNION ALL
-            SELECT unnest(m.source_episode_ids) FROM memories m
-            WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem) AND m.kind = 'episode_summary'
-        ) q;
-    END IF;
     -- With the server's lanes, the server also has what the backing check reads (its index of
     -- the subject's memories holds each one's sources, visibility and contradiction record).
-    IF v_asked IS NOT NULL AND v_lex_used IS NOT TRUE THEN
+    IF v_lex_used IS NOT TRUE THEN
+        IF v_large THEN
+            SELECT array_agg(DISTINCT a) INTO v_asked FROM (
+                SELECT unnest(v_all) AS a
+                UNION ALL
+                SELECT unnest(m.source_episode_ids) FROM (SELECT DISTINCT x FROM unnest(v_mem) x) u(id)
+                CROSS JOIN LATERAL (SELECT m.kind, m.source_episode_ids FROM memories m
+                    WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
+                WHERE m.kind = 'episode_summary'
+            ) q;
+        ELSE
+            SELECT array_agg(DISTINCT a) INTO v_asked FROM (
+                SELECT unnest(v_all) AS a
+                UNION ALL
+                SELECT unnest(m.source_episode_ids) FROM memories m
+                WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem) AND m.kind = 'episode_summary'
+            ) q;
+        END IF;
+    END IF;
+    IF v_asked IS NOT NULL THEN
         RETURN QUERY
         SELECT 3::smallint, b.episode_id, NULL::text, NULL::text, NULL::text, NULL::float8, NULL::timestamptz,
                NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb, NULL::text,
