@@ -106,6 +106,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let input: NewEpisode = valid::<CreateEpisode>(body)?.into();
     let (row, inserted) = svc::ingest_one(&st.group_commit, &st.tenants, &tenant, input).await?;
+    st.subjects.lexical.episodes_written(&st.pool, &tenant, &row.subject_id);
     let status = match inserted {
         Inserted::New => StatusCode::CREATED,
         Inserted::Existing => StatusCode::OK,
@@ -125,5 +126,7 @@ pub async fn create_batch(
     let inputs: Vec<NewEpisode> =
         valid::<EpisodeBatchRequest>(body)?.episodes.into_iter().map(NewEpisode::from).collect();
     let (rows, created) = svc::ingest_batch(&st.pool, &st.tenants, &st.webhooks, &tenant, inputs).await?;
+    let subjects: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.subject_id.as_str()).collect();
+    subjects.into_iter().for_each(|s| st.subjects.lexical.episodes_written(&st.pool, &tenant, s));
     Ok((StatusCode::CREATED, Json(EpisodeBatch { episodes_created: created, episodes: rows })).into_response())
 }

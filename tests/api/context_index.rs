@@ -216,6 +216,14 @@ async fn an_indexed_subject_answers_as_postgres_ranks_it_after_every_change() {
     assert_eq!(by_server(&keeps, before), stemmed);
     assert!(!text(&edited).contains("Hooli"), "{}", text(&edited));
 
+    // Turns written through this server: its index follows them with no call in between, so
+    // the next calls find it current.
+    ingest(&keeps, s, &turns(2131, 5, 4)).await;
+    index_current(&keeps, s).await;
+    let before = keeps.subjects.lexical.counts.server.load(Relaxed);
+    same(&keeps, &keeps_none, s, None, "turns written through this server").await;
+    assert_eq!(by_server(&keeps, before), stemmed);
+
     // A past instant on an index holding rows recorded after it.
     let before = keeps.subjects.lexical.counts.server.load(Relaxed);
     let past = same(&keeps, &keeps_none, s, Some(&before_changes), "a past instant").await;

@@ -75,7 +75,12 @@ pub async fn found(
                 }
                 return Ok((found, version));
             }
-            Fetched::Subject(call) => call,
+            Fetched::Subject(call) => {
+                if index.is_some() {
+                    subjects.lexical.forget(probe.tenant, probe.subject_id);
+                }
+                call
+            }
         };
         // The statement leaves all rows out exactly when the fingerprint sent is the subject's.
         let rows = match &kept {

@@ -16,7 +16,7 @@
 //! The index holds lexemes and ids, no content; it lives in this process only and is never
 //! logged.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
@@ -26,6 +26,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::lanes::ranked;
+use super::subjects::KeyRef;
 use crate::context::english;
 use crate::db::context::{Backing, LexicalLanes};
 use crate::db::lexical::{self, LexicalRow};
@@ -325,7 +326,8 @@ pub struct Counts {
 /// The indexes of large subjects by (tenant, subject), bounded by an estimate of their bytes.
 pub struct LexicalCache {
     cache: Option<Cache<(String, String), Arc<Index>, Bytes>>,
-    refreshing: Mutex<HashSet<(String, String)>>,
+    /// Subjects being refreshed, each with whether to refresh once more after.
+    refreshing: Mutex<HashMap<(String, String), bool>>,
     pub counts: Counts,
 }
 
@@ -337,12 +339,19 @@ impl LexicalCache {
             let items = usize::try_from((bytes / TYPICAL_INDEX_BYTES).max(1)).unwrap_or(usize::MAX);
             Cache::with_weighter(items, bytes, Bytes)
         });
-        LexicalCache { cache, refreshing: Mutex::new(HashSet::new()), counts: Counts::default() }
+        LexicalCache { cache, refreshing: Mutex::new(HashMap::new()), counts: Counts::default() }
     }
 
     /// The index kept of the subject, if any.
     pub fn get(&self, tenant: &str, subject: &str) -> Option<Arc<Index>> {
-        self.cache.as_ref()?.get(&(tenant.to_string(), subject.to_string()))
+        self.cache.as_ref()?.get(&KeyRef(tenant, subject))
+    }
+
+    /// Drops the subject's index (erased, or small again).
+    pub fn forget(&self, tenant: &str, subject: &str) {
+        if let Some(cache) = &self.cache {
+            cache.remove(&KeyRef(tenant, subject));
+        }
     }
 
     /// Counts how a call's lanes were ranked (when it had any: `ranks`), and brings the
@@ -368,20 +377,45 @@ impl LexicalCache {
         if self.get(tenant, subject).is_some_and(|i| i.state == state) {
             return;
         }
+        self.refresh_later(pool, tenant, subject);
+    }
+
+    /// After this server wrote episodes of a subject it keeps an index of: brings the index up
+    /// to date in the background (only the new turns come), so the subject's next context call
+    /// finds it current. A subject that keeps changing between calls otherwise always would
+    /// find it stale.
+    pub fn episodes_written(self: &Arc<Self>, pool: &PgPool, tenant: &str, subject: &str) {
+        let Some(cache) = &self.cache else { return };
+        if cache.get(&KeyRef(tenant, subject)).is_some() {
+            self.refresh_later(pool, tenant, subject);
+        }
+    }
+
+    /// Refreshes the subject's index in the background, one refresh per subject at a time; asked
+    /// while one runs, it runs once more after it (the rows it read may already be old).
+    fn refresh_later(self: &Arc<Self>, pool: &PgPool, tenant: &str, subject: &str) {
         let key = (tenant.to_string(), subject.to_string());
         {
             let Ok(mut refreshing) = self.refreshing.lock() else { return };
-            if !refreshing.insert(key.clone()) {
+            if let Some(again) = refreshing.get_mut(&key) {
+                *again = true;
                 return;
             }
+            refreshing.insert(key.clone(), false);
         }
         let (cache, pool) = (Arc::clone(self), pool.clone());
         tokio::spawn(async move {
-            if let Err(e) = cache.refresh(&pool, &key.0, &key.1).await {
-                tracing::warn!(error = %format!("{e:#}"), "lexical index refresh failed");
-            }
-            if let Ok(mut refreshing) = cache.refreshing.lock() {
-                refreshing.remove(&key);
+            loop {
+                if let Err(e) = cache.refresh(&pool, &key.0, &key.1).await {
+                    tracing::warn!(error = %format!("{e:#}"), "lexical index refresh failed");
+                }
+                let Ok(mut refreshing) = cache.refreshing.lock() else { return };
+                if refreshing.get(&key) == Some(&true) {
+                    refreshing.insert(key.clone(), false);
+                } else {
+                    refreshing.remove(&key);
+                    return;
+                }
             }
         });
     }

@@ -28,7 +28,7 @@ pub struct Kept {
 
 /// A (tenant, subject) key borrowed: hashes as the owned pair does, so a lookup allocates nothing.
 #[derive(Hash)]
-struct KeyRef<'a>(&'a str, &'a str);
+pub(super) struct KeyRef<'a>(pub(super) &'a str, pub(super) &'a str);
 
 impl quick_cache::Equivalent<(String, String)> for KeyRef<'_> {
     fn equivalent(&self, key: &(String, String)) -> bool {
@@ -79,6 +79,14 @@ impl SubjectCache {
     /// The copy kept of the subject, if any.
     pub fn get(&self, tenant: &str, subject: &str) -> Option<Arc<Kept>> {
         self.small.as_ref()?.get(&KeyRef(tenant, subject))
+    }
+
+    /// Drops what is kept of the subject (its rows and its lexical index), as after an erasure.
+    pub fn forget(&self, tenant: &str, subject: &str) {
+        if let Some(cache) = &self.small {
+            cache.remove(&KeyRef(tenant, subject));
+        }
+        self.lexical.forget(tenant, subject);
     }
 
     /// Keeps `rows` as the subject's copy in the state `fingerprint` names; returns it.
