@@ -39,6 +39,9 @@ pub const INDEX_FROM_SEQ: i64 = 2000;
 /// The most task terms a lane is ranked for here (one bit each); longer tasks are ranked by Postgres.
 const MAX_TERMS: usize = 128;
 
+/// The least time between the starts of two refreshes of one subject's index.
+const REFRESH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Bytes the indexes may take, in all, by default (an estimate; 0 keeps none).
 pub const DEFAULT_BYTES: u64 = 256 << 20;
 
@@ -392,7 +395,9 @@ impl LexicalCache {
     }
 
     /// Refreshes the subject's index in the background, one refresh per subject at a time; asked
-    /// while one runs, it runs once more after it (the rows it read may already be old).
+    /// while one runs, it runs once more after it (the rows it read may already be old), at least
+    /// [`REFRESH_INTERVAL`] after the last one began: a subject written to without pause costs a
+    /// few refreshes a second, each copying its turns' postings, not one after the other.
     fn refresh_later(self: &Arc<Self>, pool: &PgPool, tenant: &str, subject: &str) {
         let key = (tenant.to_string(), subject.to_string());
         {
@@ -406,9 +411,11 @@ impl LexicalCache {
         let (cache, pool) = (Arc::clone(self), pool.clone());
         tokio::spawn(async move {
             loop {
+                let began = tokio::time::Instant::now();
                 if let Err(e) = cache.refresh(&pool, &key.0, &key.1).await {
                     tracing::warn!(error = %format!("{e:#}"), "lexical index refresh failed");
                 }
+                tokio::time::sleep_until(began + REFRESH_INTERVAL).await;
                 let Ok(mut refreshing) = cache.refreshing.lock() else { return };
                 if refreshing.get(&key) == Some(&true) {
                     refreshing.insert(key.clone(), false);
