@@ -1,49 +1,19 @@
-//! Large subjects' lexemes indexed in process, so a context call's two BM25 lanes are ranked by
-//! the server before the call instead of by Postgres in it (migration 0036).
-//!
-//! On a large subject a task word held by hundreds of turns and memories made Postgres visit each
-//! of those rows for its length and rank them all, about 7 ms of a 100k-memory subject's call
-//! for one such word. The index holds, per source, each row's length, what its visibility at an
-//! instant depends on, and the rows holding each lexeme, so ranking a lane reads only the rows
-//! holding a task term. It is kept under the subject's state (`mnemo_lexical_state`: memory
-//! version, latest seq, latest episode id). The call sends the lanes with that state and the
-//! task's lexemes (`context::english`); `mnemo_context` uses them only when the state is the
-//! subject's and the lexemes are its own, and otherwise ranks the lanes itself, so the call's
-//! rows never depend on the index. A call that finds the index missing or of another state has
-//! it brought up to date in the background (one refresh per subject at a time): only what
-//! changed comes when the memories are unchanged or only episodes were added.
-//!
-//! The index holds lexemes and ids, no content; it lives in this process only and is never
-//! logged.
+//! A subject's lexemes of one state, how it is built from that state's rows, and what a call
+//! ranks on it (its BM25 lanes and the backing of the turns it returns).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use quick_cache::sync::Cache;
-use quick_cache::Weighter;
-use sqlx::PgPool;
 use uuid::Uuid;
 
-use super::lanes::ranked;
-use super::subjects::KeyRef;
 use crate::context::english;
 use crate::db::context::{Backing, LexicalLanes};
-use crate::db::lexical::{self, LexicalRow};
-
-/// Subjects whose latest episode has a seq below this are not indexed: `mnemo_context` ranks
-/// their lanes quickly enough, and indexing every mid-sized subject a tenant touches once would
-/// cost more than it saves.
-pub const INDEX_FROM_SEQ: i64 = 2000;
+use crate::db::lexical::LexicalRow;
+use crate::services::context::lanes::ranked;
 
 /// The most task terms a lane is ranked for here (one bit each); longer tasks are ranked by Postgres.
 const MAX_TERMS: usize = 128;
-
-/// The least time between the starts of two refreshes of one subject's index.
-const REFRESH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// Bytes the indexes may take, in all, by default (an estimate; 0 keeps none).
-pub const DEFAULT_BYTES: u64 = 256 << 20;
 
 #[derive(Debug)]
 struct MemoryEntry {
@@ -255,6 +225,11 @@ impl<'a> Builder<'a> {
 }
 
 impl Index {
+    /// How many memories and episodes it holds.
+    pub fn rows(&self) -> (usize, usize) {
+        (self.memories.postings.rows.len(), self.episodes.rows.len())
+    }
+
     /// The lanes `mnemo_context` would rank for a task of content `words` at `as_of`, each of
     /// `limit` items; None when the task's lexemes cannot be told in process.
     pub fn lanes(&self, words: &[String], as_of: DateTime<Utc>, limit: usize) -> Option<LexicalLanes> {
@@ -302,154 +277,12 @@ impl Index {
             .collect()
     }
 
-    fn bytes(&self) -> usize {
+    /// An estimate of its bytes.
+    pub(super) fn bytes(&self) -> usize {
         let common: usize = self.common_memory.keys().chain(self.common_episode.keys()).map(|k| 64 + k.len()).sum();
         let sources: usize = self.memories.by_source.values().map(|v| 48 + 4 * v.len()).sum();
         self.memories.postings.bytes() + sources + self.episodes.bytes() + common
     }
-}
-
-/// Weight of an index: an estimate of its bytes.
-#[derive(Clone)]
-struct Bytes;
-
-impl Weighter<(String, String), Arc<Index>> for Bytes {
-    fn weight(&self, key: &(String, String), val: &Arc<Index>) -> u64 {
-        (key.0.len() + key.1.len() + val.bytes()) as u64
-    }
-}
-
-/// How often calls used the server's lanes, and how often Postgres ranked them.
-#[derive(Debug, Default)]
-pub struct Counts {
-    pub server: std::sync::atomic::AtomicU64,
-    pub database: std::sync::atomic::AtomicU64,
-}
-
-/// The indexes of large subjects by (tenant, subject), bounded by an estimate of their bytes.
-pub struct LexicalCache {
-    cache: Option<Cache<(String, String), Arc<Index>, Bytes>>,
-    /// Subjects being refreshed, each with whether to refresh once more after.
-    refreshing: Mutex<HashMap<(String, String), bool>>,
-    pub counts: Counts,
-}
-
-impl LexicalCache {
-    /// A cache of about `bytes` bytes of indexes (0: none are kept, every lane is ranked by Postgres).
-    pub fn with_capacity(bytes: u64) -> Self {
-        const TYPICAL_INDEX_BYTES: u64 = 4 << 20;
-        let cache = (bytes > 0).then(|| {
-            let items = usize::try_from((bytes / TYPICAL_INDEX_BYTES).max(1)).unwrap_or(usize::MAX);
-            Cache::with_weighter(items, bytes, Bytes)
-        });
-        LexicalCache { cache, refreshing: Mutex::new(HashMap::new()), counts: Counts::default() }
-    }
-
-    /// The index kept of the subject, if any.
-    pub fn get(&self, tenant: &str, subject: &str) -> Option<Arc<Index>> {
-        self.cache.as_ref()?.get(&KeyRef(tenant, subject))
-    }
-
-    /// Drops the subject's index (erased, or small again).
-    pub fn forget(&self, tenant: &str, subject: &str) {
-        if let Some(cache) = &self.cache {
-            cache.remove(&KeyRef(tenant, subject));
-        }
-    }
-
-    /// Counts how a call's lanes were ranked (when it had any: `ranks`), and brings the
-    /// subject's index up to date in the background when the call found it missing or of
-    /// another state than `state` (the subject's as the call saw it), for a subject large enough
-    /// to index.
-    pub fn after_call(
-        self: &Arc<Self>,
-        pool: &PgPool,
-        (tenant, subject): (&str, &str),
-        state: &str,
-        ranks: bool,
-        used: bool,
-    ) {
-        use std::sync::atomic::Ordering::Relaxed;
-        if ranks {
-            if used { &self.counts.server } else { &self.counts.database }.fetch_add(1, Relaxed);
-            crate::metrics::record_context_lexical(if used { "server" } else { "database" });
-        }
-        if used || self.cache.is_none() || latest_seq(state) < INDEX_FROM_SEQ {
-            return;
-        }
-        if self.get(tenant, subject).is_some_and(|i| i.state == state) {
-            return;
-        }
-        self.refresh_later(pool, tenant, subject);
-    }
-
-    /// After this server wrote episodes of a subject it keeps an index of: brings the index up
-    /// to date in the background (only the new turns come), so the subject's next context call
-    /// finds it current. A subject that keeps changing between calls otherwise always would
-    /// find it stale.
-    pub fn episodes_written(self: &Arc<Self>, pool: &PgPool, tenant: &str, subject: &str) {
-        let Some(cache) = &self.cache else { return };
-        if cache.get(&KeyRef(tenant, subject)).is_some() {
-            self.refresh_later(pool, tenant, subject);
-        }
-    }
-
-    /// Refreshes the subject's index in the background, one refresh per subject at a time; asked
-    /// while one runs, it runs once more after it (the rows it read may already be old), at least
-    /// [`REFRESH_INTERVAL`] after the last one began: a subject written to without pause costs a
-    /// few refreshes a second, each copying its turns' postings, not one after the other.
-    fn refresh_later(self: &Arc<Self>, pool: &PgPool, tenant: &str, subject: &str) {
-        let key = (tenant.to_string(), subject.to_string());
-        {
-            let Ok(mut refreshing) = self.refreshing.lock() else { return };
-            if let Some(again) = refreshing.get_mut(&key) {
-                *again = true;
-                return;
-            }
-            refreshing.insert(key.clone(), false);
-        }
-        let (cache, pool) = (Arc::clone(self), pool.clone());
-        tokio::spawn(async move {
-            loop {
-                let began = tokio::time::Instant::now();
-                if let Err(e) = cache.refresh(&pool, &key.0, &key.1).await {
-                    tracing::warn!(error = %format!("{e:#}"), "lexical index refresh failed");
-                }
-                tokio::time::sleep_until(began + REFRESH_INTERVAL).await;
-                let Ok(mut refreshing) = cache.refreshing.lock() else { return };
-                if refreshing.get(&key) == Some(&true) {
-                    refreshing.insert(key.clone(), false);
-                } else {
-                    refreshing.remove(&key);
-                    return;
-                }
-            }
-        });
-    }
-
-    /// Reads what changed since the kept index (all of it without one) and keeps the new index.
-    pub async fn refresh(&self, pool: &PgPool, tenant: &str, subject: &str) -> anyhow::Result<()> {
-        let Some(cache) = &self.cache else { return Ok(()) };
-        let started = std::time::Instant::now();
-        let known = self.get(tenant, subject);
-        let mut builder = Builder::new(known.as_deref());
-        lexical::rows(pool, tenant, subject, known.as_ref().map(|k| k.state.as_str()), |row| builder.add(row)).await?;
-        let index = builder.finish().map_err(|why| anyhow::anyhow!("the lexical rows make no index: {why}"))?;
-        tracing::debug!(
-            memories = index.memories.postings.rows.len(),
-            episodes = index.episodes.rows.len(),
-            bytes = index.bytes(),
-            build_ms = started.elapsed().as_millis() as u64,
-            "lexical index refreshed"
-        );
-        cache.insert((tenant.to_string(), subject.to_string()), Arc::new(index));
-        Ok(())
-    }
-}
-
-/// The latest seq a state names (`version/seq/id`), 0 when it names none.
-fn latest_seq(state: &str) -> i64 {
-    state.split('/').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -581,7 +414,5 @@ mod tests {
         assert!(build(after, None).is_err(), "episodes after an index need the index");
         let shuffled = rows("1/2/b", &[(2, &["kafka"]), (1, &["lag"])], Some(&mems));
         assert!(build(shuffled, None).is_err(), "episodes must come in seq order");
-        assert_eq!(latest_seq("7/2500/x"), 2500);
-        assert_eq!(latest_seq("7/0/-"), 0);
     }
 }

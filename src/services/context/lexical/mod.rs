@@ -1,0 +1,23 @@
+//! Large subjects' lexemes indexed in process, so a context call's two BM25 lanes are ranked by
+//! the server before the call instead of by Postgres in it (migration 0036).
+//!
+//! On a large subject a task word held by hundreds of turns and memories made Postgres visit each
+//! of those rows for its length and rank them all, about 7 ms of a 100k-memory subject's call
+//! for one such word. The index holds, per source, each row's length, what its visibility at an
+//! instant depends on, and the rows holding each lexeme, so ranking a lane reads only the rows
+//! holding a task term. It is kept under the subject's state (`mnemo_lexical_state`: memory
+//! version, latest seq, latest episode id). The call sends the lanes with that state and the
+//! task's lexemes (`context::english`); `mnemo_context` uses them only when the state is the
+//! subject's and the lexemes are its own, and otherwise ranks the lanes itself, so the call's
+//! rows never depend on the index. A call that finds the index missing or of another state has
+//! it brought up to date in the background (one refresh per subject at a time): only what
+//! changed comes when the memories are unchanged or only episodes were added.
+//!
+//! The index holds lexemes and ids, no content; it lives in this process only and is never
+//! logged.
+
+mod cache;
+mod index;
+
+pub use cache::{Counts, LexicalCache, DEFAULT_BYTES, INDEX_FROM_SEQ};
+pub use index::{Builder, Index};
