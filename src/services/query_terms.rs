@@ -97,7 +97,15 @@ fn is_name(word: &str) -> bool {
 /// Only alphanumeric words reach the expression, so it cannot be malformed.
 pub fn tsquery_for(task: &str) -> Option<String> {
     let words = content_words(task);
-    (!words.is_empty()).then(|| words.join(" | "))
+    (!words.is_empty()).then(|| words.join(SEPARATOR))
+}
+
+/// Between two words of [`tsquery_for`]'s expression.
+const SEPARATOR: &str = " | ";
+
+/// The content words an expression of [`tsquery_for`] OR-s, in its order.
+pub fn words_of(tsquery: &str) -> Vec<String> {
+    tsquery.split(SEPARATOR).map(str::to_string).collect()
 }
 
 const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
@@ -200,6 +208,17 @@ pub fn task_months(task: &str) -> Vec<NamedMonth> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_words_of_an_expression_are_the_content_words_it_was_made_of() {
+        for task in ["Where does the user work now?", "kafka consumer lag (request 214)", "x"] {
+            let words = super::content_words(task);
+            match super::tsquery_for(task) {
+                Some(q) => assert_eq!(super::words_of(&q), words, "{task}"),
+                None => assert!(words.is_empty(), "{task}"),
+            }
+        }
+    }
 
     #[test]
     fn embedding_text_leaves_names_to_the_other_signals() {

@@ -53,7 +53,7 @@ pub async fn found(
     let index = subjects.lexical.get(probe.tenant, probe.subject_id).filter(|_| kept.is_none());
     let lexical = match (&index, &probe.tsquery) {
         (Some(index), Some(words)) => {
-            let words: Vec<String> = words.split(" | ").map(str::to_string).collect();
+            let words = crate::services::query_terms::words_of(words);
             let limit = usize::try_from(probe.ranked_lane.clamp(1, MAX_RANKED_LANE)).unwrap_or(1);
             index.lanes(&words, probe.as_of, limit)
         }

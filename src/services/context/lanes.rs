@@ -151,8 +151,7 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found 
     let mut backing: BTreeMap<Uuid, Backing> = BTreeMap::new();
     for h in &recorded {
         let shows = visible_memory(h, as_of);
-        // Superseded by the call's instant through a claim contradiction.
-        let contradicted = h.contradiction && h.candidate.superseded_at.is_some_and(|t| t <= as_of);
+        let contradicted = contradicted_at(h.contradiction, h.candidate.superseded_at, as_of);
         for &e in h.candidate.memory.source_episode_ids.iter().filter(|e| asked.contains(e)) {
             let b = backing.entry(e).or_insert(Backing { episode_id: e, visible: false, contradicted: false });
             b.visible |= shows;
@@ -195,9 +194,26 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found 
 /// A memory shown at `as_of` (once recorded by then): not superseded by then, not tombstoned,
 /// its asserted validity not ended.
 fn visible_memory(m: &SubjectMemory, as_of: DateTime<Utc>) -> bool {
-    m.candidate.superseded_at.is_none_or(|t| t > as_of)
-        && m.candidate.memory.status != MemoryStatus::Tombstoned
-        && m.candidate.asserted_valid_to.is_none_or(|t| t > as_of)
+    let c = &m.candidate;
+    shown_at(c.superseded_at, c.memory.status == MemoryStatus::Tombstoned, c.asserted_valid_to, as_of)
+}
+
+/// Whether a memory recorded by `as_of` is shown then (the rule of the memory lanes and of
+/// `mnemo_episode_backing`): not superseded by then, not tombstoned, its asserted validity not
+/// ended.
+pub fn shown_at(
+    superseded_at: Option<DateTime<Utc>>,
+    tombstoned: bool,
+    asserted_valid_to: Option<DateTime<Utc>>,
+    as_of: DateTime<Utc>,
+) -> bool {
+    superseded_at.is_none_or(|t| t > as_of) && !tombstoned && asserted_valid_to.is_none_or(|t| t > as_of)
+}
+
+/// Whether a memory was superseded by `as_of` through a claim contradiction (`contradiction`:
+/// a claim contradiction's record names it as the superseded memory).
+pub fn contradicted_at(contradiction: bool, superseded_at: Option<DateTime<Utc>>, as_of: DateTime<Utc>) -> bool {
+    contradiction && superseded_at.is_some_and(|t| t <= as_of)
 }
 
 /// A turn the snapshot stands for: in its session, up to its cursor, not pinned.

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::context::english;
 use crate::db::context::{Backing, LexicalLanes};
 use crate::db::lexical::LexicalRow;
-use crate::services::context::lanes::ranked;
+use crate::services::context::lanes::{contradicted_at, ranked, shown_at};
 
 /// The most task terms a lane is ranked for here (one bit each); longer tasks are ranked by Postgres.
 const MAX_TERMS: usize = 128;
@@ -34,11 +34,9 @@ impl MemoryEntry {
         self.recorded_at <= as_of && self.shown(as_of)
     }
 
-    /// Shown at `as_of` once recorded: not superseded, not tombstoned, validity not ended.
+    /// Shown at `as_of` once recorded ([`shown_at`]).
     fn shown(&self, as_of: DateTime<Utc>) -> bool {
-        self.superseded_at.is_none_or(|t| t > as_of)
-            && !self.tombstoned
-            && self.asserted_valid_to.is_none_or(|t| t > as_of)
+        shown_at(self.superseded_at, self.tombstoned, self.asserted_valid_to, as_of)
     }
 }
 
@@ -270,7 +268,7 @@ impl Index {
                 let (mut visible, mut contradicted) = (false, false);
                 for m in recorded {
                     visible |= m.shown(as_of);
-                    contradicted |= m.contradiction && m.superseded_at.is_some_and(|t| t <= as_of);
+                    contradicted |= contradicted_at(m.contradiction, m.superseded_at, as_of);
                 }
                 Some(Backing { episode_id: e, visible, contradicted })
             })
