@@ -75,6 +75,12 @@ where
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let worker =
         state.config.run_worker.then(|| tokio::spawn(services::jobs::run_worker(state.clone(), stop_rx.clone())));
+    // Copies of subjects erased elsewhere (another server, the console, `mnemo erase`) go too.
+    let erased = Some(tokio::spawn(services::context::erased::watch(
+        state.pool.clone(),
+        state.subjects.clone(),
+        stop_rx.clone(),
+    )));
     let dispatcher = state.webhooks.is_enabled().then(|| {
         tokio::spawn(services::webhooks::dispatch::run_dispatcher(state.pool.clone(), state.webhooks.clone(), stop_rx))
     });
@@ -84,7 +90,7 @@ where
     // The worker finishes its current batch (a transaction), the dispatcher its deliveries in
     // flight, before they stop.
     let _ = stop_tx.send(true);
-    for task in [worker, dispatcher].into_iter().flatten() {
+    for task in [worker, dispatcher, erased].into_iter().flatten() {
         let _ = task.await;
     }
     result

@@ -32,3 +32,24 @@ pub async fn get(conn: &mut PgConnection, tenant: &str, erasure_id: &str) -> sql
         .fetch_optional(conn)
         .await
 }
+
+/// An erasure of any tenant, as the certificates name it (no subject id).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Recent {
+    pub tenant_id: String,
+    pub erasure_id: String,
+    pub subject_sha256: String,
+}
+
+/// The erasures of every tenant recorded in the last `window_secs` seconds of the database's
+/// clock, oldest first (`mnemo_erasures_recent`, migration 0037).
+pub async fn recent(pool: &sqlx::PgPool, window_secs: f64) -> sqlx::Result<Vec<Recent>> {
+    sqlx::query_as!(
+        Recent,
+        r#"SELECT tenant_id AS "tenant_id!", erasure_id AS "erasure_id!", subject_sha256 AS "subject_sha256!"
+           FROM mnemo_erasures_recent($1)"#,
+        window_secs
+    )
+    .fetch_all(pool)
+    .await
+}

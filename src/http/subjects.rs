@@ -79,7 +79,7 @@ pub async fn delete(
 ) -> ApiResult<Json<Erasure>> {
     subject_id_path(&subject_id)?;
     let erased = erase::erase_subject(&st.pool, &st.signing_keys, &st.webhooks, &tenant, &subject_id).await?;
-    // This server's copies go now; another server's are replaced on its next call on the subject.
+    // This server's copies go now; another server's within about a second (`context::erased`).
     st.subjects.forget(&tenant, &subject_id);
     Ok(Json(Erasure {
         episodes_deleted: erased.count("episodes"),

@@ -233,6 +233,13 @@ async fn an_indexed_subject_answers_as_postgres_ranks_it_after_every_change() {
     // Erased, then new turns: nothing of the old subject may come back from the index.
     let r = other.client.delete(other.url(&format!("/v1/subjects/{s}"))).send().await.unwrap();
     assert_eq!(r.status(), 200);
+    // The index held the erased subject's lexemes: it goes within about a second, though this
+    // server was not asked about the subject.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while keeps.subjects.lexical.get("default", s).is_some() {
+        assert!(std::time::Instant::now() < deadline, "the erased subject's index is still kept");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     ingest(&other, s, &turns(0, 1100, 3).iter().map(|t| t.replace("kafka", "tulips")).collect::<Vec<_>>()).await;
     let reborn = same(&keeps, &keeps_none, s, None, "the erasure and new turns").await;
     let shown: String = reborn.iter().map(|b| format!("{} {}", b["episodes"], b["facts"])).collect();

@@ -147,6 +147,43 @@ async fn an_erased_subject_of_turns_only_never_comes_back_from_a_copy() {
     assert!(!after.contains("rooibos") && after.contains("tulips"), "{after}");
 }
 
+/// Waits until `app` keeps nothing of `subject` (its copies are dropped about once a second
+/// after an erasure made elsewhere); fails after 10 s.
+async fn until_forgotten(app: &TestApp, subject: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while app.subjects.get("default", subject).is_some() {
+        assert!(std::time::Instant::now() < deadline, "{subject}: still kept 10 s after its erasure");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A subject erased through another server, or by another process (the `mnemo erase` command
+/// calls the erase service as this test does), leaves no copy in a server that kept one, even
+/// when that server is never asked about the subject again; other subjects' copies stay.
+#[tokio::test]
+async fn a_copy_goes_within_seconds_of_an_erasure_made_elsewhere() {
+    let keeps = spawn().await;
+    let other = spawn_replica(&keeps, RuntimeConfig::default()).await;
+    for s in ["erased-by-api", "erased-by-command", "stays"] {
+        ingest(&keeps, s, &["The garden roses are blooming.", "I like rooibos tea."]).await;
+        bundles(&keeps, s, &mnemo::model::time::format(&mnemo::model::time::now_micros())).await;
+        assert!(keeps.subjects.get("default", s).is_some(), "{s}: a small subject is kept after a call");
+    }
+
+    let r = other.client.delete(other.url("/v1/subjects/erased-by-api")).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    until_forgotten(&keeps, "erased-by-api").await;
+
+    let keys = mnemo::receipts::signing::SigningKeys::empty();
+    let hooks = mnemo::services::webhooks::Webhooks::disabled();
+    mnemo::services::erase::erase_subject(&other.app_pool, &keys, &hooks, "default", "erased-by-command")
+        .await
+        .unwrap();
+    until_forgotten(&keeps, "erased-by-command").await;
+
+    assert!(keeps.subjects.get("default", "stays").is_some(), "only erased subjects' copies go");
+}
+
 /// What the statement sends to a server holding a copy: nothing when nothing changed, only the
 /// changed memory after one memory changed, only the new turn after a turn came.
 #[tokio::test]

@@ -55,6 +55,7 @@ pub async fn erase(
         return Ok(html(StatusCode::UNPROCESSABLE_ENTITY, confirm_page(&ctx, tenant, subject, Some(msg))));
     }
     let erased = erase::erase_subject(&st.pool, &st.signing_keys, &st.webhooks, tenant, subject).await?;
+    st.subjects.forget(tenant, subject);
     Ok(see_other(&format!("/admin/ui/t/{}/erasures/{}", seg(tenant), seg(&erased.erasure_id))))
 }
 

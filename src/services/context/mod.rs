@@ -10,6 +10,7 @@
 //!   included.
 
 pub mod candidates;
+pub mod erased;
 pub mod lanes;
 pub mod lexical;
 pub mod options;

@@ -8,6 +8,7 @@
 //! came. The copy holds memory content and episode payloads: it lives in this process only and
 //! is never logged.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use quick_cache::sync::Cache;
@@ -16,6 +17,7 @@ use serde_json::Value;
 
 use super::lexical::LexicalCache;
 use crate::db::context::SubjectRows;
+use crate::receipts::certificate::subject_digest;
 
 /// A subject's rows and the fingerprint of their state.
 #[derive(Debug)]
@@ -87,6 +89,28 @@ impl SubjectCache {
             cache.remove(&KeyRef(tenant, subject));
         }
         self.lexical.forget(tenant, subject);
+    }
+
+    /// Whether nothing is kept: no small subject's rows and no index.
+    pub fn is_empty(&self) -> bool {
+        self.small.as_ref().is_none_or(|c| c.is_empty()) && self.lexical.is_empty()
+    }
+
+    /// Drops what is kept of every subject whose (tenant, subject digest) is in `erased` (as
+    /// [`crate::receipts::certificate::subject_digest`] makes it: what erasure certificates name);
+    /// returns how many copies and indexes went.
+    pub fn forget_erased(&self, erased: &HashSet<(String, String)>) -> usize {
+        let tenants: HashSet<&str> = erased.iter().map(|(t, _)| t.as_str()).collect();
+        let gone = |(tenant, subject): &(String, String)| {
+            tenants.contains(tenant.as_str()) && erased.contains(&(tenant.clone(), subject_digest(tenant, subject)))
+        };
+        let mut dropped = 0;
+        if let Some(cache) = &self.small {
+            let before = cache.len();
+            cache.retain(|key, _| !gone(key));
+            dropped += before.saturating_sub(cache.len());
+        }
+        dropped + self.lexical.forget_where(gone)
     }
 
     /// Keeps `rows` as the subject's copy in the state `fingerprint` names; returns it.

@@ -70,6 +70,20 @@ impl LexicalCache {
         }
     }
 
+    /// Whether no index is kept.
+    pub fn is_empty(&self) -> bool {
+        self.cache.as_ref().is_none_or(|c| c.is_empty())
+    }
+
+    /// Drops the index of every subject `gone` names (by its (tenant, subject) key); returns how
+    /// many went.
+    pub fn forget_where(&self, gone: impl Fn(&(String, String)) -> bool) -> usize {
+        let Some(cache) = &self.cache else { return 0 };
+        let before = cache.len();
+        cache.retain(|key, _| !gone(key));
+        before.saturating_sub(cache.len())
+    }
+
     /// Counts how a call's lanes were ranked (when it had any: `ranks`), and brings the
     /// subject's index up to date in the background when the call found it missing or of
     /// another state than `state` (the subject's as the call saw it), for a subject large enough
