@@ -147,14 +147,24 @@ impl GroupCommit {
     }
 
     /// Writes `group`, then whatever may go of what queued meanwhile, until nothing may.
+    ///
+    /// A group's callers are answered once the next group's statement is on its way: waking
+    /// them (a task each, often on the other worker thread) then overlaps that statement's
+    /// execution instead of delaying it. Their rows are committed either way; the answers wait
+    /// only for the next statement to be sent.
     async fn drain(self: Arc<Self>, tenant: String, mut group: Vec<Waiter>) {
         let mut conn = None;
+        let mut answers = Answers::new();
         while !group.is_empty() {
             let subjects: Vec<String> = group.iter().map(|w| w.episode.subject_id.clone()).collect();
+            let last = std::mem::take(&mut answers);
             // A panic drops the group's replies (its callers see an error) and the connection
             // (in whatever state it was left); the queue goes on.
-            if AssertUnwindSafe(self.write(&tenant, group, &mut conn)).catch_unwind().await.is_err() {
-                conn = None;
+            let write = AssertUnwindSafe(self.write(&tenant, group, &mut conn)).catch_unwind();
+            let (written, ()) = tokio::join!(write, async move { answer(last) });
+            match written {
+                Ok(next) => answers = next,
+                Err(_) => conn = None,
             }
             let more = {
                 let mut queues = self.queues();
@@ -175,13 +185,16 @@ impl GroupCommit {
             };
             self.spawn(&tenant, more);
         }
+        answer(answers);
     }
 
     /// Writes one group on `conn`, the drain's connection (acquired here when it has none): a
     /// writer keeps its connection while groups follow each other, since sqlx pings a pooled
     /// connection (a round trip) each time it comes back. After any error it is let go, and the
     /// next group takes a fresh one.
-    async fn write(&self, tenant: &str, group: Vec<Waiter>, conn: &mut Option<PoolConnection<Postgres>>) {
+    /// Returns the answers of a group written in one statement, for the caller to send; a group
+    /// that needed more (an episode refused, a key already used) is answered here.
+    async fn write(&self, tenant: &str, group: Vec<Waiter>, conn: &mut Option<PoolConnection<Postgres>>) -> Answers {
         let (episodes, replies): (Vec<NewEpisode>, Vec<Reply>) =
             group.into_iter().map(|w| (w.episode, w.reply)).unzip();
         // Ids in queue order: rows of one transaction share created_at, and ties order by id.
@@ -204,15 +217,20 @@ impl GroupCommit {
                 for ((reply, id), episode) in replies.into_iter().zip(ids).zip(episodes) {
                     let _ = reply.send(self.write_alone(tenant, id, episode).await);
                 }
-                return;
+                return Answers::new();
             }
-            Err(e) => return answer_all(replies, e),
+            Err(e) => {
+                answer_all(replies, e);
+                return Answers::new();
+            }
         };
         if stamps.iter().all(Option::is_some) {
-            for ((reply, episode), stamp) in replies.into_iter().zip(episodes).zip(stamps.into_iter().flatten()) {
-                let _ = reply.send(Ok((episode.stored(&stamp), Inserted::New)));
-            }
-            return;
+            return replies
+                .into_iter()
+                .zip(episodes)
+                .zip(stamps.into_iter().flatten())
+                .map(|((reply, episode), stamp)| (reply, Ok((episode.stored(&stamp), Inserted::New))))
+                .collect();
         }
         match with_stored(&self.pool, tenant, episodes.clone(), stamps.clone()).await {
             Ok(found) => {
@@ -228,6 +246,7 @@ impl GroupCommit {
             }
             Err(e) => answer_all(replies, e),
         }
+        Answers::new()
     }
 
     async fn write_alone(&self, tenant: &str, id: Uuid, episode: NewEpisode) -> sqlx::Result<(Episode, Inserted)> {
@@ -236,6 +255,16 @@ impl GroupCommit {
         let stamps = insert_new(&mut conn, &self.hooks, tenant, &[id], one, Announce::EachRow).await?;
         drop(conn);
         with_stored(&self.pool, tenant, vec![episode], stamps).await?.pop().ok_or(sqlx::Error::RowNotFound)
+    }
+}
+
+/// Callers' replies with what to answer them.
+type Answers = Vec<(Reply, sqlx::Result<(Episode, Inserted)>)>;
+
+/// Sends each caller its answer (a caller that went away is skipped).
+fn answer(answers: Answers) {
+    for (reply, result) in answers {
+        let _ = reply.send(result);
     }
 }
 
