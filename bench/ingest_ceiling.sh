@@ -56,22 +56,24 @@ n, payload = int(sys.argv[1]), sys.argv[2]
 arr = lambda v, t: "ARRAY[" + ",".join([v] * n) + f"]::{t}[]"
 subjects = "ARRAY[" + ",".join(f"'pgbg-' || ((:s + {i}) % 100)" for i in range(n)) + "]::text[]"
 print("\\set s random(0, 99)")
+ones = arr("1", "int8")
+# R distinct subjects in byte order (what SeqPlaces sends), each with one row at place 1.
 print(
     "WITH mnemo_tenant AS MATERIALIZED (SELECT set_config('mnemo.tenant', 'default', true) AS tenant), "
-    f"u AS (SELECT * FROM UNNEST({arr('gen_random_uuid()', 'uuid')}, {subjects}, {arr(chr(39) + 's00001' + chr(39), 'text')}, "
-    f"{arr(chr(39) + 'chat' + chr(39), 'text')}, {arr(chr(39) + 'message' + chr(39), 'text')}, "
-    f"{arr(chr(39) + payload + chr(39), 'jsonb')}, {arr(chr(39) + '{}' + chr(39), 'jsonb')}, "
-    f"{arr(chr(39) + '{}' + chr(39), 'jsonb')}, {arr('NULL', 'timestamptz')}) WITH ORDINALITY "
-    "AS u(id, subject_id, session_id, source, kind, payload, metadata, provenance, occurred_at, ord)), "
-    "n AS (SELECT subject_id, count(*) AS n FROM u GROUP BY subject_id), "
     "c AS (INSERT INTO subject_counters AS sc (tenant_id, subject_id, last_seq) "
-    "SELECT 'default', n.subject_id, n.n FROM n, mnemo_tenant ORDER BY n.subject_id "
+    f"SELECT 'default', s.subject_id, s.n FROM UNNEST({subjects}, {ones}) WITH ORDINALITY AS s(subject_id, n, o), "
+    "mnemo_tenant ORDER BY s.subject_id "
     "ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = sc.last_seq + EXCLUDED.last_seq "
     "RETURNING sc.subject_id, sc.last_seq) "
     "INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, provenance, occurred_at, seq) "
     "SELECT 'default', u.subject_id, u.id, u.session_id, u.source, u.kind, u.payload, u.metadata, u.provenance, "
-    "COALESCE(u.occurred_at, now()), c.last_seq - n.n + row_number() OVER (PARTITION BY u.subject_id ORDER BY u.ord) "
-    "FROM u JOIN n ON n.subject_id = u.subject_id JOIN c ON c.subject_id = u.subject_id ORDER BY u.ord "
+    "COALESCE(u.occurred_at, now()), c.last_seq - u.n + u.place "
+    f"FROM UNNEST({arr('gen_random_uuid()', 'uuid')}, {subjects}, {arr(chr(39) + 's00001' + chr(39), 'text')}, "
+    f"{arr(chr(39) + 'chat' + chr(39), 'text')}, {arr(chr(39) + 'message' + chr(39), 'text')}, "
+    f"{arr(chr(39) + payload + chr(39), 'jsonb')}, {arr(chr(39) + '{}' + chr(39), 'jsonb')}, "
+    f"{arr(chr(39) + '{}' + chr(39), 'jsonb')}, {arr('NULL', 'timestamptz')}, {ones}, {ones}) WITH ORDINALITY "
+    "AS u(id, subject_id, session_id, source, kind, payload, metadata, provenance, occurred_at, n, place, ord) "
+    "JOIN c ON c.subject_id = u.subject_id ORDER BY u.ord "
     "RETURNING id, occurred_at, created_at;"
 )
 PY
