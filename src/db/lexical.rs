@@ -140,3 +140,16 @@ pub async fn rows(
     }
     Ok(())
 }
+
+/// The subject's state now (`mnemo_lexical_state`: memory version / latest seq / latest episode
+/// id), read under the tenant.
+pub async fn state(pool: &PgPool, tenant: &str, subject_id: &str) -> sqlx::Result<String> {
+    sqlx::query_scalar!(
+        r#"WITH mnemo_tenant AS MATERIALIZED (SELECT set_config('mnemo.tenant', $1, true) AS tenant)
+           SELECT mnemo_lexical_state($1, $2) AS "state!" FROM mnemo_tenant"#,
+        tenant,
+        subject_id
+    )
+    .fetch_one(pool)
+    .await
+}

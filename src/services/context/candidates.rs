@@ -50,7 +50,10 @@ pub async fn found(
 ) -> sqlx::Result<(Candidates, i64)> {
     let mut kept = subjects.get(probe.tenant, probe.subject_id);
     // A large subject's lexical lanes, ranked on the index kept of it (used only if current).
-    let index = subjects.lexical.get(probe.tenant, probe.subject_id).filter(|_| kept.is_none());
+    let index = match kept {
+        None => subjects.lexical.for_call(pool, probe.tenant, probe.subject_id).await,
+        Some(_) => None,
+    };
     let lexical = match (&index, &probe.tsquery) {
         (Some(index), Some(words)) => {
             let words = crate::services::query_terms::words_of(words);

@@ -44,6 +44,8 @@ pub struct LexicalCache {
     cache: Option<Cache<(String, String), Arc<Index>, Bytes>>,
     /// Subjects being refreshed, each with whether to refresh once more after.
     refreshing: Mutex<HashMap<(String, String), bool>>,
+    /// Writes of turns this server made, by indexed subject.
+    writes: Mutex<HashMap<(String, String), u64>>,
     pub counts: Counts,
 }
 
@@ -55,7 +57,12 @@ impl LexicalCache {
             let items = usize::try_from((bytes / TYPICAL_INDEX_BYTES).max(1)).unwrap_or(usize::MAX);
             Cache::with_weighter(items, bytes, Bytes)
         });
-        LexicalCache { cache, refreshing: Mutex::new(HashMap::new()), counts: Counts::default() }
+        LexicalCache {
+            cache,
+            refreshing: Mutex::new(HashMap::new()),
+            writes: Mutex::new(HashMap::new()),
+            counts: Counts::default(),
+        }
     }
 
     /// The index kept of the subject, if any.
@@ -68,6 +75,51 @@ impl LexicalCache {
         if let Some(cache) = &self.cache {
             cache.remove(&KeyRef(tenant, subject));
         }
+        if let Ok(mut writes) = self.writes.lock() {
+            writes.remove(&(tenant.to_string(), subject.to_string()));
+        }
+    }
+
+    /// The subject's index for a context call. When this server wrote turns of the subject after
+    /// the kept index's rows were read (an agent's loop: its turn, then its call), and the
+    /// subject's memories are still the index's, the index is first brought up to date with the
+    /// new turns: one read of the subject's state and one of the turns after the index's latest,
+    /// and a copy of the index's recent turns only. The call is then ranked on the index instead
+    /// of by Postgres. Any other staleness is left to the statement's check (Postgres ranks,
+    /// and the index is refreshed in the background).
+    pub async fn for_call(&self, pool: &PgPool, tenant: &str, subject: &str) -> Option<Arc<Index>> {
+        let index = self.get(tenant, subject)?;
+        if index.writes >= self.writes_of(tenant, subject) {
+            return Some(index);
+        }
+        match self.catch_up(pool, tenant, subject, &index).await {
+            Ok(Some(newer)) => Some(newer),
+            Ok(None) => Some(index),
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "lexical index catch-up failed");
+                Some(index)
+            }
+        }
+    }
+
+    async fn catch_up(
+        &self,
+        pool: &PgPool,
+        tenant: &str,
+        subject: &str,
+        index: &Index,
+    ) -> anyhow::Result<Option<Arc<Index>>> {
+        let now = lexical::state(pool, tenant, subject).await?;
+        let memory_version = |state: &str| state.split('/').next().map(str::to_owned);
+        if memory_version(&now) != memory_version(&index.state) {
+            return Ok(None);
+        }
+        self.refresh(pool, tenant, subject).await
+    }
+
+    fn writes_of(&self, tenant: &str, subject: &str) -> u64 {
+        let Ok(writes) = self.writes.lock() else { return 0 };
+        writes.get(&(tenant.to_string(), subject.to_string())).copied().unwrap_or(0)
     }
 
     /// Whether no index is kept.
@@ -81,6 +133,9 @@ impl LexicalCache {
         let Some(cache) = &self.cache else { return 0 };
         let before = cache.len();
         cache.retain(|key, _| !gone(key));
+        if let Ok(mut writes) = self.writes.lock() {
+            writes.retain(|key, _| !gone(key));
+        }
         before.saturating_sub(cache.len())
     }
 
@@ -117,6 +172,9 @@ impl LexicalCache {
     pub fn episodes_written(self: &Arc<Self>, pool: &PgPool, tenant: &str, subject: &str) {
         let Some(cache) = &self.cache else { return };
         if cache.get(&KeyRef(tenant, subject)).is_some() {
+            if let Ok(mut writes) = self.writes.lock() {
+                *writes.entry((tenant.to_string(), subject.to_string())).or_insert(0) += 1;
+            }
             self.refresh_later(pool, tenant, subject);
         }
     }
@@ -154,14 +212,18 @@ impl LexicalCache {
         });
     }
 
-    /// Reads what changed since the kept index (all of it without one) and keeps the new index.
-    pub async fn refresh(&self, pool: &PgPool, tenant: &str, subject: &str) -> anyhow::Result<()> {
-        let Some(cache) = &self.cache else { return Ok(()) };
+    /// Reads what changed since the kept index (all of it without one), keeps the new index and
+    /// returns it.
+    pub async fn refresh(&self, pool: &PgPool, tenant: &str, subject: &str) -> anyhow::Result<Option<Arc<Index>>> {
+        let Some(cache) = &self.cache else { return Ok(None) };
         let started = std::time::Instant::now();
+        // Counted before the rows are read: a write made meanwhile may be in them or not.
+        let writes = self.writes_of(tenant, subject);
         let known = self.get(tenant, subject);
         let mut builder = Builder::new(known.as_deref());
         lexical::rows(pool, tenant, subject, known.as_ref().map(|k| k.state.as_str()), |row| builder.add(row)).await?;
-        let index = builder.finish().map_err(|why| anyhow::anyhow!("the lexical rows make no index: {why}"))?;
+        let mut index = builder.finish().map_err(|why| anyhow::anyhow!("the lexical rows make no index: {why}"))?;
+        index.writes = writes;
         tracing::debug!(
             memories = index.rows().0,
             episodes = index.rows().1,
@@ -169,8 +231,9 @@ impl LexicalCache {
             build_ms = started.elapsed().as_millis() as u64,
             "lexical index refreshed"
         );
-        cache.insert((tenant.to_string(), subject.to_string()), Arc::new(index));
-        Ok(())
+        let index = Arc::new(index);
+        cache.insert((tenant.to_string(), subject.to_string()), Arc::clone(&index));
+        Ok(Some(index))
     }
 }
 

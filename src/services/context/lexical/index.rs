@@ -112,14 +112,55 @@ impl<T> Postings<T> {
     }
 }
 
+/// Turns after this many are folded into a new base (or after an eighth of the base, if more).
+const TAIL_ROWS: usize = 4096;
+
+/// A subject's turns in seq order: a base shared by the indexes of later states, and the turns
+/// written since it was made. A refresh with only new turns copies the tail, not the base.
+#[derive(Debug)]
+struct Turns {
+    base: Arc<Postings<EpisodeEntry>>,
+    tail: Postings<EpisodeEntry>,
+}
+
+impl Turns {
+    /// Every turn, latest first.
+    fn latest_first(&self) -> impl Iterator<Item = &EpisodeEntry> {
+        self.tail.rows.iter().rev().chain(self.base.rows.iter().rev())
+    }
+
+    fn len(&self) -> usize {
+        self.base.rows.len() + self.tail.rows.len()
+    }
+
+    /// The tail folded into the base once it is long enough to slow the lanes down.
+    fn settled(self) -> Turns {
+        if self.base.rows.is_empty() {
+            return Turns { base: Arc::new(self.tail), tail: Postings::default() };
+        }
+        if self.tail.rows.len() <= TAIL_ROWS.max(self.base.rows.len() / 8) {
+            return self;
+        }
+        let mut base = (*self.base).clone();
+        let offset = u32::try_from(base.rows.len()).unwrap_or(u32::MAX);
+        base.rows.extend(self.tail.rows);
+        for (lexeme, rows) in self.tail.holding {
+            base.holding.entry(lexeme).or_default().extend(rows.into_iter().map(|r| r + offset));
+        }
+        Turns { base: Arc::new(base), tail: Postings::default() }
+    }
+}
+
 /// A subject's lexemes, of one state of it.
 #[derive(Debug)]
 pub struct Index {
     /// The state it is of (`mnemo_lexical_state`).
     pub state: String,
     memories: Arc<Memories>,
-    /// In seq order.
-    episodes: Arc<Postings<EpisodeEntry>>,
+    episodes: Turns,
+    /// How many writes of the subject's turns this server had made when the rows were read
+    /// (see `LexicalCache::for_call`).
+    pub(super) writes: u64,
     /// Common terms per source, with the instant each became common.
     common_memory: HashMap<String, DateTime<Utc>>,
     common_episode: HashMap<String, DateTime<Utc>>,
@@ -132,6 +173,8 @@ pub struct Builder<'a> {
     state: Option<String>,
     /// None: the known index's memories are the state's.
     memories: Option<Memories>,
+    /// The turns this state keeps of the known index's (none: all come).
+    base: Arc<Postings<EpisodeEntry>>,
     episodes: Postings<EpisodeEntry>,
     common_memory: HashMap<String, DateTime<Utc>>,
     common_episode: HashMap<String, DateTime<Utc>>,
@@ -145,6 +188,7 @@ impl<'a> Builder<'a> {
             known,
             state: None,
             memories: None,
+            base: Arc::default(),
             episodes: Postings::default(),
             common_memory: HashMap::new(),
             common_episode: HashMap::new(),
@@ -159,7 +203,10 @@ impl<'a> Builder<'a> {
                 self.memories = memories.then(Memories::default);
                 if episodes_after {
                     match self.known {
-                        Some(k) => self.episodes = (*k.episodes).clone(),
+                        Some(k) => {
+                            self.base = Arc::clone(&k.episodes.base);
+                            self.episodes = k.episodes.tail.clone();
+                        }
                         None => self.broken = Some("episodes after an index that is not there"),
                     }
                 }
@@ -185,7 +232,8 @@ impl<'a> Builder<'a> {
                 p.postings.add(entry, m.lexemes);
             }
             LexicalRow::Episode(e) => {
-                if self.episodes.rows.last().is_some_and(|last| last.seq >= e.seq) {
+                let last = self.episodes.rows.last().or_else(|| self.base.rows.last());
+                if last.is_some_and(|last| last.seq >= e.seq) {
                     self.broken = Some("episodes out of seq order");
                 }
                 let dl = u32::try_from(e.lexemes.len()).unwrap_or(u32::MAX);
@@ -210,12 +258,13 @@ impl<'a> Builder<'a> {
             }
             None => Arc::clone(&self.known.ok_or("memories kept without an index")?.memories),
         };
-        let mut episodes = self.episodes;
-        episodes.holding.values_mut().for_each(Vec::shrink_to_fit);
+        let mut tail = self.episodes;
+        tail.holding.values_mut().for_each(Vec::shrink_to_fit);
         Ok(Index {
             state,
             memories,
-            episodes: Arc::new(episodes),
+            episodes: Turns { base: self.base, tail }.settled(),
+            writes: 0,
             common_memory: self.common_memory,
             common_episode: self.common_episode,
         })
@@ -225,7 +274,7 @@ impl<'a> Builder<'a> {
 impl Index {
     /// How many memories and episodes it holds.
     pub fn rows(&self) -> (usize, usize) {
-        (self.memories.postings.rows.len(), self.episodes.rows.len())
+        (self.memories.postings.rows.len(), self.episodes.len())
     }
 
     /// The lanes `mnemo_context` would rank for a task of content `words` at `as_of`, each of
@@ -237,12 +286,16 @@ impl Index {
         };
         let (memory_terms, episode_terms) = (without(&self.common_memory), without(&self.common_episode));
         // The subject's size as BM25 counts it: the seq of its latest episode recorded by then.
-        let size = self.episodes.rows.iter().rev().find(|e| e.created_at <= as_of).map_or(0, |e| e.seq) as f64;
+        let size = self.episodes.latest_first().find(|e| e.created_at <= as_of).map_or(0, |e| e.seq) as f64;
         let lane = |hits: Vec<(Uuid, f64, u128)>, terms: usize| -> (Vec<Uuid>, Vec<f64>) {
             ranked(&hits, terms, size, limit).into_iter().unzip()
         };
         let mem_hits = self.memories.postings.hits(&memory_terms, |m| m.visible(as_of), |m| (m.id, m.dl));
-        let ep_hits = self.episodes.hits(&episode_terms, |e| e.created_at <= as_of, |e| (e.id, e.dl));
+        // A turn is in one part or the other, so its hit is whole in either; the ranking does
+        // not depend on the hits' order.
+        let recorded = |e: &EpisodeEntry| e.created_at <= as_of;
+        let mut ep_hits = self.episodes.base.hits(&episode_terms, recorded, |e| (e.id, e.dl));
+        ep_hits.extend(self.episodes.tail.hits(&episode_terms, recorded, |e| (e.id, e.dl)));
         Some(LexicalLanes {
             state: self.state.clone(),
             memories: lane(mem_hits, memory_terms.len()),
@@ -279,7 +332,7 @@ impl Index {
     pub(super) fn bytes(&self) -> usize {
         let common: usize = self.common_memory.keys().chain(self.common_episode.keys()).map(|k| 64 + k.len()).sum();
         let sources: usize = self.memories.by_source.values().map(|v| 48 + 4 * v.len()).sum();
-        self.memories.postings.bytes() + sources + self.episodes.bytes() + common
+        self.memories.postings.bytes() + sources + self.episodes.base.bytes() + self.episodes.tail.bytes() + common
     }
 }
 
@@ -412,5 +465,46 @@ mod tests {
         assert!(build(after, None).is_err(), "episodes after an index need the index");
         let shuffled = rows("1/2/b", &[(2, &["kafka"]), (1, &["lag"])], Some(&mems));
         assert!(build(shuffled, None).is_err(), "episodes must come in seq order");
+        let mut behind = rows("1/3/c", &[(1, &["kafka"])], None);
+        behind.episodes_after = true;
+        assert!(build(behind, Some(&second)).is_err(), "new turns come after the known ones");
+    }
+
+    /// Turns added by refreshes (kept apart from the base, then folded into it) rank as the same
+    /// turns indexed at once.
+    #[test]
+    fn turns_added_by_refreshes_rank_as_turns_indexed_at_once() {
+        const WORDS: [&str; 6] = ["kafka", "lag", "deploy", "budget", "team", "garden"];
+        let lexemes = |seq: i64| -> Vec<&'static str> {
+            let n = (seq % 4 + 1) as usize;
+            (0..n).map(|i| WORDS[(seq as usize * 7 + i * 3) % WORDS.len()]).collect()
+        };
+        let total = TAIL_ROWS as i64 + 700;
+        let all: Vec<(i64, Vec<&str>)> = (1..=total).map(|s| (s, lexemes(s))).collect();
+        let slice = |from: i64, to: i64| -> Vec<(i64, &[&str])> {
+            all.iter().filter(|(s, _)| (from..=to).contains(s)).map(|(s, l)| (*s, l.as_slice())).collect()
+        };
+        let mems: [(&[&str], bool); 1] = [(&["kafka"], false)];
+        let at_once = build(rows("1/x/a", &slice(1, total), Some(&mems)), None).unwrap();
+
+        let mut index = build(rows("1/x/a", &slice(1, 600), Some(&mems)), None).unwrap();
+        let mut from = 601;
+        // Small refreshes stay in the tail; the large one folds it into the base.
+        for to in [610, 611, 700, total] {
+            let mut more = rows("1/x/a", &slice(from, to), None);
+            more.episodes_after = true;
+            index = build(more, Some(&index)).unwrap();
+            from = to + 1;
+            let folded = index.episodes.tail.rows.is_empty();
+            assert_eq!(folded, to == total, "after {to}: {} turns in the tail", index.episodes.tail.rows.len());
+        }
+        assert_eq!(index.rows(), at_once.rows());
+        for words in [&["kafka"][..], &["lag", "team"], &["garden", "deploy", "budget"]] {
+            for as_of in [300, 605, 650, total] {
+                let (a, b) = (index.lanes(&lex(words), at(as_of), 40), at_once.lanes(&lex(words), at(as_of), 40));
+                let (a, b) = (a.unwrap(), b.unwrap());
+                assert_eq!((a.episodes, a.episode_terms), (b.episodes, b.episode_terms), "{words:?} at {as_of}");
+            }
+        }
     }
 }
