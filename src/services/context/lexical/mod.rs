@@ -11,7 +11,11 @@
 //! subject's and the lexemes are its own, and otherwise ranks the lanes itself, so the call's
 //! rows never depend on the index. A call that finds the index missing or of another state has
 //! it brought up to date in the background (one refresh per subject at a time): only what
-//! changed comes when the memories are unchanged or only episodes were added.
+//! changed comes when the memories are unchanged or only episodes were added. A call on a
+//! subject this server wrote turns of since its index was read brings the index up to date
+//! first, when only turns were added (`LexicalCache::for_call`): an agent's turn and its next
+//! call then meet a current index. The turns are kept as a base shared between the indexes of
+//! successive states and a tail of the recent ones, so adding turns copies only the tail.
 //!
 //! The index holds lexemes and ids, no content; it lives in this process only and is never
 //! logged.
