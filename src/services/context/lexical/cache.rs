@@ -110,7 +110,6 @@ impl LexicalCache {
         index: &Index,
     ) -> anyhow::Result<Option<Arc<Index>>> {
         let now = lexical::state(pool, tenant, subject).await?;
-        let memory_version = |state: &str| state.split('/').next().map(str::to_owned);
         if memory_version(&now) != memory_version(&index.state) {
             return Ok(None);
         }
@@ -235,6 +234,11 @@ impl LexicalCache {
         cache.insert((tenant.to_string(), subject.to_string()), Arc::clone(&index));
         Ok(Some(index))
     }
+}
+
+/// The memory version a state names (`version/seq/id`).
+fn memory_version(state: &str) -> &str {
+    state.split('/').next().unwrap_or_default()
 }
 
 /// The latest seq a state names (`version/seq/id`), 0 when it names none.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::postings::{Postings, Turns};
 use crate::context::english;
 use crate::db::context::{Backing, LexicalLanes};
 use crate::db::lexical::LexicalRow;
@@ -55,109 +56,13 @@ struct EpisodeEntry {
     dl: u32,
 }
 
-/// One source's rows and, per lexeme, the indexes of the rows holding it (ascending).
-#[derive(Debug, Clone)]
-struct Postings<T> {
-    rows: Vec<T>,
-    holding: HashMap<Box<str>, Vec<u32>>,
-}
-
-impl<T> Default for Postings<T> {
-    fn default() -> Self {
-        Postings { rows: Vec::new(), holding: HashMap::new() }
-    }
-}
-
-impl<T> Postings<T> {
-    fn add(&mut self, row: T, lexemes: Vec<String>) {
-        let at = u32::try_from(self.rows.len()).unwrap_or(u32::MAX);
-        self.rows.push(row);
-        for l in lexemes {
-            self.holding.entry(l.into_boxed_str()).or_default().push(at);
-        }
-    }
-
-    fn bytes(&self) -> usize {
-        let postings: usize = self.holding.iter().map(|(l, v)| 48 + l.len() + 4 * v.len()).sum();
-        self.rows.len() * std::mem::size_of::<T>() + postings
-    }
-
-    /// The BM25 hits of `terms` (at most [`MAX_TERMS`]) among the rows `visible` admits: (id,
-    /// length, terms held as bits).
-    fn hits(
-        &self,
-        terms: &[String],
-        visible: impl Fn(&T) -> bool,
-        id_len: impl Fn(&T) -> (Uuid, u32),
-    ) -> Vec<(Uuid, f64, u128)> {
-        let lists: Vec<&[u32]> =
-            terms.iter().map(|t| self.holding.get(t.as_str()).map(Vec::as_slice).unwrap_or_default()).collect();
-        let mut at: HashMap<u32, usize> = HashMap::with_capacity(lists.iter().map(|l| l.len()).sum());
-        let mut hits: Vec<(Uuid, f64, u128)> = Vec::new();
-        for (t, list) in lists.iter().enumerate() {
-            for &i in *list {
-                let row = &self.rows[i as usize];
-                if !visible(row) {
-                    continue;
-                }
-                let h = *at.entry(i).or_insert_with(|| {
-                    let (id, dl) = id_len(row);
-                    hits.push((id, f64::from(dl), 0));
-                    hits.len() - 1
-                });
-                hits[h].2 |= 1u128 << t;
-            }
-        }
-        hits
-    }
-}
-
-/// Turns after this many are folded into a new base (or after an eighth of the base, if more).
-const TAIL_ROWS: usize = 4096;
-
-/// A subject's turns in seq order: a base shared by the indexes of later states, and the turns
-/// written since it was made. A refresh with only new turns copies the tail, not the base.
-#[derive(Debug)]
-struct Turns {
-    base: Arc<Postings<EpisodeEntry>>,
-    tail: Postings<EpisodeEntry>,
-}
-
-impl Turns {
-    /// Every turn, latest first.
-    fn latest_first(&self) -> impl Iterator<Item = &EpisodeEntry> {
-        self.tail.rows.iter().rev().chain(self.base.rows.iter().rev())
-    }
-
-    fn len(&self) -> usize {
-        self.base.rows.len() + self.tail.rows.len()
-    }
-
-    /// The tail folded into the base once it is long enough to slow the lanes down.
-    fn settled(self) -> Turns {
-        if self.base.rows.is_empty() {
-            return Turns { base: Arc::new(self.tail), tail: Postings::default() };
-        }
-        if self.tail.rows.len() <= TAIL_ROWS.max(self.base.rows.len() / 8) {
-            return self;
-        }
-        let mut base = (*self.base).clone();
-        let offset = u32::try_from(base.rows.len()).unwrap_or(u32::MAX);
-        base.rows.extend(self.tail.rows);
-        for (lexeme, rows) in self.tail.holding {
-            base.holding.entry(lexeme).or_default().extend(rows.into_iter().map(|r| r + offset));
-        }
-        Turns { base: Arc::new(base), tail: Postings::default() }
-    }
-}
-
 /// A subject's lexemes, of one state of it.
 #[derive(Debug)]
 pub struct Index {
     /// The state it is of (`mnemo_lexical_state`).
     pub state: String,
     memories: Arc<Memories>,
-    episodes: Turns,
+    episodes: Turns<EpisodeEntry>,
     /// How many writes of the subject's turns this server had made when the rows were read
     /// (see `LexicalCache::for_call`).
     pub(super) writes: u64,
@@ -479,7 +384,7 @@ mod tests {
             let n = (seq % 4 + 1) as usize;
             (0..n).map(|i| WORDS[(seq as usize * 7 + i * 3) % WORDS.len()]).collect()
         };
-        let total = TAIL_ROWS as i64 + 700;
+        let total = super::super::postings::TAIL_ROWS as i64 + 700;
         let all: Vec<(i64, Vec<&str>)> = (1..=total).map(|s| (s, lexemes(s))).collect();
         let slice = |from: i64, to: i64| -> Vec<(i64, &[&str])> {
             all.iter().filter(|(s, _)| (from..=to).contains(s)).map(|(s, l)| (*s, l.as_slice())).collect()

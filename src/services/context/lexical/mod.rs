@@ -22,6 +22,7 @@
 
 mod cache;
 mod index;
+mod postings;
 
 pub use cache::{Counts, LexicalCache, DEFAULT_BYTES, INDEX_FROM_SEQ};
 pub use index::{Builder, Index};
