@@ -98,10 +98,17 @@ pub async fn count(conn: &mut PgConnection, t: &Table, tenant: &str, subject: Op
     sqlx::query_scalar(&sql).bind(tenant).bind(subject).fetch_one(conn).await
 }
 
+/// Columns the database derives from a row's other columns: a dump leaves them out and an
+/// import lets the database compute them again (`content_tsv` is generated; `search_tsv` is
+/// filled by the `episodes_fill_lexemes` trigger when an insert leaves it out, migration 0038).
+pub const DERIVED_COLUMNS: [&str; 2] = ["content_tsv", "search_tsv"];
+
 /// The query [`rows`] runs for `t` (the caller keeps it alive while the rows stream).
 pub fn rows_sql(t: &Table) -> String {
     format!(
-        "SELECT (to_jsonb(x) - 'content_tsv' - 'search_tsv')::text FROM {} x WHERE {} ORDER BY {}",
+        "SELECT (to_jsonb(x) - '{}' - '{}')::text FROM {} x WHERE {} ORDER BY {}",
+        DERIVED_COLUMNS[0],
+        DERIVED_COLUMNS[1],
         t.name,
         filter(t),
         t.order_by
@@ -119,14 +126,16 @@ pub fn rows<'c>(
     sqlx::query_scalar(sql).bind(tenant).bind(subject).fetch(conn)
 }
 
-/// The columns an insert into `table` names: every stored column but the generated ones.
+/// The columns an insert into `table` names: every stored column but the derived ones (so a
+/// dump's rows can never set them).
 pub async fn insert_columns(conn: &mut PgConnection, table: &str) -> sqlx::Result<Vec<String>> {
     sqlx::query_scalar!(
         r#"SELECT a.attname::text AS "attname!" FROM pg_catalog.pg_attribute a
            JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
            WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = $1 AND a.attnum > 0
-           AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum"#,
-        table
+           AND NOT a.attisdropped AND a.attgenerated = '' AND a.attname <> ALL($2::text[]) ORDER BY a.attnum"#,
+        table,
+        &DERIVED_COLUMNS as &[&str]
     )
     .fetch_all(conn)
     .await

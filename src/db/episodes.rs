@@ -60,6 +60,9 @@ pub struct Stamp {
 /// already used for the subject (the consumed seq is a harmless gap): see [`by_keys`].
 ///
 /// The statement starts with [`crate::db::scope::TENANT_CTE`], spelled out (the query macros take literals only).
+/// Like every insert here it stores the row's lexemes itself (`mnemo_episode_lexemes`, the
+/// expression `search_tsv` was once generated from: migration 0038), which Postgres then
+/// prepares once with the statement's plan instead of once per statement.
 pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpisode) -> sqlx::Result<Option<Stamp>> {
     let Some(key) = e.effective_key() else {
         // No key, no conflict to look for: the plain insert skips the speculative insertion
@@ -71,8 +74,9 @@ pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpis
                ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = subject_counters.last_seq + 1 \
                RETURNING last_seq) \
              INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, \
-             provenance, occurred_at, seq) \
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10, now()), c.last_seq FROM c \
+             provenance, occurred_at, seq, search_tsv) \
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10, now()), c.last_seq, \
+             mnemo_episode_lexemes($7) FROM c \
              RETURNING id, occurred_at, created_at",
             tenant,
             e.subject_id,
@@ -96,8 +100,9 @@ pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpis
            ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = subject_counters.last_seq + 1 \
            RETURNING last_seq) \
          INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, \
-         provenance, idempotency_key, occurred_at, seq) \
-         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now()), c.last_seq FROM c \
+         provenance, idempotency_key, occurred_at, seq, search_tsv) \
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now()), c.last_seq, \
+         mnemo_episode_lexemes($7) FROM c \
          ON CONFLICT (tenant_id, subject_id, md5(idempotency_key)) WHERE idempotency_key IS NOT NULL DO NOTHING \
          RETURNING id, occurred_at, created_at",
         tenant,
@@ -186,9 +191,10 @@ pub async fn insert_batch(
                ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = sc.last_seq + EXCLUDED.last_seq \
                RETURNING sc.subject_id, sc.last_seq) \
              INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, \
-             provenance, occurred_at, seq) \
+             provenance, occurred_at, seq, search_tsv) \
              SELECT $1, u.subject_id, u.id, u.session_id, u.source, u.kind, u.payload, u.metadata, u.provenance, \
-             COALESCE(u.occurred_at, now()), c.last_seq - u.n + u.place \
+             COALESCE(u.occurred_at, now()), c.last_seq - u.n + u.place, \
+             mnemo_episode_lexemes(u.payload) \
              FROM UNNEST($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], \
                $9::jsonb[], $10::timestamptz[], $13::int8[], $14::int8[]) WITH ORDINALITY \
                AS u(id, subject_id, session_id, source, kind, payload, metadata, provenance, occurred_at, n, place, ord) \
@@ -221,9 +227,10 @@ pub async fn insert_batch(
            ON CONFLICT (tenant_id, subject_id) DO UPDATE SET last_seq = sc.last_seq + EXCLUDED.last_seq \
            RETURNING sc.subject_id, sc.last_seq) \
          INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, \
-         provenance, idempotency_key, occurred_at, seq) \
+         provenance, idempotency_key, occurred_at, seq, search_tsv) \
          SELECT $1, u.subject_id, u.id, u.session_id, u.source, u.kind, u.payload, u.metadata, u.provenance, \
-         u.key, COALESCE(u.occurred_at, now()), c.last_seq - u.n + u.place \
+         u.key, COALESCE(u.occurred_at, now()), c.last_seq - u.n + u.place, \
+         mnemo_episode_lexemes(u.payload) \
          FROM UNNEST($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], \
            $9::jsonb[], $10::text[], $11::timestamptz[], $14::int8[], $15::int8[]) WITH ORDINALITY \
            AS u(id, subject_id, session_id, source, kind, payload, metadata, provenance, key, occurred_at, n, place, ord) \

@@ -480,3 +480,95 @@ async fn a_held_subject_keeps_its_own_writes_waiting_and_not_the_others() {
     let got: Vec<i64> = seqs(&app, &ids).await.into_iter().map(|(_, seq)| seq).collect();
     assert!(got.windows(2).all(|w| w[0] < w[1]), "queue order kept: {got:?}");
 }
+
+/// Every way an episode is stored gives it the lexemes of its payload (migration 0038: the
+/// statements compute them, and the trigger fills them for a row inserted without).
+#[tokio::test]
+async fn every_insert_path_stores_the_lexemes_of_its_payload() {
+    let app = crate::common::spawn_with(mnemo::RuntimeConfig { ingest_writers: 1, ..Default::default() }).await;
+    let payloads = [
+        json!({"messages": [{"role": "user", "content": "I moved to Lisbon", "name": "Ana"}]}),
+        json!({"text": "Deploys run on Fridays", "speaker": "Ops"}),
+        json!({"content": "The quarterly report is due", "author": "Kim"}),
+        json!({"messages": [{"speaker": "Bo", "content": "Rotating logs daily"}, {"content": "Sounds good"}]}),
+        json!({"kind": "no text at all"}),
+    ];
+    let with = |subject: &str, p: &Value| {
+        let mut e = episode(subject, "x");
+        e["payload"] = p.clone();
+        e
+    };
+    // Alone (the single-row statement), with and without a key.
+    let (status, body) = app.post("/v1/episodes", &with("user:lx", &payloads[0])).await;
+    assert_eq!(status, 201, "{body}");
+    let mut keyed = with("user:lx", &payloads[1]);
+    keyed["idempotency_key"] = json!("k1");
+    let (status, body) = app.post("/v1/episodes", &keyed).await;
+    assert_eq!(status, 201, "{body}");
+    // Grouped: writes queued behind a held subject go in one statement.
+    let lock = hold_counter(&app, "user:lx").await;
+    let first = send_all(&app, vec![with("user:lx", &payloads[2])]);
+    until_queued(&app, 0).await;
+    let mut grouped: Vec<Value> = payloads.iter().map(|p| with("user:lx", p)).collect();
+    let mut keyed = with("user:lx2", &payloads[3]);
+    keyed["idempotency_key"] = json!("k2");
+    grouped.push(keyed);
+    let queued = send_all(&app, grouped);
+    until_queued(&app, payloads.len() + 1).await;
+    lock.commit().await.unwrap();
+    for handle in first.into_iter().chain(queued) {
+        let (status, body) = handle.await.unwrap();
+        assert_eq!(status, 201, "{body}");
+    }
+    // Batches, with and without keys.
+    let plain: Vec<Value> = payloads.iter().map(|p| with("user:lx3", p)).collect();
+    let (status, body) = app.post("/v1/episodes/batch", &json!({ "episodes": plain })).await;
+    assert_eq!(status, 201, "{body}");
+    let mut keyed: Vec<Value> = payloads.iter().map(|p| with("user:lx4", p)).collect();
+    keyed[0]["idempotency_key"] = json!("k3");
+    let (status, body) = app.post("/v1/episodes/batch", &json!({ "episodes": keyed })).await;
+    assert_eq!(status, 201, "{body}");
+    // By hand, without the column and with it NULL: the trigger fills it.
+    for (i, sql) in [
+        "INSERT INTO episodes (tenant_id, subject_id, id, source, type, payload, seq) \
+         VALUES ('default', 'user:raw', gen_random_uuid(), 'chat', 'message', $1, 1)",
+        "INSERT INTO episodes (tenant_id, subject_id, id, source, type, payload, seq, search_tsv) \
+         VALUES ('default', 'user:raw', gen_random_uuid(), 'chat', 'message', $1, 2, NULL)",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        sqlx::query(sql).bind(&payloads[i]).execute(&app.pool).await.unwrap();
+    }
+
+    // Alone 2, the held subject's first write 1, its next 1, the group, two batches, by hand 2.
+    let total = 2 + 1 + 1 + (payloads.len() + 1) + 2 * payloads.len() + 2;
+    assert_eq!(app.count("episodes").await, total as i64);
+    let (wrong, empty): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE search_tsv IS DISTINCT FROM to_tsvector('english', \
+           left(coalesce(jsonb_path_query_array(payload, '$.messages[*].content')::text, '') || ' ' || \
+           coalesce(jsonb_path_query_array(payload, '$.messages[*].name')::text, '') || ' ' || \
+           coalesce(jsonb_path_query_array(payload, '$.messages[*].speaker')::text, '') || ' ' || \
+           coalesce(payload->>'text', '') || ' ' || coalesce(payload->>'content', '') || ' ' || \
+           coalesce(payload->>'speaker', '') || ' ' || coalesce(payload->>'author', ''), 250000))), \
+           count(*) FILTER (WHERE search_tsv = ''::tsvector) FROM episodes",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(wrong, 0, "every row's lexemes are those of its payload");
+    // Only the payload without text has none, and the held subject's first write ("before", a
+    // stop word).
+    let texts: Vec<(String, Value)> =
+        sqlx::query_as("SELECT subject_id, payload FROM episodes WHERE search_tsv = ''::tsvector ORDER BY subject_id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(empty, 4, "the text-less payload (grouped, two batches) and the stop word: {texts:?}");
+    let found: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM episodes WHERE search_tsv @@ to_tsquery('english', 'lisbon & ana')")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(found, 5, "the first payload, stored alone, grouped, in two batches and by hand");
+}
