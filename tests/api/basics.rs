@@ -175,6 +175,11 @@ async fn episodes_are_append_only_in_the_database() {
     // Only the erasure path (transaction-local flag) may delete.
     let mut tx = app.pool.begin().await.unwrap();
     sqlx::query("SELECT set_config('mnemo.erasure', 'on', true)").execute(&mut *tx).await.unwrap();
+    // The flag lets rows go, never changes them.
+    sqlx::query("SAVEPOINT u").execute(&mut *tx).await.unwrap();
+    let upd = sqlx::query("UPDATE episodes SET source = 'x'").execute(&mut *tx).await;
+    assert!(upd.unwrap_err().to_string().contains("append-only"));
+    sqlx::query("ROLLBACK TO SAVEPOINT u").execute(&mut *tx).await.unwrap();
     let n = sqlx::query("DELETE FROM episodes").execute(&mut *tx).await.unwrap().rows_affected();
     tx.commit().await.unwrap();
     assert_eq!(n, 1);

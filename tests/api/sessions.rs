@@ -409,6 +409,8 @@ async fn session_log_snapshots_and_metadata() {
     // Snapshots are append-only in the database too.
     let update = sqlx::query("UPDATE session_snapshots SET summary = 'rewritten'").execute(&app.pool).await;
     assert!(update.is_err(), "snapshots must not be rewritten");
+    let delete = sqlx::query("DELETE FROM session_snapshots").execute(&app.pool).await;
+    assert!(delete.unwrap_err().to_string().contains("append-only"), "only an erasure deletes snapshots");
 
     // Erasure removes the subject's snapshots and metadata, and leaves the other subject's.
     let r = reqwest::Client::new().delete(app.url("/v1/subjects/u")).header("x-tenant-id", "t").send().await.unwrap();
