@@ -76,12 +76,28 @@ pub async fn tables_with_subjects(conn: &mut PgConnection) -> sqlx::Result<Vec<S
     .await
 }
 
-/// Rows of the subject left in a table. Dynamic SQL: the table comes from the catalog
+/// Rows of the subject left in each of `tables`, in their order, in one statement (one round
+/// trip instead of one per table). Dynamic SQL: the tables come from the catalog
 /// ([`tables_with_subjects`]), so a table added later is checked without a code change.
-pub async fn remaining(conn: &mut PgConnection, table: &str, tenant: &str, subject_id: &str) -> sqlx::Result<i64> {
-    sqlx::query_scalar(&format!("SELECT count(*) FROM \"{table}\" WHERE tenant_id = $1 AND subject_id = $2"))
-        .bind(tenant)
-        .bind(subject_id)
-        .fetch_one(conn)
-        .await
+pub async fn remaining_in(
+    conn: &mut PgConnection,
+    tables: &[String],
+    tenant: &str,
+    subject_id: &str,
+) -> sqlx::Result<Vec<(String, i64)>> {
+    if tables.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let quoted = t.replace('"', "\"\"");
+            format!("SELECT {i} AS i, count(*) AS n FROM \"{quoted}\" WHERE tenant_id = $1 AND subject_id = $2")
+        })
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    let counts: Vec<(i32, i64)> =
+        sqlx::query_as(&format!("{sql} ORDER BY i")).bind(tenant).bind(subject_id).fetch_all(conn).await?;
+    Ok(counts.into_iter().map(|(i, n)| (tables[i as usize].clone(), n)).collect())
 }

@@ -95,8 +95,7 @@ async fn erase_in(
     db::webhooks::strip_subject(&mut tx, tenant, subject_id).await?;
 
     let tables = db::erase::tables_with_subjects(&mut tx).await?;
-    for table in &tables {
-        let left = db::erase::remaining(&mut tx, table, tenant, subject_id).await?;
+    for (table, left) in db::erase::remaining_in(&mut tx, &tables, tenant, subject_id).await? {
         if left > 0 {
             tx.rollback().await?;
             tracing::error!(table = %table, rows = left, "erasure left rows behind; rolled back");

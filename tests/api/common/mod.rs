@@ -391,12 +391,7 @@ impl TestApp {
     pub async fn subject_rows(&self, tenant: &str, subject: &str) -> Vec<(String, i64)> {
         let mut conn = self.pool.acquire().await.unwrap();
         let tables = mnemo::db::erase::tables_with_subjects(&mut conn).await.unwrap();
-        let mut out = Vec::new();
-        for t in tables {
-            let n = mnemo::db::erase::remaining(&mut conn, &t, tenant, subject).await.unwrap();
-            out.push((t, n));
-        }
-        out
+        mnemo::db::erase::remaining_in(&mut conn, &tables, tenant, subject).await.unwrap()
     }
 }
 
