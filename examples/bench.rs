@@ -242,6 +242,7 @@ impl Bench {
                 self.pool(),
                 &self.state.tenants,
                 &self.state.webhooks,
+                &self.state.lexer,
                 TENANT,
                 chunk.to_vec(),
             )
@@ -745,6 +746,7 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
                 b.pool(),
                 &b.state.tenants,
                 &b.state.webhooks,
+                &b.state.lexer,
                 TENANT,
                 chunk.to_vec(),
             )

@@ -441,6 +441,11 @@ pub struct ServeArgs {
     /// run share the next statement and its commit (group commit).
     #[arg(long, env = "MNEMO_INGEST_WRITERS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub ingest_writers: u16,
+    /// Where episodes' lexemes (their full-text search vector) are computed: `server` (where it
+    /// is sure of them, checked against the database once; Postgres computes the rest) or
+    /// `postgres` (all of them, in the insert statement). The stored lexemes are the same.
+    #[arg(long, env = "MNEMO_LEXEMES", value_enum, default_value_t = crate::lexemes::LexemesAt::Server)]
+    pub lexemes: crate::lexemes::LexemesAt,
     /// MiB of small subjects' rows each server keeps between context calls (0: none kept). A
     /// call checks its copy against the subject's fingerprint in its own statement.
     #[arg(long, env = "MNEMO_CONTEXT_CACHE_MB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(0..=65_536))]
@@ -520,6 +525,7 @@ mod tests {
             receipt_signing_keys: None,
             compile_batch_size: 500,
             ingest_writers: 1,
+            lexemes: crate::lexemes::LexemesAt::Server,
             context_cache_mb: 64,
             context_index_mb: 256,
             compile_job_retention_hours: 168,

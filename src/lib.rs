@@ -10,6 +10,7 @@ pub mod embed;
 pub mod error;
 pub mod http;
 pub mod input;
+pub mod lexemes;
 pub mod mcp;
 pub mod metrics;
 pub mod model;

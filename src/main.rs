@@ -141,6 +141,7 @@ async fn serve_with(
         console_session_minutes: args.console_session_minutes,
         compile_batch_size: args.compile_batch_size,
         ingest_writers: usize::from(args.ingest_writers),
+        lexemes_at: args.lexemes,
         context_cache_bytes: args.context_cache_mb << 20,
         context_index_bytes: args.context_index_mb << 20,
         job_stale_secs: args.compile_job_stale_secs,

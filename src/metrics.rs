@@ -25,6 +25,7 @@ const READ_ROUTES: &str = "mnemo_read_routes_total";
 const INGEST_STATEMENTS: &str = "mnemo_ingest_statements_total";
 const INGEST_STATEMENT_EPISODES: &str = "mnemo_ingest_statement_episodes_total";
 const CONTEXT_LEXICAL: &str = "mnemo_context_lexical_lanes_total";
+const EPISODE_LEXEMES: &str = "mnemo_episode_lexemes_total";
 
 /// Latency bucket upper bounds, in seconds (every histogram here is a duration).
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
@@ -69,6 +70,10 @@ fn describe() {
         INGEST_STATEMENT_EPISODES,
         "Single-episode requests those statements carried (over the statements: the mean group size)."
     );
+    describe_counter!(
+        EPISODE_LEXEMES,
+        "Episodes recorded by where their lexemes were computed (server: this process; postgres: the insert statement)."
+    );
     describe_counter!(LLM_TOKENS, "Tokens sent to (in) and received from (out) the LLM compiler's model.");
     describe_counter!(LLM_CALLS, "LLM compiler requests by outcome (ok, unavailable, malformed, rejected).");
     describe_histogram!(LLM_CALL_DURATION, Unit::Seconds, "Time per LLM compiler request.");
@@ -100,6 +105,11 @@ pub fn record_job(completed: bool) {
 pub fn record_ingest_statement(episodes: usize) {
     counter!(INGEST_STATEMENTS).increment(1);
     counter!(INGEST_STATEMENT_EPISODES).increment(episodes as u64);
+}
+
+/// Counts episodes by where their lexemes were computed (`server` or `postgres`).
+pub fn record_episode_lexemes(by: &'static str, episodes: usize) {
+    counter!(EPISODE_LEXEMES, "by" => by).increment(episodes as u64);
 }
 
 /// Counts one context call on a large subject by where its lexical lanes were ranked.

@@ -9,6 +9,7 @@ use sqlx::PgPool;
 use tokio::sync::Notify;
 
 use crate::embed::Embedder;
+use crate::lexemes::{LexemesAt, Lexer};
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::{SubjectCache, TaskVectorCache};
 use crate::services::group_commit::GroupCommit;
@@ -56,6 +57,8 @@ pub struct RuntimeConfig {
     pub context_cache_bytes: u64,
     /// Bytes (an estimate) of large subjects' lexical indexes (0: none).
     pub context_index_bytes: u64,
+    /// Where episodes' lexemes are computed (`MNEMO_LEXEMES`).
+    pub lexemes_at: LexemesAt,
 }
 
 impl Default for RuntimeConfig {
@@ -79,6 +82,7 @@ impl Default for RuntimeConfig {
             ingest_writers: 1,
             context_cache_bytes: crate::services::context::subjects::DEFAULT_BYTES,
             context_index_bytes: crate::services::context::lexical::DEFAULT_BYTES,
+            lexemes_at: LexemesAt::default(),
         }
     }
 }
@@ -122,6 +126,8 @@ pub struct AppParts {
     pub webhooks: Arc<Webhooks>,
     /// Single-episode writes, grouped per tenant under concurrency.
     pub group_commit: Arc<GroupCommit>,
+    /// Episodes' lexemes computed by the server where it can (`MNEMO_LEXEMES`).
+    pub lexer: Arc<Lexer>,
     /// Set when graceful shutdown starts: readiness answers 503 from then on.
     pub shutting_down: Arc<AtomicBool>,
     /// Signs admin console sessions: derived from the first receipt-signing key (so replicas
@@ -136,8 +142,15 @@ impl AppState {
     pub fn new(pool: PgPool, config: RuntimeConfig, embedder: Arc<dyn Embedder>) -> Self {
         let webhooks = Arc::new(Webhooks::new(&config.webhooks));
         let subjects = Arc::new(SubjectCache::with_capacities(config.context_cache_bytes, config.context_index_bytes));
+        let lexer = Arc::new(Lexer::new(config.lexemes_at));
         AppState(Arc::new(AppParts {
-            group_commit: Arc::new(GroupCommit::new(pool.clone(), Arc::clone(&webhooks), config.ingest_writers)),
+            group_commit: Arc::new(GroupCommit::new(
+                pool.clone(),
+                Arc::clone(&webhooks),
+                Arc::clone(&lexer),
+                config.ingest_writers,
+            )),
+            lexer,
             pool,
             webhooks,
             config: Arc::new(config),

@@ -1,7 +1,6 @@
 //! Context bundles, the pure parts: token counts, line formats and assembly, packing under
 //! the budget, the score. Retrieval lives in `services::context` and `db::context`.
 
-pub mod english;
 pub mod excerpt;
 pub mod pack;
 pub mod render;

@@ -60,10 +60,18 @@ pub struct Stamp {
 /// already used for the subject (the consumed seq is a harmless gap): see [`by_keys`].
 ///
 /// The statement starts with [`crate::db::scope::TENANT_CTE`], spelled out (the query macros take literals only).
-/// Like every insert here it stores the row's lexemes itself (`mnemo_episode_lexemes`, the
-/// expression `search_tsv` was once generated from: migration 0038), which Postgres then
-/// prepares once with the statement's plan instead of once per statement.
-pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpisode) -> sqlx::Result<Option<Stamp>> {
+/// Like every insert here it stores the row's lexemes itself: `lexemes` when the server computed
+/// them (`crate::lexemes`, the very `tsvector` Postgres would make), else
+/// `mnemo_episode_lexemes` (the expression `search_tsv` was once generated from: migration
+/// 0038), which Postgres then prepares once with the statement's plan instead of once per
+/// statement.
+pub async fn insert(
+    conn: &mut PgConnection,
+    tenant: &str,
+    id: Uuid,
+    e: &NewEpisode,
+    lexemes: Option<&str>,
+) -> sqlx::Result<Option<Stamp>> {
     let Some(key) = e.effective_key() else {
         // No key, no conflict to look for: the plain insert skips the speculative insertion
         // `ON CONFLICT` costs every row (see `insert_batch`).
@@ -76,7 +84,7 @@ pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpis
              INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, \
              provenance, occurred_at, seq, search_tsv) \
              SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10, now()), c.last_seq, \
-             mnemo_episode_lexemes($7) FROM c \
+             COALESCE($11::text::tsvector, mnemo_episode_lexemes($7)) FROM c \
              RETURNING id, occurred_at, created_at",
             tenant,
             e.subject_id,
@@ -87,7 +95,8 @@ pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpis
             Json(&e.payload) as _,
             Json(&e.metadata) as _,
             Json(&e.provenance) as _,
-            e.occurred_at
+            e.occurred_at,
+            lexemes
         )
         .fetch_one(&mut *conn)
         .await
@@ -102,7 +111,7 @@ pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpis
          INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, \
          provenance, idempotency_key, occurred_at, seq, search_tsv) \
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now()), c.last_seq, \
-         mnemo_episode_lexemes($7) FROM c \
+         COALESCE($12::text::tsvector, mnemo_episode_lexemes($7)) FROM c \
          ON CONFLICT (tenant_id, subject_id, md5(idempotency_key)) WHERE idempotency_key IS NOT NULL DO NOTHING \
          RETURNING id, occurred_at, created_at",
         tenant,
@@ -115,7 +124,8 @@ pub async fn insert(conn: &mut PgConnection, tenant: &str, id: Uuid, e: &NewEpis
         Json(&e.metadata) as _,
         Json(&e.provenance) as _,
         key,
-        e.occurred_at
+        e.occurred_at,
+        lexemes
     )
     .fetch_optional(&mut *conn)
     .await
@@ -158,7 +168,8 @@ impl<'a> SeqPlaces<'a> {
 /// Inserts a batch in one statement that also applies the tenant: each subject's seqs are
 /// reserved at once, in a fixed subject order (see [`SeqPlaces`]), and given out in input order.
 /// Returns the new rows in input order; an input whose idempotency key is already used (by a
-/// stored row or an earlier input of the batch) has none (see [`by_keys`]).
+/// stored row or an earlier input of the batch) has none (see [`by_keys`]). `lexemes` has each
+/// episode's lexemes where the server computed them (see [`insert`]).
 ///
 /// The places are worked out here rather than by the statement (a `GROUP BY` and a window over
 /// the rows): 4-8% less time in Postgres for a statement of eight episodes (pgbench, one client).
@@ -167,6 +178,7 @@ pub async fn insert_batch(
     tenant: &str,
     ids: &[Uuid],
     episodes: &[NewEpisode],
+    lexemes: &[Option<String>],
 ) -> sqlx::Result<Vec<Stamp>> {
     let subjects: Vec<&str> = episodes.iter().map(|e| e.subject_id.as_str()).collect();
     let places = SeqPlaces::of(&subjects);
@@ -194,10 +206,11 @@ pub async fn insert_batch(
              provenance, occurred_at, seq, search_tsv) \
              SELECT $1, u.subject_id, u.id, u.session_id, u.source, u.kind, u.payload, u.metadata, u.provenance, \
              COALESCE(u.occurred_at, now()), c.last_seq - u.n + u.place, \
-             mnemo_episode_lexemes(u.payload) \
+             COALESCE(u.lexemes::tsvector, mnemo_episode_lexemes(u.payload)) \
              FROM UNNEST($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], \
-               $9::jsonb[], $10::timestamptz[], $13::int8[], $14::int8[]) WITH ORDINALITY \
-               AS u(id, subject_id, session_id, source, kind, payload, metadata, provenance, occurred_at, n, place, ord) \
+               $9::jsonb[], $10::timestamptz[], $13::int8[], $14::int8[], $15::text[]) WITH ORDINALITY \
+               AS u(id, subject_id, session_id, source, kind, payload, metadata, provenance, occurred_at, n, place, \
+               lexemes, ord) \
              JOIN c ON c.subject_id = u.subject_id ORDER BY u.ord \
              RETURNING id, occurred_at, created_at",
             tenant,
@@ -213,7 +226,8 @@ pub async fn insert_batch(
             &places.subjects as &[&str],
             &places.counts,
             &places.row_counts,
-            &places.row_places
+            &places.row_places,
+            lexemes as _
         )
         .fetch_all(&mut *conn)
         .await;
@@ -230,10 +244,11 @@ pub async fn insert_batch(
          provenance, idempotency_key, occurred_at, seq, search_tsv) \
          SELECT $1, u.subject_id, u.id, u.session_id, u.source, u.kind, u.payload, u.metadata, u.provenance, \
          u.key, COALESCE(u.occurred_at, now()), c.last_seq - u.n + u.place, \
-         mnemo_episode_lexemes(u.payload) \
+         COALESCE(u.lexemes::tsvector, mnemo_episode_lexemes(u.payload)) \
          FROM UNNEST($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], \
-           $9::jsonb[], $10::text[], $11::timestamptz[], $14::int8[], $15::int8[]) WITH ORDINALITY \
-           AS u(id, subject_id, session_id, source, kind, payload, metadata, provenance, key, occurred_at, n, place, ord) \
+           $9::jsonb[], $10::text[], $11::timestamptz[], $14::int8[], $15::int8[], $16::text[]) WITH ORDINALITY \
+           AS u(id, subject_id, session_id, source, kind, payload, metadata, provenance, key, occurred_at, n, place, \
+           lexemes, ord) \
          JOIN c ON c.subject_id = u.subject_id ORDER BY u.ord \
          ON CONFLICT (tenant_id, subject_id, md5(idempotency_key)) WHERE idempotency_key IS NOT NULL DO NOTHING \
          RETURNING id, occurred_at, created_at",
@@ -251,9 +266,21 @@ pub async fn insert_batch(
         &places.subjects as &[&str],
         &places.counts,
         &places.row_counts,
-        &places.row_places
+        &places.row_places,
+        lexemes as _
     )
     .fetch_all(&mut *conn)
+    .await
+}
+
+/// `mnemo_episode_lexemes(payload)::text` of each payload, in order: what Postgres stores for
+/// them (the server's own rules are checked against it: `crate::lexemes::Lexer`).
+pub async fn lexemes_of(pool: &sqlx::PgPool, payloads: &[Value]) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar!(
+        r#"SELECT mnemo_episode_lexemes(u.p)::text AS "lexemes!" FROM UNNEST($1::jsonb[]) WITH ORDINALITY AS u(p, o) ORDER BY u.o"#,
+        payloads
+    )
+    .fetch_all(pool)
     .await
 }
 

@@ -125,7 +125,7 @@ pub async fn create_batch(
 ) -> ApiResult<Response> {
     let inputs: Vec<NewEpisode> =
         valid::<EpisodeBatchRequest>(body)?.episodes.into_iter().map(NewEpisode::from).collect();
-    let (rows, created) = svc::ingest_batch(&st.pool, &st.tenants, &st.webhooks, &tenant, inputs).await?;
+    let (rows, created) = svc::ingest_batch(&st.pool, &st.tenants, &st.webhooks, &st.lexer, &tenant, inputs).await?;
     let subjects: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.subject_id.as_str()).collect();
     subjects.into_iter().for_each(|s| st.subjects.lexical.episodes_written(&st.pool, &tenant, s));
     Ok((StatusCode::CREATED, Json(EpisodeBatch { episodes_created: created, episodes: rows })).into_response())

@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use crate::db;
 use crate::db::episodes::Stamp;
+use crate::lexemes::Lexer;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::services::group_commit::GroupCommit;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
@@ -70,13 +71,16 @@ pub(crate) enum Announce {
 
 /// Inserts `episodes` under `ids` in one statement (the single-row one for one episode), with
 /// their announcements in the same transaction; returns each input's stamp where a row was
-/// added, or None where its idempotency key was taken (see [`with_stored`]).
+/// added, or None where its idempotency key was taken (see [`with_stored`]). `lexemes` has each
+/// episode's lexemes where the server computed them (`crate::lexemes`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn insert_new(
     conn: &mut PgConnection,
     hooks: &Webhooks,
     tenant: &str,
     ids: &[Uuid],
     episodes: &[NewEpisode],
+    lexemes: &[Option<String>],
     announce: Announce,
 ) -> sqlx::Result<Vec<Option<Stamp>>> {
     let event = match announce {
@@ -85,7 +89,7 @@ pub(crate) async fn insert_new(
     };
     let stamps = if hooks.wants(event) {
         let mut tx = db::scope::begin_on(conn, tenant).await?;
-        let stamps = insert_statement(&mut tx, tenant, ids, episodes).await?;
+        let stamps = insert_statement(&mut tx, tenant, ids, episodes, lexemes).await?;
         let added: BTreeSet<Uuid> = stamps.iter().map(|s| s.id).collect();
         let new = || episodes.iter().zip(ids).filter(|(_, id)| added.contains(id));
         match announce {
@@ -105,7 +109,7 @@ pub(crate) async fn insert_new(
         tx.commit().await?;
         stamps
     } else {
-        insert_statement(conn, tenant, ids, episodes).await?
+        insert_statement(conn, tenant, ids, episodes, lexemes).await?
     };
     let mut by_id: BTreeMap<Uuid, Stamp> = stamps.into_iter().map(|s| (s.id, s)).collect();
     Ok(ids.iter().map(|id| by_id.remove(id)).collect())
@@ -137,10 +141,14 @@ async fn insert_statement(
     tenant: &str,
     ids: &[Uuid],
     episodes: &[NewEpisode],
+    lexemes: &[Option<String>],
 ) -> sqlx::Result<Vec<Stamp>> {
     match (ids, episodes) {
-        ([id], [episode]) => Ok(db::episodes::insert(conn, tenant, *id, episode).await?.into_iter().collect()),
-        _ => db::episodes::insert_batch(conn, tenant, ids, episodes).await,
+        ([id], [episode]) => {
+            let lexemes = lexemes.first().and_then(Option::as_deref);
+            Ok(db::episodes::insert(conn, tenant, *id, episode, lexemes).await?.into_iter().collect())
+        }
+        _ => db::episodes::insert_batch(conn, tenant, ids, episodes, lexemes).await,
     }
 }
 
@@ -175,24 +183,29 @@ pub async fn ingest_batch(
     pool: &PgPool,
     known: &KnownTenants,
     hooks: &Webhooks,
+    lexer: &Lexer,
     tenant: &str,
     episodes: Vec<NewEpisode>,
 ) -> sqlx::Result<(Vec<Episode>, usize)> {
     let span = telemetry::memory_span(MemoryOp::Create, tenant);
-    telemetry::traced(span, ingest_batch_in(pool, known, hooks, tenant, episodes), |(_, created)| *created).await
+    let fut = ingest_batch_in(pool, known, hooks, lexer, tenant, episodes);
+    telemetry::traced(span, fut, |(_, created)| *created).await
 }
 
 async fn ingest_batch_in(
     pool: &PgPool,
     known: &KnownTenants,
     hooks: &Webhooks,
+    lexer: &Lexer,
     tenant: &str,
     episodes: Vec<NewEpisode>,
 ) -> sqlx::Result<(Vec<Episode>, usize)> {
     ensure_tenant(pool, known, tenant).await?;
     let ids: Vec<Uuid> = episodes.iter().map(|_| new_id()).collect();
-    let stamps =
-        insert_new(&mut *db::scope::single(pool).await?, hooks, tenant, &ids, &episodes, Announce::Batch).await?;
+    let lexemes = lexer.of(pool, episodes.iter().map(|e| &e.payload)).await;
+    let mut conn = db::scope::single(pool).await?;
+    let stamps = insert_new(&mut conn, hooks, tenant, &ids, &episodes, &lexemes, Announce::Batch).await?;
+    drop(conn);
     let rows = with_stored(pool, tenant, episodes, stamps).await?;
     let created = rows.iter().filter(|(_, inserted)| *inserted == Inserted::New).count();
     Ok((rows.into_iter().map(|(row, _)| row).collect(), created))

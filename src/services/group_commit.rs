@@ -36,6 +36,7 @@ use sqlx::{PgPool, Postgres};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+use crate::lexemes::Lexer;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::services::episodes::{insert_new, new_id, with_stored, Announce};
 use crate::services::webhooks::Webhooks;
@@ -47,6 +48,8 @@ type Reply = oneshot::Sender<sqlx::Result<(Episode, Inserted)>>;
 
 struct Waiter {
     episode: NewEpisode,
+    /// Computed by the caller's task when the server can (`crate::lexemes`): off the writer.
+    lexemes: Option<String>,
     reply: Reply,
 }
 
@@ -86,18 +89,24 @@ impl Queue {
 pub struct GroupCommit {
     pool: PgPool,
     hooks: Arc<Webhooks>,
+    lexer: Arc<Lexer>,
     writers: usize,
     queues: Mutex<HashMap<String, Queue>>,
 }
 
 impl GroupCommit {
     /// Up to `writers` statements per tenant in flight (at least one).
-    pub fn new(pool: PgPool, hooks: Arc<Webhooks>, writers: usize) -> Self {
-        GroupCommit { pool, hooks, writers: writers.max(1), queues: Mutex::new(HashMap::new()) }
+    pub fn new(pool: PgPool, hooks: Arc<Webhooks>, lexer: Arc<Lexer>, writers: usize) -> Self {
+        GroupCommit { pool, hooks, lexer, writers: writers.max(1), queues: Mutex::new(HashMap::new()) }
     }
 
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Where episodes' lexemes are computed.
+    pub fn lexer(&self) -> &Lexer {
+        &self.lexer
     }
 
     /// Single-episode writes of `tenant` waiting for a statement.
@@ -112,10 +121,13 @@ impl GroupCommit {
     /// Records one episode, alone or with the tenant's concurrent ones.
     pub async fn record(self: &Arc<Self>, tenant: &str, episode: NewEpisode) -> sqlx::Result<(Episode, Inserted)> {
         let (reply, answer) = oneshot::channel();
+        // The lexemes are the largest share of an episode's insert: worked out here, on the
+        // caller's task, while the writer's statement runs.
+        let lexemes = self.lexer.one(&self.pool, &episode.payload).await;
         let groups = {
             let mut queues = self.queues();
             let queue = queues.entry(tenant.to_owned()).or_default();
-            queue.waiting.push_back(Waiter { episode, reply });
+            queue.waiting.push_back(Waiter { episode, lexemes, reply });
             self.start(queue)
         };
         self.spawn(tenant, groups);
@@ -195,15 +207,23 @@ impl GroupCommit {
     /// Returns the answers of a group written in one statement, for the caller to send; a group
     /// that needed more (an episode refused, a key already used) is answered here.
     async fn write(&self, tenant: &str, group: Vec<Waiter>, conn: &mut Option<PoolConnection<Postgres>>) -> Answers {
-        let (episodes, replies): (Vec<NewEpisode>, Vec<Reply>) =
-            group.into_iter().map(|w| (w.episode, w.reply)).unzip();
+        let mut lexemes = Vec::with_capacity(group.len());
+        let (episodes, replies): (Vec<NewEpisode>, Vec<Reply>) = group
+            .into_iter()
+            .map(|w| {
+                lexemes.push(w.lexemes);
+                (w.episode, w.reply)
+            })
+            .unzip();
         // Ids in queue order: rows of one transaction share created_at, and ties order by id.
         let ids: Vec<Uuid> = episodes.iter().map(|_| new_id()).collect();
         crate::metrics::record_ingest_statement(episodes.len());
         let inserted = match conn {
-            Some(c) => insert_new(c, &self.hooks, tenant, &ids, &episodes, Announce::EachRow).await,
+            Some(c) => insert_new(c, &self.hooks, tenant, &ids, &episodes, &lexemes, Announce::EachRow).await,
             None => match crate::db::scope::single(&self.pool).await {
-                Ok(c) => insert_new(conn.insert(c), &self.hooks, tenant, &ids, &episodes, Announce::EachRow).await,
+                Ok(c) => {
+                    insert_new(conn.insert(c), &self.hooks, tenant, &ids, &episodes, &lexemes, Announce::EachRow).await
+                }
                 Err(e) => Err(e),
             },
         };
@@ -214,8 +234,8 @@ impl GroupCommit {
             Ok(stamps) => stamps,
             Err(e) if replies.len() > 1 && matches!(e, sqlx::Error::Database(_)) => {
                 // Refused by Postgres, so nothing was written: one at a time, only the faulty fail.
-                for ((reply, id), episode) in replies.into_iter().zip(ids).zip(episodes) {
-                    let _ = reply.send(self.write_alone(tenant, id, episode).await);
+                for (((reply, id), episode), lexemes) in replies.into_iter().zip(ids).zip(episodes).zip(lexemes) {
+                    let _ = reply.send(self.write_alone(tenant, id, episode, lexemes).await);
                 }
                 return Answers::new();
             }
@@ -249,10 +269,16 @@ impl GroupCommit {
         Answers::new()
     }
 
-    async fn write_alone(&self, tenant: &str, id: Uuid, episode: NewEpisode) -> sqlx::Result<(Episode, Inserted)> {
+    async fn write_alone(
+        &self,
+        tenant: &str,
+        id: Uuid,
+        episode: NewEpisode,
+        lexemes: Option<String>,
+    ) -> sqlx::Result<(Episode, Inserted)> {
         let mut conn = crate::db::scope::single(&self.pool).await?;
         let one = std::slice::from_ref(&episode);
-        let stamps = insert_new(&mut conn, &self.hooks, tenant, &[id], one, Announce::EachRow).await?;
+        let stamps = insert_new(&mut conn, &self.hooks, tenant, &[id], one, &[lexemes], Announce::EachRow).await?;
         drop(conn);
         with_stored(&self.pool, tenant, vec![episode], stamps).await?.pop().ok_or(sqlx::Error::RowNotFound)
     }
@@ -310,7 +336,7 @@ mod tests {
             occurred_at: None,
             idempotency_key: None,
         };
-        Waiter { episode, reply: oneshot::channel().0 }
+        Waiter { episode, lexemes: None, reply: oneshot::channel().0 }
     }
 
     fn subjects(group: &[Waiter]) -> Vec<&str> {

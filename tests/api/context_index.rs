@@ -371,7 +371,7 @@ async fn the_servers_lexemes_are_the_english_configurations() {
     let (mut guessed, mut agree) = (0, 0);
     let mut wrong = Vec::new();
     for w in &words {
-        let Some(mine) = mnemo::context::english::lexeme(w) else { continue };
+        let Some(mine) = mnemo::lexemes::english::lexeme(w) else { continue };
         guessed += 1;
         let theirs: Vec<String> = sqlx::query_scalar("SELECT tsvector_to_array(to_tsvector('english', $1))")
             .bind(w)

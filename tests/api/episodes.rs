@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::common::{episode, hold_counter, send_all, spawn, until_queued};
+use mnemo::lexemes::LexemesAt;
 use serde_json::{json, Value};
 
 #[tokio::test]
@@ -485,13 +486,26 @@ async fn a_held_subject_keeps_its_own_writes_waiting_and_not_the_others() {
 /// statements compute them, and the trigger fills them for a row inserted without).
 #[tokio::test]
 async fn every_insert_path_stores_the_lexemes_of_its_payload() {
-    let app = crate::common::spawn_with(mnemo::RuntimeConfig { ingest_writers: 1, ..Default::default() }).await;
+    // Computed by the server (the default, where it is sure of them) and by Postgres alone.
+    for lexemes_at in [LexemesAt::Server, LexemesAt::Postgres] {
+        every_insert_path_stores_the_lexemes_with(lexemes_at).await;
+    }
+}
+
+async fn every_insert_path_stores_the_lexemes_with(lexemes_at: LexemesAt) {
+    let app =
+        crate::common::spawn_with(mnemo::RuntimeConfig { ingest_writers: 1, lexemes_at, ..Default::default() }).await;
+    let by_server = app.group_commit.lexer().active(&app.app_pool).await;
+    assert_eq!(by_server, lexemes_at == LexemesAt::Server, "the probes agree with this database");
     let payloads = [
         json!({"messages": [{"role": "user", "content": "I moved to Lisbon", "name": "Ana"}]}),
         json!({"text": "Deploys run on Fridays", "speaker": "Ops"}),
         json!({"content": "The quarterly report is due", "author": "Kim"}),
         json!({"messages": [{"speaker": "Bo", "content": "Rotating logs daily"}, {"content": "Sounds good"}]}),
         json!({"kind": "no text at all"}),
+        // Left to Postgres by the server: outside ASCII, a host name, content parts.
+        json!({"messages": [{"role": "user", "content": "I moved to Málaga, see example.com", "name": "Ana"}]}),
+        json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "Lisbon again"}]}]}),
     ];
     let with = |subject: &str, p: &Value| {
         let mut e = episode(subject, "x");

@@ -24,6 +24,7 @@ mod eval;
 mod eval_updates;
 mod fuzz_bodies;
 mod labels;
+mod lexemes;
 mod llm_compiler;
 mod mcp;
 mod openapi;

@@ -8,9 +8,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::postings::{Postings, Turns};
-use crate::context::english;
 use crate::db::context::{Backing, LexicalLanes};
 use crate::db::lexical::LexicalRow;
+use crate::lexemes::english;
 use crate::services::context::lanes::{contradicted_at, ranked, shown_at};
 
 /// The most task terms a lane is ranked for here (one bit each); longer tasks are ranked by Postgres.

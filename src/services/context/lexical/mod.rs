@@ -7,7 +7,7 @@
 //! instant depends on, and the rows holding each lexeme, so ranking a lane reads only the rows
 //! holding a task term. It is kept under the subject's state (`mnemo_lexical_state`: memory
 //! version, latest seq, latest episode id). The call sends the lanes with that state and the
-//! task's lexemes (`context::english`); `mnemo_context` uses them only when the state is the
+//! task's lexemes (`lexemes::english`); `mnemo_context` uses them only when the state is the
 //! subject's and the lexemes are its own, and otherwise ranks the lanes itself, so the call's
 //! rows never depend on the index. A call that finds the index missing or of another state has
 //! it brought up to date in the background (one refresh per subject at a time): only what

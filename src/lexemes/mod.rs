@@ -1,0 +1,226 @@
+//! An episode's lexemes computed by the server, where it is sure of them.
+//!
+//! Every episode stores `search_tsv`, the `tsvector` that `to_tsvector('english', …)` makes of
+//! its text (`mnemo_episode_lexemes(payload)`, migration 0038). Computing it is about a sixth of
+//! the Postgres time of a grouped ingest statement, and that statement is the one serial step
+//! of single-episode ingest (`services::group_commit`). So the request computes the lexemes of
+//! its own episode, on its own task, and the statement stores them:
+//! `COALESCE($lexemes::tsvector, mnemo_episode_lexemes(payload))`. Where this module is not
+//! sure (text outside ASCII, a URL, a path, an unusual payload shape: see [`words`] and
+//! [`text`]) it sends nothing and Postgres computes them as before; the stored value is the
+//! same either way, byte for byte.
+//!
+//! The rules reproduce Postgres' own parser and dictionaries, which a database can configure
+//! differently (an altered `english` configuration, another stop-word file). [`Lexer`] checks
+//! them against the database once, before its first use, on probe texts that exercise every
+//! rule, and leaves the work to Postgres when any answer differs.
+
+pub mod english;
+mod text;
+mod words;
+
+use std::fmt::Write;
+use std::rc::Rc;
+
+use serde_json::{Map, Value};
+use sqlx::PgPool;
+use tokio::sync::OnceCell;
+
+use crate::db;
+use words::Kind;
+
+/// Postgres keeps at most this many positions for one lexeme (`MAXNUMPOS`).
+const MAX_POSITIONS: usize = 256;
+/// Postgres caps positions at this value (`MAXENTRYPOS - 1`).
+const MAX_POSITION: usize = 16_383;
+/// Longest word given to the dictionaries here (Postgres skips words over 2,047 bytes and does
+/// not stem those over 1,000; prose has none over this).
+const MAX_WORD: usize = 255;
+
+/// `to_tsvector('english', text)::text`, or None when the text has anything [`words`] is not
+/// sure of.
+pub fn english_tsvector(text: &str) -> Option<String> {
+    let words = words::words(text)?;
+    if words.len() > MAX_POSITION {
+        return None;
+    }
+    // (lexeme, position) for every word the dictionaries keep; every word takes a position, a
+    // stop word too.
+    let mut entries: Vec<(Rc<str>, u16)> = Vec::with_capacity(words.len());
+    let mut lower = String::new();
+    for (position, (word, kind)) in (1u16..).zip(words) {
+        if word.len() > MAX_WORD {
+            return None;
+        }
+        lower.clear();
+        lower.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        let lexeme = match kind {
+            Kind::Letters => english::stem_kept(&lower),
+            Kind::Numeric => Some(Rc::from(lower.as_str())),
+        };
+        if let Some(l) = lexeme {
+            entries.push((l, position));
+        }
+    }
+    // `tsvector`'s text form: lexemes in byte order (they are ASCII), each quoted, with its
+    // positions in order (letters, digits and hyphens need no escaping).
+    entries.sort_unstable();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < entries.len() {
+        let lexeme = &entries[i].0;
+        let n = entries[i..].iter().take_while(|(l, _)| l == lexeme).count();
+        if n > MAX_POSITIONS {
+            return None;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        let _ = write!(out, "'{lexeme}':");
+        for (k, (_, p)) in entries[i..i + n].iter().enumerate() {
+            let _ = write!(out, "{}{p}", if k == 0 { "" } else { "," });
+        }
+        i += n;
+    }
+    Some(out)
+}
+
+/// `mnemo_episode_lexemes(payload)::text`, or None when Postgres has to compute it.
+pub fn episode_lexemes(payload: &Map<String, Value>) -> Option<String> {
+    english_tsvector(&text::episode_text(payload)?)
+}
+
+/// Where episodes' lexemes are computed (`MNEMO_LEXEMES`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LexemesAt {
+    /// By the server where it is sure of them (checked against the database), else by Postgres.
+    #[default]
+    Server,
+    /// Always by Postgres, in the insert statement.
+    Postgres,
+}
+
+/// Probe payloads that exercise every rule of [`words`] and [`text`]: words and stop words,
+/// stems, numbers, hyphenated words, separators in the places where they stay separators,
+/// escapes, and each field of the episode text.
+const PROBES: &[&str] = &[
+    r#"{"messages": [{"role": "user", "content": "Hey Mel! I'm swamped with the kids & work. What's up?"}]}"#,
+    r#"{"messages": [{"content": "A state-of-the-art, well-known x-ray; self- care -- wait... what?", "name": "Ann"}]}"#,
+    r#"{"messages": [{"content": "Running 42 miles at 10am (really): 1,000 people, 5% off, $30 #tag @bob foo_bar"}]}"#,
+    r#"{"messages": [{"content": "Say \"hi\"\n\tnow\\ please\u0001 generously connected relational"}], "speaker": "Bo"}"#,
+    r#"{"text": "Caresses ponies ties cats; agreed plastered motoring sing conflated troubled sized hopping tanned falling hissing fizzed failing filing happy sky", "author": "Dee", "content": "formality sensitivity sensibility triplicate formative formalize electriciti hopeful goodness"}"#,
+    r#"{"messages": [{"content": "ONE-ON-ONE Covid in-the-know: grade_A is fine", "speaker": "Eve"}, {"content": "generalizations oscillators"}]}"#,
+];
+
+/// Computes episodes' lexemes in the server where [`LexemesAt::Server`] says so and the
+/// database agrees with these rules (checked once, on [`PROBES`]).
+pub struct Lexer {
+    at: LexemesAt,
+    agreed: OnceCell<bool>,
+}
+
+impl Lexer {
+    pub fn new(at: LexemesAt) -> Self {
+        Lexer { at, agreed: OnceCell::new() }
+    }
+
+    /// Whether the server computes lexemes: set and checked against the database. The check
+    /// runs once; when it cannot run (no connection) the answer is no, and it runs again next
+    /// time.
+    pub async fn active(&self, pool: &PgPool) -> bool {
+        if self.at != LexemesAt::Server {
+            return false;
+        }
+        let checked = self.agreed.get_or_try_init(|| agrees(pool)).await;
+        checked.copied().unwrap_or(false)
+    }
+
+    /// The lexemes of one payload where the server computes them; None where the statement must.
+    pub async fn one(&self, pool: &PgPool, payload: &Map<String, Value>) -> Option<String> {
+        let lexemes = if self.active(pool).await { episode_lexemes(payload) } else { None };
+        crate::metrics::record_episode_lexemes(if lexemes.is_some() { "server" } else { "postgres" }, 1);
+        lexemes
+    }
+
+    /// The lexemes of each payload where the server computes them; None where the statement
+    /// must (and for all when [`Self::active`] is not).
+    pub async fn of<'a>(
+        &self,
+        pool: &PgPool,
+        payloads: impl IntoIterator<Item = &'a Map<String, Value>>,
+    ) -> Vec<Option<String>> {
+        let active = self.active(pool).await;
+        let lexemes: Vec<Option<String>> =
+            payloads.into_iter().map(|p| if active { episode_lexemes(p) } else { None }).collect();
+        let by_server = lexemes.iter().filter(|l| l.is_some()).count();
+        crate::metrics::record_episode_lexemes("server", by_server);
+        crate::metrics::record_episode_lexemes("postgres", lexemes.len() - by_server);
+        lexemes
+    }
+}
+
+/// Whether the database's `mnemo_episode_lexemes` gives, for every probe, what this module does.
+async fn agrees(pool: &PgPool) -> sqlx::Result<bool> {
+    // Unit tests hold every probe to be JSON and answered here; a server built with one that is
+    // not leaves the work to Postgres.
+    let Ok(payloads) = PROBES.iter().map(|p| serde_json::from_str(p)).collect::<Result<Vec<Value>, _>>() else {
+        return Ok(false);
+    };
+    let theirs = db::episodes::lexemes_of(pool, &payloads).await?;
+    let differ = payloads
+        .iter()
+        .zip(&theirs)
+        .filter(|(p, t)| p.as_object().and_then(episode_lexemes).as_deref() != Some(t.as_str()))
+        .count();
+    if differ > 0 {
+        tracing::warn!(
+            differ,
+            probes = PROBES.len(),
+            "the database's text-search configuration differs from the server's rules: episodes' lexemes are left to Postgres"
+        );
+    }
+    Ok(differ == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_text_becomes_the_tsvector_postgres_makes() {
+        // As `to_tsvector('english', …)` gives them.
+        assert_eq!(english_tsvector("The Fat Rats").as_deref(), Some("'fat':2 'rat':3"));
+        assert_eq!(english_tsvector("don't stop").as_deref(), Some("'stop':3"));
+        assert_eq!(
+            english_tsvector("a state-of-the-art design, one-on-one").as_deref(),
+            Some("'art':6 'design':7 'one':9,11 'one-on-on':8 'state':3 'state-of-the-art':2")
+        );
+        assert_eq!(english_tsvector("Running 10AM 1,000 run").as_deref(), Some("'000':4 '1':3 '10am':2 'run':1,5"));
+        assert_eq!(english_tsvector("").as_deref(), Some(""));
+        assert_eq!(english_tsvector("the a of").as_deref(), Some(""));
+        assert_eq!(english_tsvector("see node.js"), None);
+    }
+
+    #[test]
+    fn limits_postgres_applies_are_left_to_it() {
+        assert_eq!(english_tsvector(&"ab".repeat(200)), None);
+        assert_eq!(english_tsvector(&"cat ".repeat(300)), None);
+        assert!(english_tsvector(&"cat ".repeat(256)).is_some());
+        assert_eq!(english_tsvector(&"x ".repeat(MAX_POSITION + 1)), None);
+    }
+
+    #[test]
+    fn an_episode_payload_is_read_as_mnemo_episode_text_reads_it() {
+        let p = json!({"messages": [{"role": "user", "content": "Hello\nworld"}], "speaker": "Ann"});
+        assert_eq!(episode_lexemes(p.as_object().unwrap()).as_deref(), Some("'ann':3 'hello':1 'nworld':2"));
+    }
+
+    #[test]
+    fn every_probe_is_one_the_rules_answer() {
+        for p in PROBES {
+            let v: Value = serde_json::from_str(p).unwrap();
+            assert!(episode_lexemes(v.as_object().unwrap()).is_some(), "{p}");
+        }
+    }
+}
