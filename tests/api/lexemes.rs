@@ -254,3 +254,29 @@ async fn the_rules_agree_with_postgres_on_real_conversations() {
         payloads.len()
     );
 }
+
+#[tokio::test]
+async fn a_database_whose_english_configuration_differs_keeps_the_work() {
+    // This database stems nothing: its `english` maps plain words to `simple`. The server's
+    // check against it fails, so Postgres computes every episode's lexemes, and they are its own.
+    let app = spawn().await;
+    sqlx::query("ALTER TEXT SEARCH CONFIGURATION english ALTER MAPPING FOR asciiword WITH simple")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert!(!app.group_commit.lexer().active(&app.app_pool).await, "the probes disagree with this database");
+    let (status, body) = app.post("/v1/episodes", &crate::common::episode("user:cfg", "Running the ponies")).await;
+    assert_eq!(status, 201, "{body}");
+    let batch = json!({"episodes": [crate::common::episode("user:cfg", "Caresses happily")]});
+    let (status, body) = app.post("/v1/episodes/batch", &batch).await;
+    assert_eq!(status, 201, "{body}");
+    let stored: Vec<String> =
+        sqlx::query_scalar("SELECT search_tsv::text FROM episodes WHERE subject_id = 'user:cfg' ORDER BY seq")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    // Unstemmed, stop words kept: what this database's `english` makes, not the server's rules.
+    assert_eq!(stored.len(), 2);
+    assert!(stored[0].contains("'running'") && stored[0].contains("'the'"), "{stored:?}");
+    assert!(stored[1].contains("'caresses'") && stored[1].contains("'happily'"), "{stored:?}");
+}
