@@ -1,7 +1,7 @@
 //! The lexemes Postgres' `english` text-search configuration makes of single words: of a task's
 //! content words (`services::query_terms::content_words`), so a server can rank a large
 //! subject's lexical lanes before its call (`services::context::lexical`), and of the words of an
-//! episode's text ([`super::tsvector`]).
+//! episode's text ([`super::english_tsvector`]).
 //!
 //! Content words are lower-case runs of letters and digits. Postgres parses a run of ASCII
 //! letters as `asciiword`, which the `english_stem` dictionary drops when it is a stop word and

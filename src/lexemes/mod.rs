@@ -6,8 +6,8 @@
 //! of single-episode ingest (`services::group_commit`). So the request computes the lexemes of
 //! its own episode, on its own task, and the statement stores them:
 //! `COALESCE($lexemes::tsvector, mnemo_episode_lexemes(payload))`. Where this module is not
-//! sure (text outside ASCII, a URL, a path, an unusual payload shape: see [`words`] and
-//! [`text`]) it sends nothing and Postgres computes them as before; the stored value is the
+//! sure (text outside ASCII, a URL, a path, an unusual payload shape: see `words` and
+//! `text`) it sends nothing and Postgres computes them as before; the stored value is the
 //! same either way, byte for byte.
 //!
 //! The rules reproduce Postgres' own parser and dictionaries, which a database can configure
@@ -37,7 +37,7 @@ const MAX_POSITION: usize = 16_383;
 /// not stem those over 1,000; prose has none over this).
 const MAX_WORD: usize = 255;
 
-/// `to_tsvector('english', text)::text`, or None when the text has anything [`words`] is not
+/// `to_tsvector('english', text)::text`, or None when the text has anything `words` is not
 /// sure of.
 pub fn english_tsvector(text: &str) -> Option<String> {
     let words = words::words(text)?;
@@ -53,7 +53,8 @@ pub fn english_tsvector(text: &str) -> Option<String> {
             return None;
         }
         lower.clear();
-        lower.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        lower.push_str(word);
+        lower.make_ascii_lowercase();
         let lexeme = match kind {
             Kind::Letters => english::stem_kept(&lower),
             Kind::Numeric => Some(Rc::from(lower.as_str())),
@@ -100,7 +101,7 @@ pub enum LexemesAt {
     Postgres,
 }
 
-/// Probe payloads that exercise every rule of [`words`] and [`text`]: words and stop words,
+/// Probe payloads that exercise every rule of `words` and `text`: words and stop words,
 /// stems, numbers, hyphenated words, separators in the places where they stay separators,
 /// escapes, and each field of the episode text.
 const PROBES: &[&str] = &[
@@ -113,7 +114,7 @@ const PROBES: &[&str] = &[
 ];
 
 /// Computes episodes' lexemes in the server where [`LexemesAt::Server`] says so and the
-/// database agrees with these rules (checked once, on [`PROBES`]).
+/// database agrees with these rules (checked once, on its probe payloads).
 pub struct Lexer {
     at: LexemesAt,
     agreed: OnceCell<bool>,
@@ -137,9 +138,7 @@ impl Lexer {
 
     /// The lexemes of one payload where the server computes them; None where the statement must.
     pub async fn one(&self, pool: &PgPool, payload: &Map<String, Value>) -> Option<String> {
-        let lexemes = if self.active(pool).await { episode_lexemes(payload) } else { None };
-        crate::metrics::record_episode_lexemes(if lexemes.is_some() { "server" } else { "postgres" }, 1);
-        lexemes
+        self.of(pool, [payload]).await.pop().flatten()
     }
 
     /// The lexemes of each payload where the server computes them; None where the statement
