@@ -1,0 +1,15 @@
+-- One index for a subject's sessions instead of two (issue 18).
+--
+-- `episodes_subject_session` (tenant, subject, session, occurred_at) serves the context call's
+-- session lane (a session's latest turns by `occurred_at`) and the session listing;
+-- `episodes_subject_session_seq` (the same with `seq`) served the working-memory view's page of
+-- a session's turns after a seq. Every episode paid a btree insert into each: about 5% of the
+-- grouped insert's time in Postgres (pgbench, one client, eight rows: 0.58-0.60 ms without it
+-- against 0.62-0.63 with it), the one serial statement single-episode ingest waits on.
+--
+-- Without it, a page of a session's turns after a seq is read through `episodes_subject_seq`
+-- (tenant, subject, seq) when the session holds most of the subject's turns, and through
+-- `episodes_subject_session` otherwise (the session's rows, then their seqs sorted): a session
+-- of 429 turns in a subject of 30,000 took 1.4 ms, the view's count of the session already reads
+-- all of its entries. Dropping an index takes no time and rewrites nothing.
+DROP INDEX IF EXISTS episodes_subject_session_seq;
