@@ -6,6 +6,7 @@ use sqlx::types::Json;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::lexemes::Tsvector;
 use crate::model::episode::{Episode, NewEpisode};
 
 /// An episode row with one more column (`seq` or the idempotency key), flat as `query_as!`
@@ -70,7 +71,7 @@ pub async fn insert(
     tenant: &str,
     id: Uuid,
     e: &NewEpisode,
-    lexemes: Option<&str>,
+    lexemes: Option<&Tsvector>,
 ) -> sqlx::Result<Option<Stamp>> {
     let Some(key) = e.effective_key() else {
         // No key, no conflict to look for: the plain insert skips the speculative insertion
@@ -84,7 +85,7 @@ pub async fn insert(
              INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, \
              provenance, occurred_at, seq, search_tsv) \
              SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10, now()), c.last_seq, \
-             COALESCE($11::text::tsvector, mnemo_episode_lexemes($7)) FROM c \
+             COALESCE($11::tsvector, mnemo_episode_lexemes($7)) FROM c \
              RETURNING id, occurred_at, created_at",
             tenant,
             e.subject_id,
@@ -96,7 +97,7 @@ pub async fn insert(
             Json(&e.metadata) as _,
             Json(&e.provenance) as _,
             e.occurred_at,
-            lexemes
+            lexemes as _
         )
         .fetch_one(&mut *conn)
         .await
@@ -111,7 +112,7 @@ pub async fn insert(
          INSERT INTO episodes (tenant_id, subject_id, id, session_id, source, type, payload, metadata, \
          provenance, idempotency_key, occurred_at, seq, search_tsv) \
          SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11, now()), c.last_seq, \
-         COALESCE($12::text::tsvector, mnemo_episode_lexemes($7)) FROM c \
+         COALESCE($12::tsvector, mnemo_episode_lexemes($7)) FROM c \
          ON CONFLICT (tenant_id, subject_id, md5(idempotency_key)) WHERE idempotency_key IS NOT NULL DO NOTHING \
          RETURNING id, occurred_at, created_at",
         tenant,
@@ -125,7 +126,7 @@ pub async fn insert(
         Json(&e.provenance) as _,
         key,
         e.occurred_at,
-        lexemes
+        lexemes as _
     )
     .fetch_optional(&mut *conn)
     .await
@@ -178,7 +179,7 @@ pub async fn insert_batch(
     tenant: &str,
     ids: &[Uuid],
     episodes: &[NewEpisode],
-    lexemes: &[Option<String>],
+    lexemes: &[Option<Tsvector>],
 ) -> sqlx::Result<Vec<Stamp>> {
     let subjects: Vec<&str> = episodes.iter().map(|e| e.subject_id.as_str()).collect();
     let places = SeqPlaces::of(&subjects);
@@ -206,9 +207,9 @@ pub async fn insert_batch(
              provenance, occurred_at, seq, search_tsv) \
              SELECT $1, u.subject_id, u.id, u.session_id, u.source, u.kind, u.payload, u.metadata, u.provenance, \
              COALESCE(u.occurred_at, now()), c.last_seq - u.n + u.place, \
-             COALESCE(u.lexemes::tsvector, mnemo_episode_lexemes(u.payload)) \
+             COALESCE(u.lexemes, mnemo_episode_lexemes(u.payload)) \
              FROM UNNEST($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], \
-               $9::jsonb[], $10::timestamptz[], $13::int8[], $14::int8[], $15::text[]) WITH ORDINALITY \
+               $9::jsonb[], $10::timestamptz[], $13::int8[], $14::int8[], $15::tsvector[]) WITH ORDINALITY \
                AS u(id, subject_id, session_id, source, kind, payload, metadata, provenance, occurred_at, n, place, \
                lexemes, ord) \
              JOIN c ON c.subject_id = u.subject_id ORDER BY u.ord \
@@ -244,9 +245,9 @@ pub async fn insert_batch(
          provenance, idempotency_key, occurred_at, seq, search_tsv) \
          SELECT $1, u.subject_id, u.id, u.session_id, u.source, u.kind, u.payload, u.metadata, u.provenance, \
          u.key, COALESCE(u.occurred_at, now()), c.last_seq - u.n + u.place, \
-         COALESCE(u.lexemes::tsvector, mnemo_episode_lexemes(u.payload)) \
+         COALESCE(u.lexemes, mnemo_episode_lexemes(u.payload)) \
          FROM UNNEST($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::jsonb[], $8::jsonb[], \
-           $9::jsonb[], $10::text[], $11::timestamptz[], $14::int8[], $15::int8[], $16::text[]) WITH ORDINALITY \
+           $9::jsonb[], $10::text[], $11::timestamptz[], $14::int8[], $15::int8[], $16::tsvector[]) WITH ORDINALITY \
            AS u(id, subject_id, session_id, source, kind, payload, metadata, provenance, key, occurred_at, n, place, \
            lexemes, ord) \
          JOIN c ON c.subject_id = u.subject_id ORDER BY u.ord \

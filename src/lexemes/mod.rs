@@ -17,9 +17,9 @@
 
 pub mod english;
 mod text;
+mod tsvector;
 mod words;
 
-use std::fmt::Write;
 use std::rc::Rc;
 
 use serde_json::{Map, Value};
@@ -27,6 +27,7 @@ use sqlx::PgPool;
 use tokio::sync::OnceCell;
 
 use crate::db;
+pub use tsvector::Tsvector;
 use words::Kind;
 
 /// Postgres keeps at most this many positions for one lexeme (`MAXNUMPOS`).
@@ -37,9 +38,8 @@ const MAX_POSITION: usize = 16_383;
 /// not stem those over 1,000; prose has none over this).
 const MAX_WORD: usize = 255;
 
-/// `to_tsvector('english', text)::text`, or None when the text has anything `words` is not
-/// sure of.
-pub fn english_tsvector(text: &str) -> Option<String> {
+/// `to_tsvector('english', text)`, or None when the text has anything `words` is not sure of.
+pub fn english_tsvector(text: &str) -> Option<Tsvector> {
     let words = words::words(text)?;
     if words.len() > MAX_POSITION {
         return None;
@@ -63,31 +63,22 @@ pub fn english_tsvector(text: &str) -> Option<String> {
             entries.push((l, position));
         }
     }
-    // `tsvector`'s text form: lexemes in byte order (they are ASCII), each quoted, with its
-    // positions in order (letters, digits and hyphens need no escaping).
+    // Lexemes in byte order (they are ASCII: Postgres' order too), each with its positions in
+    // order.
     entries.sort_unstable();
-    let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < entries.len() {
-        let lexeme = &entries[i].0;
-        let n = entries[i..].iter().take_while(|(l, _)| l == lexeme).count();
+        let n = entries[i..].iter().take_while(|(l, _)| *l == entries[i].0).count();
         if n > MAX_POSITIONS {
             return None;
         }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        let _ = write!(out, "'{lexeme}':");
-        for (k, (_, p)) in entries[i..i + n].iter().enumerate() {
-            let _ = write!(out, "{}{p}", if k == 0 { "" } else { "," });
-        }
         i += n;
     }
-    Some(out)
+    Some(Tsvector::of_sorted(&entries))
 }
 
-/// `mnemo_episode_lexemes(payload)::text`, or None when Postgres has to compute it.
-pub fn episode_lexemes(payload: &Map<String, Value>) -> Option<String> {
+/// `mnemo_episode_lexemes(payload)`, or None when Postgres has to compute it.
+pub fn episode_lexemes(payload: &Map<String, Value>) -> Option<Tsvector> {
     english_tsvector(&text::episode_text(payload)?)
 }
 
@@ -137,7 +128,7 @@ impl Lexer {
     }
 
     /// The lexemes of one payload where the server computes them; None where the statement must.
-    pub async fn one(&self, pool: &PgPool, payload: &Map<String, Value>) -> Option<String> {
+    pub async fn one(&self, pool: &PgPool, payload: &Map<String, Value>) -> Option<Tsvector> {
         self.of(pool, [payload]).await.pop().flatten()
     }
 
@@ -147,9 +138,9 @@ impl Lexer {
         &self,
         pool: &PgPool,
         payloads: impl IntoIterator<Item = &'a Map<String, Value>>,
-    ) -> Vec<Option<String>> {
+    ) -> Vec<Option<Tsvector>> {
         let active = self.active(pool).await;
-        let lexemes: Vec<Option<String>> =
+        let lexemes: Vec<Option<Tsvector>> =
             payloads.into_iter().map(|p| if active { episode_lexemes(p) } else { None }).collect();
         let by_server = lexemes.iter().filter(|l| l.is_some()).count();
         crate::metrics::record_episode_lexemes("server", by_server);
@@ -169,7 +160,7 @@ async fn agrees(pool: &PgPool) -> sqlx::Result<bool> {
     let differ = payloads
         .iter()
         .zip(&theirs)
-        .filter(|(p, t)| p.as_object().and_then(episode_lexemes).as_deref() != Some(t.as_str()))
+        .filter(|(p, t)| p.as_object().and_then(episode_lexemes).map(|l| l.to_string()).as_ref() != Some(*t))
         .count();
     if differ > 0 {
         tracing::warn!(
@@ -186,33 +177,41 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The text form of what [`english_tsvector`] makes.
+    fn english(text: &str) -> Option<String> {
+        english_tsvector(text).map(|t| t.to_string())
+    }
+
     #[test]
     fn a_text_becomes_the_tsvector_postgres_makes() {
         // As `to_tsvector('english', …)` gives them.
-        assert_eq!(english_tsvector("The Fat Rats").as_deref(), Some("'fat':2 'rat':3"));
-        assert_eq!(english_tsvector("don't stop").as_deref(), Some("'stop':3"));
+        assert_eq!(english("The Fat Rats").as_deref(), Some("'fat':2 'rat':3"));
+        assert_eq!(english("don't stop").as_deref(), Some("'stop':3"));
         assert_eq!(
-            english_tsvector("a state-of-the-art design, one-on-one").as_deref(),
+            english("a state-of-the-art design, one-on-one").as_deref(),
             Some("'art':6 'design':7 'one':9,11 'one-on-on':8 'state':3 'state-of-the-art':2")
         );
-        assert_eq!(english_tsvector("Running 10AM 1,000 run").as_deref(), Some("'000':4 '1':3 '10am':2 'run':1,5"));
-        assert_eq!(english_tsvector("").as_deref(), Some(""));
-        assert_eq!(english_tsvector("the a of").as_deref(), Some(""));
-        assert_eq!(english_tsvector("see node.js"), None);
+        assert_eq!(english("Running 10AM 1,000 run").as_deref(), Some("'000':4 '1':3 '10am':2 'run':1,5"));
+        assert_eq!(english("").as_deref(), Some(""));
+        assert_eq!(english("the a of").as_deref(), Some(""));
+        assert_eq!(english("see node.js"), None);
     }
 
     #[test]
     fn limits_postgres_applies_are_left_to_it() {
-        assert_eq!(english_tsvector(&"ab".repeat(200)), None);
-        assert_eq!(english_tsvector(&"cat ".repeat(300)), None);
-        assert!(english_tsvector(&"cat ".repeat(256)).is_some());
-        assert_eq!(english_tsvector(&"x ".repeat(MAX_POSITION + 1)), None);
+        assert_eq!(english(&"ab".repeat(200)), None);
+        assert_eq!(english(&"cat ".repeat(300)), None);
+        assert!(english(&"cat ".repeat(256)).is_some());
+        assert_eq!(english(&"x ".repeat(MAX_POSITION + 1)), None);
     }
 
     #[test]
     fn an_episode_payload_is_read_as_mnemo_episode_text_reads_it() {
         let p = json!({"messages": [{"role": "user", "content": "Hello\nworld"}], "speaker": "Ann"});
-        assert_eq!(episode_lexemes(p.as_object().unwrap()).as_deref(), Some("'ann':3 'hello':1 'nworld':2"));
+        assert_eq!(
+            episode_lexemes(p.as_object().unwrap()).map(|t| t.to_string()).as_deref(),
+            Some("'ann':3 'hello':1 'nworld':2")
+        );
     }
 
     #[test]

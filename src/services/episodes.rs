@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::db;
 use crate::db::episodes::Stamp;
-use crate::lexemes::Lexer;
+use crate::lexemes::{Lexer, Tsvector};
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::services::group_commit::GroupCommit;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
@@ -80,7 +80,7 @@ pub(crate) async fn insert_new(
     tenant: &str,
     ids: &[Uuid],
     episodes: &[NewEpisode],
-    lexemes: &[Option<String>],
+    lexemes: &[Option<Tsvector>],
     announce: Announce,
 ) -> sqlx::Result<Vec<Option<Stamp>>> {
     let event = match announce {
@@ -141,11 +141,11 @@ async fn insert_statement(
     tenant: &str,
     ids: &[Uuid],
     episodes: &[NewEpisode],
-    lexemes: &[Option<String>],
+    lexemes: &[Option<Tsvector>],
 ) -> sqlx::Result<Vec<Stamp>> {
     match (ids, episodes) {
         ([id], [episode]) => {
-            let lexemes = lexemes.first().and_then(Option::as_deref);
+            let lexemes = lexemes.first().and_then(Option::as_ref);
             Ok(db::episodes::insert(conn, tenant, *id, episode, lexemes).await?.into_iter().collect())
         }
         _ => db::episodes::insert_batch(conn, tenant, ids, episodes, lexemes).await,

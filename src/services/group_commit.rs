@@ -36,7 +36,7 @@ use sqlx::{PgPool, Postgres};
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
-use crate::lexemes::Lexer;
+use crate::lexemes::{Lexer, Tsvector};
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::services::episodes::{insert_new, new_id, with_stored, Announce};
 use crate::services::webhooks::Webhooks;
@@ -49,7 +49,7 @@ type Reply = oneshot::Sender<sqlx::Result<(Episode, Inserted)>>;
 struct Waiter {
     episode: NewEpisode,
     /// Computed by the caller's task when the server can (`crate::lexemes`): off the writer.
-    lexemes: Option<String>,
+    lexemes: Option<Tsvector>,
     reply: Reply,
 }
 
@@ -274,7 +274,7 @@ impl GroupCommit {
         tenant: &str,
         id: Uuid,
         episode: NewEpisode,
-        lexemes: Option<String>,
+        lexemes: Option<Tsvector>,
     ) -> sqlx::Result<(Episode, Inserted)> {
         let mut conn = crate::db::scope::single(&self.pool).await?;
         let one = std::slice::from_ref(&episode);

@@ -1,6 +1,7 @@
 //! The server's episode lexemes (`mnemo::lexemes`) against Postgres' own: wherever the server
 //! answers, its `tsvector` must be the one `to_tsvector('english', …)` and
-//! `mnemo_episode_lexemes(payload)` make, byte for byte. Random texts built to hit every rule
+//! `mnemo_episode_lexemes(payload)` make, byte for byte, in the text form and as Postgres reads
+//! the binary form the inserts bind. Random texts built to hit every rule
 //! of the parser subset, random payloads of every shape, and real conversations (the project's
 //! own eval cases, and `../shared`'s scenarios and LoCoMo dev set when they are beside the
 //! clone).
@@ -8,6 +9,7 @@
 
 use std::path::PathBuf;
 
+use mnemo::lexemes::Tsvector;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Map, Value};
@@ -127,10 +129,29 @@ fn agree<T: std::fmt::Debug>(inputs: &[T], theirs: &[String], mine: impl Fn(&T) 
     answered
 }
 
+/// What Postgres reads from the binary form of each of `mine` (the form the inserts bind) must
+/// be the tsvector whose text form the server printed.
+async fn binary_reads_back(pool: &PgPool, mine: &[Option<Tsvector>]) {
+    let mine: Vec<&Tsvector> = mine.iter().flatten().collect();
+    for chunk in mine.chunks(5_000) {
+        let read: Vec<String> =
+            sqlx::query_scalar("SELECT u.t::text FROM unnest($1::tsvector[]) WITH ORDINALITY AS u(t, o) ORDER BY u.o")
+                .bind(chunk)
+                .fetch_all(pool)
+                .await
+                .unwrap();
+        let printed: Vec<String> = chunk.iter().map(|t| t.to_string()).collect();
+        assert_eq!(read, printed);
+    }
+}
+
 /// How many of `payloads` the server answered, after checking every answer against Postgres.
 async fn check_payloads(pool: &PgPool, payloads: &[Value]) -> usize {
     let theirs = postgres_lexemes(pool, payloads).await;
-    agree(payloads, &theirs, |p| mnemo::lexemes::episode_lexemes(p.as_object().unwrap()))
+    let mine: Vec<Option<Tsvector>> =
+        payloads.iter().map(|p| mnemo::lexemes::episode_lexemes(p.as_object().unwrap())).collect();
+    binary_reads_back(pool, &mine).await;
+    agree(payloads, &theirs, |p| mnemo::lexemes::episode_lexemes(p.as_object().unwrap()).map(|t| t.to_string()))
 }
 
 #[tokio::test]
@@ -139,7 +160,9 @@ async fn the_rules_agree_with_postgres_on_random_texts() {
     let mut rng = StdRng::seed_from_u64(7);
     let texts: Vec<String> = (0..30_000).map(|i| random_text(&mut rng, if i % 2 == 0 { 8 } else { 20 })).collect();
     let theirs = postgres_tsvectors(&app.pool, &texts).await;
-    let answered = agree(&texts, &theirs, |t| mnemo::lexemes::english_tsvector(t));
+    let answered = agree(&texts, &theirs, |t| mnemo::lexemes::english_tsvector(t).map(|v| v.to_string()));
+    let mine: Vec<Option<Tsvector>> = texts.iter().map(|t| mnemo::lexemes::english_tsvector(t)).collect();
+    binary_reads_back(&app.pool, &mine).await;
     // The texts are built to be hard: most have a character or a place the rules give up on.
     // The rest must still be many, or this test checks little.
     assert!(answered > texts.len() / 5, "the server answered only {answered} of {} texts", texts.len());
