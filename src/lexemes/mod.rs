@@ -5,7 +5,8 @@
 //! the Postgres time of a grouped ingest statement, and that statement is the one serial step
 //! of single-episode ingest (`services::group_commit`). So the request computes the lexemes of
 //! its own episode, on its own task, and the statement stores them:
-//! `COALESCE($lexemes::tsvector, mnemo_episode_lexemes(payload))`. Where this module is not
+//! `COALESCE($lexemes, mnemo_episode_lexemes(payload))`, the parameter bound in `tsvector`'s
+//! binary form ([`Tsvector`]), which Postgres reads without parsing. Where this module is not
 //! sure (text outside ASCII, a URL, a path, an unusual payload shape: see `words` and
 //! `text`) it sends nothing and Postgres computes them as before; the stored value is the
 //! same either way, byte for byte.
@@ -66,15 +67,7 @@ pub fn english_tsvector(text: &str) -> Option<Tsvector> {
     // Lexemes in byte order (they are ASCII: Postgres' order too), each with its positions in
     // order.
     entries.sort_unstable();
-    let mut i = 0;
-    while i < entries.len() {
-        let n = entries[i..].iter().take_while(|(l, _)| *l == entries[i].0).count();
-        if n > MAX_POSITIONS {
-            return None;
-        }
-        i += n;
-    }
-    Some(Tsvector::of_sorted(&entries))
+    Tsvector::of_sorted(&entries)
 }
 
 /// `mnemo_episode_lexemes(payload)`, or None when Postgres has to compute it.

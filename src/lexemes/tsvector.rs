@@ -15,6 +15,8 @@ use sqlx::postgres::types::Oid;
 use sqlx::postgres::{PgArgumentBuffer, PgHasArrayType, PgTypeInfo};
 use sqlx::{Encode, Postgres, Type};
 
+use super::MAX_POSITIONS;
+
 /// `tsvector` and `tsvector[]`: built-in types, whose ids never change.
 const TSVECTOR: Oid = Oid(3614);
 const TSVECTOR_ARRAY: Oid = Oid(3643);
@@ -26,7 +28,8 @@ pub struct Tsvector(Vec<u8>);
 impl Tsvector {
     /// The `tsvector` of `entries`: (lexeme, position) pairs sorted by lexeme then position,
     /// positions at most 16,383, lexemes without NUL. Each distinct lexeme becomes one entry.
-    pub(super) fn of_sorted<L: AsRef<str>>(entries: &[(L, u16)]) -> Self {
+    /// None when a lexeme has more positions than Postgres keeps (it drops the rest: left to it).
+    pub(super) fn of_sorted<L: AsRef<str>>(entries: &[(L, u16)]) -> Option<Self> {
         let mut out = Vec::with_capacity(4 + entries.len() * 10);
         out.extend_from_slice(&[0; 4]);
         let mut lexemes: i32 = 0;
@@ -34,9 +37,11 @@ impl Tsvector {
         while i < entries.len() {
             let lexeme = entries[i].0.as_ref();
             let n = entries[i..].iter().take_while(|(l, _)| l.as_ref() == lexeme).count();
+            if n > MAX_POSITIONS {
+                return None;
+            }
             out.extend_from_slice(lexeme.as_bytes());
             out.push(0);
-            // At most 256 positions a lexeme: the caller leaves longer lists to Postgres.
             out.extend_from_slice(&(n as u16).to_be_bytes());
             for (_, p) in &entries[i..i + n] {
                 out.extend_from_slice(&p.to_be_bytes());
@@ -45,29 +50,28 @@ impl Tsvector {
             i += n;
         }
         out[..4].copy_from_slice(&lexemes.to_be_bytes());
-        Tsvector(out)
+        Some(Tsvector(out))
     }
+}
 
-    /// Each lexeme with its positions, in order.
-    fn entries(&self) -> impl Iterator<Item = (&str, impl Iterator<Item = u16> + '_)> {
-        let count = i32::from_be_bytes(self.0[..4].try_into().expect("four bytes"));
-        let mut rest = &self.0[4..];
-        (0..count).map(move |_| {
-            let end = rest.iter().position(|b| *b == 0).expect("a NUL after each lexeme");
-            // Built from `&str` by `of_sorted`.
-            let lexeme = std::str::from_utf8(&rest[..end]).expect("lexemes are UTF-8");
-            let n = usize::from(u16::from_be_bytes([rest[end + 1], rest[end + 2]]));
-            let positions = &rest[end + 3..end + 3 + 2 * n];
-            rest = &rest[end + 3 + 2 * n..];
-            (lexeme, positions.chunks_exact(2).map(|p| u16::from_be_bytes([p[0], p[1]])))
-        })
-    }
+/// The next lexeme of the binary form at `rest` and its positions (two bytes each); moves `rest`
+/// past them. None at a malformed entry (never one [`Tsvector::of_sorted`] wrote).
+fn next_entry<'a>(rest: &mut &'a [u8]) -> Option<(&'a str, &'a [u8])> {
+    let end = rest.iter().position(|b| *b == 0)?;
+    let lexeme = std::str::from_utf8(&rest[..end]).ok()?;
+    let n = usize::from(u16::from_be_bytes([*rest.get(end + 1)?, *rest.get(end + 2)?]));
+    let positions = rest.get(end + 3..end + 3 + 2 * n)?;
+    *rest = &rest[end + 3 + 2 * n..];
+    Some((lexeme, positions))
 }
 
 /// The text form, as `tsvector::text` prints it: `'lexeme':1,4 'other':2`.
 impl fmt::Display for Tsvector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (k, (lexeme, positions)) in self.entries().enumerate() {
+        let count = self.0.get(..4).and_then(|b| b.try_into().ok()).map(i32::from_be_bytes).ok_or(fmt::Error)?;
+        let mut rest = &self.0[4..];
+        for k in 0..count {
+            let (lexeme, positions) = next_entry(&mut rest).ok_or(fmt::Error)?;
             if k > 0 {
                 f.write_str(" ")?;
             }
@@ -79,8 +83,8 @@ impl fmt::Display for Tsvector {
                 write!(f, "{c}")?;
             }
             f.write_str("'")?;
-            for (j, p) in positions.enumerate() {
-                write!(f, "{}{p}", if j == 0 { ':' } else { ',' })?;
+            for (j, p) in positions.chunks_exact(2).enumerate() {
+                write!(f, "{}{}", if j == 0 { ':' } else { ',' }, u16::from_be_bytes([p[0], p[1]]))?;
             }
         }
         Ok(())
@@ -122,7 +126,7 @@ mod tests {
 
     #[test]
     fn the_binary_form_is_what_tsvectorsend_writes() {
-        let t = Tsvector::of_sorted(&[("fat", 2), ("rat", 3), ("rat", 7)]);
+        let t = Tsvector::of_sorted(&[("fat", 2), ("rat", 3), ("rat", 7)]).unwrap();
         let mut want = vec![0, 0, 0, 2];
         want.extend_from_slice(b"fat\0\x00\x01\x00\x02");
         want.extend_from_slice(b"rat\0\x00\x02\x00\x03\x00\x07");
@@ -132,13 +136,13 @@ mod tests {
 
     #[test]
     fn no_lexeme_is_an_empty_tsvector() {
-        let t = Tsvector::of_sorted::<&str>(&[]);
+        let t = Tsvector::of_sorted::<&str>(&[]).unwrap();
         assert_eq!(t.0, [0, 0, 0, 0]);
         assert_eq!(t.to_string(), "");
     }
 
     #[test]
     fn quotes_and_backslashes_are_doubled_in_the_text_form() {
-        assert_eq!(Tsvector::of_sorted(&[("a\\b", 2), ("it's", 1)]).to_string(), "'a\\\\b':2 'it''s':1");
+        assert_eq!(Tsvector::of_sorted(&[("a\\b", 2), ("it's", 1)]).unwrap().to_string(), "'a\\\\b':2 'it''s':1");
     }
 }
