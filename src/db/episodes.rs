@@ -65,7 +65,8 @@ pub struct Stamp {
 /// them (`crate::lexemes`, the very `tsvector` Postgres would make), else
 /// `mnemo_episode_lexemes` (the expression `search_tsv` was once generated from: migration
 /// 0038), which Postgres then prepares once with the statement's plan instead of once per
-/// statement.
+/// statement. The lexemes are bound `as _`: the query macros know no Rust type for `tsvector`,
+/// and [`Tsvector`] encodes its binary form.
 pub async fn insert(
     conn: &mut PgConnection,
     tenant: &str,
