@@ -40,6 +40,7 @@ fn main() {
                     id: Uuid::from_u128((k * 10 + n) as u128),
                     seq: (k * 10 + n) as i64,
                     source: "chat".into(),
+                    voice: mnemo::model::voice::Voice::User,
                     payload: json!({"messages": [{"role": role, "content": text}]}),
                     occurred_at: DateTime::from_timestamp(1_700_000_000 + (k * 86_400 + n) as i64, 0).unwrap(),
                 };

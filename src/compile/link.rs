@@ -318,6 +318,7 @@ mod tests {
             id: Uuid::nil(),
             seq: 1,
             source: "chat".into(),
+            voice: crate::model::voice::Voice::User,
             payload: json!({"messages": [{"role": "user", "content": text}]}),
             occurred_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default(),
         };

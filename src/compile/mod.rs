@@ -4,8 +4,10 @@
 pub mod attributes;
 pub mod candidates;
 pub mod claims;
+pub mod forget;
 pub mod frames;
 pub mod heuristic;
+pub mod instruction;
 pub mod link;
 pub mod llm;
 pub mod pipeline;

@@ -7,9 +7,11 @@ use uuid::Uuid;
 use super::candidates::structured_candidates;
 use super::claims::{claim_from_parts, parse_claim, Claim, Registry};
 use super::heuristic::{extract_facts_with, summarize, LinkHint};
-use super::text::{episode_text, strip_pasted, user_statements, LOG_MARK, PASTE_MARK};
+use super::instruction::{self, Speaker};
+use super::text::{episode_text, strip_pasted_with, user_statements, Quotes, LOG_MARK, PASTE_MARK};
 use crate::model::memory::MemoryKind;
 use crate::model::time::parse_datetime;
+use crate::model::voice::Voice;
 
 /// What the compiler needs of an episode.
 #[derive(Debug, Clone)]
@@ -19,6 +21,8 @@ pub struct EpisodeInput {
     pub source: String,
     pub payload: Value,
     pub occurred_at: DateTime<Utc>,
+    /// Whose words the episode carries ([`crate::model::voice::Trust::voice`] of its source).
+    pub voice: Voice,
 }
 
 /// A memory about to be written.
@@ -68,26 +72,43 @@ pub fn is_structured(payload: &Value) -> bool {
     structured_candidates(payload).is_some()
 }
 
-/// The episode text with pasted material (code, logs, JSON, quotes) replaced by a marker,
-/// so memories never carry what the user pasted. Same shape as `episode_text`.
-pub fn sanitized_text(payload: &Value) -> String {
-    let clean = |s: &str| {
-        let cleaned = strip_pasted(s).replace(PASTE_MARK, " [pasted] ").replace(LOG_MARK, " [pasted] ");
-        collapse_markers(&cleaned.split_whitespace().collect::<Vec<_>>().join(" "))
+/// The episode text with pasted material (code, logs, JSON, quoted lines) replaced by a
+/// marker and instructions aimed at the agent removed ([`instruction`]), so memories never
+/// carry what was pasted or injected. Same shape as `episode_text`. Quotations inside a
+/// sentence stay (a title in quotes is part of what was said). Evidence, and the `tool` or
+/// `function` messages of a chat, are held to the third-party rule.
+pub fn sanitized_text(payload: &Value, voice: Voice) -> String {
+    let speaker = |role: Option<&str>| speaker_of(voice, role);
+    let clean = |s: &str, who: Speaker| {
+        let cleaned =
+            strip_pasted_with(s, Quotes::Keep).replace(PASTE_MARK, " [pasted] ").replace(LOG_MARK, " [pasted] ");
+        let (kept, _) = instruction::strip(&cleaned, who);
+        collapse_markers(&kept.split_whitespace().collect::<Vec<_>>().join(" "))
     };
     if let Some(messages) = payload.get("messages").and_then(Value::as_array) {
         let lines: Vec<String> = messages
             .iter()
             .filter_map(|m| {
                 let content = m.get("content").and_then(Value::as_str)?;
-                let role = m.get("role").and_then(Value::as_str).unwrap_or("unknown");
-                let body = clean(content);
-                (!body.is_empty()).then(|| format!("{role}: {body}"))
+                let role = m.get("role").and_then(Value::as_str);
+                let body = clean(content, speaker(role));
+                (!body.is_empty()).then(|| format!("{}: {body}", role.unwrap_or("unknown")))
             })
             .collect();
         return lines.join("\n");
     }
-    clean(&episode_text(payload))
+    clean(&episode_text(payload), speaker(None))
+}
+
+/// How strictly a message is screened for instructions: evidence and tool output as a third
+/// party's, the assistant's as advice to the user, the user's own as the user's.
+pub fn speaker_of(voice: Voice, role: Option<&str>) -> Speaker {
+    let role = role.map(|r| r.trim().to_lowercase());
+    match (voice, role.as_deref()) {
+        (Voice::Evidence, _) | (_, Some("tool" | "function" | "ipython")) => Speaker::ThirdParty,
+        (_, Some("assistant" | "agent" | "ai" | "bot" | "model")) | (Voice::Agent, None) => Speaker::Agent,
+        _ => Speaker::Party,
+    }
 }
 
 fn collapse_markers(s: &str) -> String {
@@ -105,11 +126,15 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
     if let Some(candidates) = structured_candidates(&ep.payload) {
         return candidates
             .into_iter()
+            .filter(|c| !instruction::aimed_at_agent(&c.text, Speaker::Party))
             .enumerate()
             .map(|(i, c)| {
-                let claim = c.claim.as_ref().and_then(|env| parse_claim(env, registry));
+                // Evidence never states the user's facts: its candidates keep no claim.
+                let claim =
+                    c.claim.as_ref().filter(|_| ep.voice != Voice::Evidence).and_then(|env| parse_claim(env, registry));
                 let mut metadata = c.metadata.clone();
                 metadata.insert("compiler".into(), json!("structured"));
+                mark_voice(&mut metadata, ep);
                 if let Some(cl) = &claim {
                     metadata.insert("claim".into(), cl.to_envelope());
                 } else {
@@ -131,11 +156,13 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
             })
             .collect();
     }
-    let text = sanitized_text(&ep.payload);
+    let text = sanitized_text(&ep.payload, ep.voice);
     if text.trim().is_empty() {
         return Vec::new();
     }
     let (content, summary) = summarize(&text);
+    let mut metadata = Map::from_iter([("compiler".to_string(), json!("heuristic"))]);
+    mark_voice(&mut metadata, ep);
     let mut drafts = vec![MemoryDraft {
         kind: MemoryKind::EpisodeSummary,
         content,
@@ -143,14 +170,14 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
         confidence: SUMMARY_CONFIDENCE,
         valid_from: anchor,
         valid_to: None,
-        metadata: Map::from_iter([("compiler".to_string(), json!("heuristic"))]),
+        metadata,
         claim: None,
         source_episode_id: ep.id,
         order_tiebreak: tiebreak(0),
         link: None,
     }];
     let mut seen = std::collections::BTreeSet::new();
-    for statement in user_statements(&ep.payload, &ep.source) {
+    for statement in user_statements(&ep.payload, ep.voice) {
         for fact in extract_facts_with(&statement, registry.frames()) {
             if !seen.insert(fact.content.to_lowercase()) {
                 continue;
@@ -181,6 +208,30 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
     drafts
 }
 
+/// Records on an evidence episode's memory that it is evidence and where it came from, so
+/// supersession never lets it replace the user's memories and bundles fence it.
+pub fn mark_voice(metadata: &mut Map<String, Value>, ep: &EpisodeInput) {
+    if ep.voice == Voice::Evidence {
+        metadata.insert("voice".into(), json!(Voice::Evidence.as_str()));
+        metadata.insert("evidence_source".into(), json!(source_label(&ep.source)));
+    }
+}
+
+/// The source as a bundle may show it: at most 40 chars, only letters, digits and `_-.:/`.
+pub fn source_label(source: &str) -> String {
+    let clean: String = source
+        .trim()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '/'))
+        .take(40)
+        .collect();
+    if clean.is_empty() {
+        "unknown".into()
+    } else {
+        clean
+    }
+}
+
 /// Builds the compiler's pattern tables (several hundred regexes) and the label suggester's
 /// now, so the first compile after a start does not pay for them; the server calls it once at
 /// start, off the async threads. Nothing is written.
@@ -192,6 +243,7 @@ pub fn warm() {
         source: "chat".into(),
         payload: json!({"messages": [{"role": "user", "content": text}]}),
         occurred_at: DateTime::UNIX_EPOCH,
+        voice: Voice::User,
     };
     for d in compile_episode(&ep, &Registry::builtin()) {
         crate::policy::suggest::suggest_labels(&d.content, d.claim.as_ref().map(|c| c.key.as_str()));
@@ -209,6 +261,7 @@ mod tests {
             source: "chat".into(),
             payload,
             occurred_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
+            voice: Voice::User,
         }
     }
 

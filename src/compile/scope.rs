@@ -83,6 +83,7 @@ mod tests {
             order: (t, format!("{id:04}")),
             claim: None,
             replaces: None,
+            evidence: false,
         }
     }
 

@@ -54,6 +54,8 @@ pub struct MemoryView {
     /// Normalised value of an accumulating claim (same bucket) that this memory replaces:
     /// "switched from Vim to Helix" retires `tools.used = vim` without touching other tools.
     pub replaces: Option<String>,
+    /// Made from evidence (`metadata.voice`): it never supersedes a memory that is not.
+    pub evidence: bool,
 }
 
 /// Which rule produced a decision.
@@ -261,6 +263,10 @@ fn lexical_pass<'a>(rows: &[&'a MemoryView], claim_losers: &BTreeSet<Uuid>) -> V
                 if single_claim(older).is_some() && single_claim(newer).is_some() {
                     continue;
                 }
+                // A document's words never retire what the user or the agent said.
+                if newer.evidence && !older.evidence {
+                    continue;
+                }
                 let score = jaccard_ids(&ids[i], &ids[j]);
                 if score < threshold {
                     continue;
@@ -421,6 +427,7 @@ mod tests {
             order: (at, format!("ep{n}:0")),
             claim: None,
             replaces: None,
+            evidence: false,
         }
     }
 

@@ -7,14 +7,13 @@ use regex::{Captures, Regex};
 use serde_json::Value;
 use std::sync::LazyLock;
 
+use crate::model::voice::Voice;
+
 /// Replaces inline pasted material (code spans, JSON, quotations); its sentence is not the user's.
 pub const PASTE_MARK: char = '\u{1A}';
 /// Replaces each removed log line; what follows it in the paragraph is likely more log.
 pub const LOG_MARK: &str = "\u{1B}";
 const SENT: &str = " \u{1A} ";
-
-/// Sources whose plain `text`/`content` is not the user speaking.
-const NON_USER_SOURCES: [&str; 6] = ["assistant", "agent", "tool", "system", "bot", "ai"];
 
 /// Flattens a payload to text: `role: content` per message, else `text`, else `content`.
 pub fn episode_text(payload: &Value) -> String {
@@ -33,8 +32,13 @@ pub fn episode_text(payload: &Value) -> String {
     strip_nul(&text)
 }
 
-/// Returns the statements the user made, one per message, for fact extraction.
-pub fn user_statements(payload: &Value, source: &str) -> Vec<String> {
+/// Returns the statements the user made, one per message, for fact extraction: the `user`
+/// messages of a chat payload in a user's or agent's episode, the plain text of a user's
+/// episode, nothing of evidence (see [`crate::model::voice`]).
+pub fn user_statements(payload: &Value, voice: Voice) -> Vec<String> {
+    if !voice.relays_user() {
+        return Vec::new();
+    }
     let statements: Vec<String> = match messages(payload) {
         Some(msgs) => msgs
             .iter()
@@ -42,14 +46,8 @@ pub fn user_statements(payload: &Value, source: &str) -> Vec<String> {
             .filter_map(|m| m.get("content").and_then(Value::as_str))
             .map(strip_nul)
             .collect(),
-        None => {
-            let source = source.trim().to_lowercase();
-            if NON_USER_SOURCES.contains(&source.as_str()) {
-                Vec::new()
-            } else {
-                plain_text(payload).map(strip_nul).into_iter().collect()
-            }
-        }
+        None if voice == Voice::User => plain_text(payload).map(strip_nul).into_iter().collect(),
+        None => Vec::new(),
     };
     // Blank statements carry nothing to extract; dropping them keeps callers simple.
     statements.into_iter().filter(|s| !s.trim().is_empty()).collect()
@@ -108,8 +106,23 @@ fn build_paste() -> Result<Paste, regex::Error> {
     })
 }
 
+/// Whether quotations inside a line count as pasted material.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quotes {
+    /// Quoted words are someone else's: never the user's statement (fact extraction).
+    Strip,
+    /// Quoted words are part of what was said ("I loved \"The Night Circus\""): summaries.
+    Keep,
+}
+
 /// Removes pasted material (code, JSON, logs, quotes), leaving markers where it was.
 pub fn strip_pasted(text: &str) -> String {
+    strip_pasted_with(text, Quotes::Strip)
+}
+
+/// Removes pasted material, leaving markers where it was; quotations inside a line go only
+/// with [`Quotes::Strip`] (quoted lines, `> …`, always go).
+pub fn strip_pasted_with(text: &str, quotes: Quotes) -> String {
     // Without the patterns nothing can be told apart, so everything counts as pasted.
     let r = &*PASTE;
     let s = text.replace('\0', "");
@@ -118,6 +131,9 @@ pub fn strip_pasted(text: &str) -> String {
     let s = strip_json(&s, &r.json_key);
     let s = r.log_line.replace_all(&s, LOG_MARK);
     let s = r.quote_line.replace_all(&s, "");
+    if quotes == Quotes::Keep {
+        return s.into_owned();
+    }
     let s = r.dquote.replace_all(&s, SENT);
     let s = r.squote.replace_all(&s, |c: &Captures| {
         let inner = c.get(2).map_or("", |m| m.as_str());
@@ -274,25 +290,27 @@ mod tests {
             {"content": "no role"},
             {"role": "user", "content": 42}
         ]});
-        assert_eq!(user_statements(&p, "chat"), vec!["I work at Globex.".to_string(), "I live in Lisbon.".to_string()]);
+        assert_eq!(
+            user_statements(&p, Voice::User),
+            vec!["I work at Globex.".to_string(), "I live in Lisbon.".to_string()]
+        );
     }
 
     #[test]
-    fn user_statements_messages_ignore_source() {
+    fn user_statements_of_chat_messages_follow_the_voice() {
         let p = json!({"messages": [{"role": "user", "content": "hello"}]});
-        assert_eq!(user_statements(&p, "assistant"), vec!["hello".to_string()]);
+        assert_eq!(user_statements(&p, Voice::Agent), vec!["hello".to_string()]);
+        assert!(user_statements(&p, Voice::Evidence).is_empty());
     }
 
     #[test]
-    fn user_statements_plain_text_depends_on_source() {
+    fn user_statements_plain_text_only_from_the_user() {
         let p = json!({"text": "I use Rust."});
-        assert_eq!(user_statements(&p, "chat"), vec!["I use Rust.".to_string()]);
-        assert_eq!(user_statements(&p, ""), vec!["I use Rust.".to_string()]);
-        for src in ["assistant", "Agent", "TOOL", "system", "bot", "AI", " ai "] {
-            assert!(user_statements(&p, src).is_empty(), "source {src}");
-        }
+        assert_eq!(user_statements(&p, Voice::User), vec!["I use Rust.".to_string()]);
+        assert!(user_statements(&p, Voice::Agent).is_empty());
+        assert!(user_statements(&p, Voice::Evidence).is_empty());
         let c = json!({"content": "I use Go."});
-        assert_eq!(user_statements(&c, "user"), vec!["I use Go.".to_string()]);
+        assert_eq!(user_statements(&c, Voice::User), vec!["I use Go.".to_string()]);
     }
 
     #[test]
@@ -302,8 +320,8 @@ mod tests {
             {"role": "user", "content": "  "},
             {"role": "user", "content": "\u{0}"}
         ]});
-        assert_eq!(user_statements(&p, "chat"), vec!["ab".to_string()]);
-        assert!(user_statements(&json!({"other": 1}), "chat").is_empty());
+        assert_eq!(user_statements(&p, Voice::User), vec!["ab".to_string()]);
+        assert!(user_statements(&json!({"other": 1}), Voice::User).is_empty());
     }
 
     fn marks(s: &str) -> usize {

@@ -35,7 +35,7 @@ struct OpenGroup<'a> {
 struct Budget<'a> {
     current_session: Option<&'a str>,
     remaining: usize,
-    sections_open: [bool; 4],
+    sections_open: [bool; 5],
     current_open: bool,
     groups: Vec<OpenGroup<'a>>,
 }
@@ -97,7 +97,8 @@ fn section_index(section: Section) -> usize {
         Section::Facts => 0,
         Section::Procedures => 1,
         Section::History => 2,
-        Section::Interactions => 3,
+        Section::Quoted => 3,
+        Section::Interactions => 4,
     }
 }
 
@@ -116,7 +117,7 @@ pub fn pack(task: &str, caveat: bool, current_session: Option<&str>, ranked: &[L
     let mut budget = Budget {
         current_session,
         remaining: max_tokens - base_tokens,
-        sections_open: [false; 4],
+        sections_open: [false; 5],
         current_open: false,
         groups: Vec::new(),
     };

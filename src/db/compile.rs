@@ -202,6 +202,8 @@ pub struct ActiveRow {
     pub claim_bucket: Option<String>,
     /// The normalised value of an accumulating claim this memory replaces (`compile::link`).
     pub replaces: Option<String>,
+    /// Made from evidence (`metadata.voice = 'evidence'`, [`crate::model::voice`]).
+    pub evidence: bool,
 }
 
 /// The claim envelopes of the subject's current memories (for linking updates to them), with
@@ -231,13 +233,32 @@ pub async fn active_rows(conn: &mut PgConnection, tenant: &str, subject_id: &str
     sqlx::query_as!(
         ActiveRow,
         "SELECT id, kind AS \"kind: MemoryKind\", content, valid_from, valid_to, order_at, order_tiebreak, metadata->'claim' AS claim, \
-         claim_bucket, metadata->>'replaces' AS replaces FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
+         claim_bucket, metadata->>'replaces' AS replaces, (metadata->>'voice' IS NOT DISTINCT FROM 'evidence') AS \"evidence!\" \
+         FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
          AND (valid_to IS NULL OR valid_to > now())",
         tenant,
         subject_id
     )
     .fetch_all(conn)
     .await
+}
+
+/// The subject's current memories with what a request to forget is matched against: id,
+/// content, time anchor and source episodes.
+pub async fn active_texts(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+) -> sqlx::Result<Vec<(Uuid, String, DateTime<Utc>, Vec<Uuid>)>> {
+    let rows = sqlx::query!(
+        "SELECT id, content, order_at, source_episode_ids FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
+         AND status = 'active' AND (valid_to IS NULL OR valid_to > now())",
+        tenant,
+        subject_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.content, r.order_at, r.source_episode_ids)).collect())
 }
 
 /// Marks losers superseded: status, valid_to and transaction-time end; the row is otherwise kept.
@@ -269,7 +290,8 @@ pub async fn supersede(
 #[derive(Debug, Clone)]
 pub struct RecordRow {
     pub superseded: Uuid,
-    pub superseding: Uuid,
+    /// None when nothing replaces it (a memory retired by a request to forget).
+    pub superseding: Option<Uuid>,
     pub rule: String,
     pub claim_key: Option<String>,
     pub score: Option<f64>,
@@ -290,7 +312,7 @@ pub async fn insert_records(
     }
     let ids: Vec<Uuid> = records.iter().map(|_| crate::services::episodes::new_id()).collect();
     let superseded: Vec<Uuid> = records.iter().map(|r| r.superseded).collect();
-    let superseding: Vec<Uuid> = records.iter().map(|r| r.superseding).collect();
+    let superseding: Vec<Option<Uuid>> = records.iter().map(|r| r.superseding).collect();
     let rules: Vec<String> = records.iter().map(|r| r.rule.clone()).collect();
     let keys: Vec<Option<String>> = records.iter().map(|r| r.claim_key.clone()).collect();
     let scores: Vec<Option<f64>> = records.iter().map(|r| r.score).collect();
@@ -307,7 +329,8 @@ pub async fn insert_records(
         job_id,
         &ids,
         &superseded,
-        &superseding,
+        // Nullable elements: a retired memory may have no successor.
+        &superseding as _,
         &rules,
         &keys as _,
         &scores as _,

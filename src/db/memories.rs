@@ -210,7 +210,8 @@ pub struct FactRow {
     pub source_episode_ids: Vec<uuid::Uuid>,
 }
 
-/// The subject's current facts: single-valued claims first, then newest first.
+/// The subject's current facts (never evidence's: [`crate::model::voice`]): single-valued
+/// claims first, then newest first.
 pub async fn current_facts(
     conn: &mut PgConnection,
     tenant: &str,
@@ -221,6 +222,7 @@ pub async fn current_facts(
         FactRow,
         "SELECT id, content, sensitivity_labels, source_episode_ids FROM memories WHERE tenant_id = $1 AND subject_id = $2 \
          AND status = 'active' AND kind = 'profile_fact' AND (valid_to IS NULL OR valid_to > now()) \
+         AND (metadata->>'voice') IS DISTINCT FROM 'evidence' \
          ORDER BY claim_single DESC, valid_from DESC, id DESC LIMIT $3",
         tenant,
         subject_id,

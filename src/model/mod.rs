@@ -5,3 +5,4 @@ pub mod memory;
 pub mod tenant_config;
 pub mod text;
 pub mod time;
+pub mod voice;

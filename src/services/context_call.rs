@@ -92,6 +92,7 @@ async fn call_in(
         mode: PolicyMode::from_config(config),
         caller_type: meta.caller_type.clone(),
         caller_id: meta.caller_id.clone(),
+        trust: crate::model::voice::Trust::from_config(config),
     };
     let bundle = context::bundle(found, &probe, req, &policy);
     let mut receipt_id = None;

@@ -9,6 +9,7 @@ use sqlx::{PgConnection, PgPool};
 
 use crate::db;
 use crate::model::time::isoformat;
+use crate::model::voice::Trust;
 use crate::policy::bundle::{Bundle, BundleError};
 use crate::policy::eval::PolicyMode;
 
@@ -28,6 +29,8 @@ pub struct PolicyContext {
     pub mode: PolicyMode,
     pub caller_type: Option<String>,
     pub caller_id: Option<String>,
+    /// Which sources are evidence, fenced in the bundle (the tenant's `source_trust`).
+    pub trust: Trust,
 }
 
 /// Parses and stores a bundle for the tenant; returns its hash and parsed form.
@@ -80,6 +83,7 @@ pub async fn for_request(
         mode: PolicyMode::from_config(config),
         caller_type,
         caller_id,
+        trust: Trust::from_config(config),
     })
 }
 

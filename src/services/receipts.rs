@@ -22,7 +22,8 @@ use crate::services::context::{Bundle, ContextRequest};
 
 /// Identifies the ranking and rendering code; a replay under another version may differ.
 /// 3: terms common in the subject (see `db::terms`) leave the full-text query.
-pub const RANKING_VERSION: &str = "mnemo-rank-7";
+/// 8: evidence (documents, emails, tool output) sits in the fenced quoted section.
+pub const RANKING_VERSION: &str = "mnemo-rank-8";
 
 static IDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
 
@@ -143,6 +144,10 @@ pub fn build_body(
     // snapshot as of the receipt's instant: snapshots are append-only).
     if let Some(id) = bundle.snapshot_id {
         body["snapshot_id"] = json!(id.to_string());
+    }
+    // A tenant that named its own sources records them, so a replay fences the same lines.
+    if !req.policy.trust.overrides().is_empty() {
+        body["policy_snapshot"]["source_trust"] = req.policy.trust.to_json();
     }
     body
 }

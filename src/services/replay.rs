@@ -177,6 +177,10 @@ async fn rebuild(deps: &ReplayDeps<'_>, tenant: &str, receipt_id: &str, current:
         mode: body["policy"]["mode"].as_str().and_then(PolicyMode::parse).unwrap_or_default(),
         caller_type: body["caller_type"].as_str().map(str::to_string),
         caller_id: body["caller_id"].as_str().map(str::to_string),
+        // The sources the tenant named when the receipt was made (none recorded: built-ins).
+        trust: crate::model::voice::Trust::from_config(
+            &json!({"source_trust": body["policy_snapshot"]["source_trust"]}),
+        ),
     };
     let req = ContextRequest {
         subject_id: subject_id.to_string(),

@@ -4,8 +4,10 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use sqlx::{PgConnection, PgPool};
 
+use crate::compile::pipeline::source_label;
 use crate::db;
 use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
+use crate::model::voice::{Trust, Voice};
 use crate::services::episodes::new_id;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::sessions::health::{self, state_rank, Health};
@@ -46,9 +48,16 @@ pub async fn list_resolutions(
 pub async fn load(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<Session>> {
     let (episodes, _) =
         db::episodes::page(conn, tenant, subject_id, RECENT_EPISODES, 0, true, &Default::default()).await?;
+    let trust = Trust::from_config(&db::tenants::config(&mut *conn, tenant).await?);
     let turns = episodes
         .iter()
-        .map(|e| Turn::from_episode(e.id, e.session_id.clone(), &e.source, &e.payload, e.occurred_at))
+        .map(|e| {
+            let mut turn = Turn::from_episode(e.id, e.session_id.clone(), &e.source, &e.payload, e.occurred_at);
+            if trust.voice(&e.source) == Voice::Evidence {
+                turn.quoted = Some(source_label(&e.source));
+            }
+            turn
+        })
         .collect();
     let resolutions = db::resolutions::page(conn, tenant, subject_id, None, MAX_RESOLUTIONS, 0)
         .await?

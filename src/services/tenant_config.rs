@@ -18,6 +18,7 @@ use crate::error::FieldError;
 use crate::input::rules::{between, bounded, NUL_IN_JSON};
 use crate::input::{self, Leaves, Setting};
 pub use crate::model::tenant_config::ConfigDoc;
+use crate::model::voice::{Voice, MAX_SOURCE_CHARS, MAX_TENANT_SOURCES};
 use crate::policy::eval::PolicyMode;
 use crate::services::receipts::ReceiptsMode;
 
@@ -78,6 +79,13 @@ pub struct TenantConfigPatch {
     #[schema(value_type = Option<bool>)]
     #[garde(skip)]
     pub auto_labeling: Setting<bool>,
+    /// The voice of the tenant's own episode sources (`"slack": "user"`, `"crm": "evidence"`;
+    /// at most 64). Built-in names (chat, user, assistant, agent…) can be redefined; any source
+    /// named nowhere is evidence. See the README's security section.
+    #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, Voice>>)]
+    #[garde(custom(source_names))]
+    pub source_trust: Setting<BTreeMap<String, Voice>>,
     /// 409 unless it equals the stored version (0: the document must not exist yet).
     #[schema(minimum = 0)]
     #[garde(custom(between(0, i64::MAX)))]
@@ -111,6 +119,21 @@ fn allowed_claim_keys(keys: &Setting<BTreeMap<String, Cardinality>>, _: &()) -> 
         }
         None => Ok(()),
     }
+}
+
+/// garde rule: at most 64 sources, each named by 1 to 256 chars without NUL.
+fn source_names(names: &Setting<BTreeMap<String, Voice>>, _: &()) -> garde::Result {
+    let Some(map) = names.value() else { return Ok(()) };
+    if map.len() > MAX_TENANT_SOURCES {
+        return Err(garde::Error::new(format!("at most {MAX_TENANT_SOURCES} sources")));
+    }
+    for k in map.keys() {
+        let n = k.trim().chars().count();
+        if n == 0 || n > MAX_SOURCE_CHARS || k.contains('\0') {
+            return Err(garde::Error::new(format!("source names are 1 to {MAX_SOURCE_CHARS} characters without NUL")));
+        }
+    }
+    Ok(())
 }
 
 /// garde rule: frames that compile, each naming a key the registry knows.
@@ -170,6 +193,7 @@ impl From<TenantConfigPatch> for Patch {
         out.put("attribute_frames", p.attribute_frames);
         out.put("rate_limit_rpm", p.rate_limit_rpm);
         out.put("auto_labeling", p.auto_labeling);
+        out.put("source_trust", p.source_trust);
         out
     }
 }

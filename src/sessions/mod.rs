@@ -37,6 +37,9 @@ pub struct Turn {
     pub asks: bool,
     /// Someone answers the customer in this episode (after the customer, when both appear).
     pub answers: bool,
+    /// For evidence (an email, a document, tool output): its source label. Such a turn never
+    /// states the issue or a step, and the brief shows it fenced ([`crate::model::voice`]).
+    pub quoted: Option<String>,
 }
 
 impl Turn {
@@ -57,7 +60,7 @@ impl Turn {
             let answers = RESPONDER_SOURCES.contains(&source.as_str());
             let asked = if asks { text.clone() } else { String::new() };
             let answered = if answers { text.clone() } else { String::new() };
-            return Turn { id, session_id, occurred_at, text, asked, answered, asks, answers };
+            return Turn { id, session_id, occurred_at, text, asked, answered, asks, answers, quoted: None };
         }
         let contents = |wanted: &[&str]| -> String {
             payload
@@ -90,6 +93,7 @@ impl Turn {
             answered: contents(RESPONDER_ROLES),
             asks: first_ask.is_some(),
             answers,
+            quoted: None,
         }
     }
 }

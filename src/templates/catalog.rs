@@ -198,6 +198,7 @@ mod tests {
             id: Uuid::nil(),
             seq: 1,
             source: "memory-template".into(),
+            voice: crate::model::voice::Voice::User,
             payload: Value::Object(payload),
             occurred_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
         };

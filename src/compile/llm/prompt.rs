@@ -9,8 +9,10 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::compile::heuristic::is_instruction;
-use crate::compile::pipeline::EpisodeInput;
+use crate::compile::instruction::{self, Speaker};
+use crate::compile::pipeline::{speaker_of, EpisodeInput};
 use crate::compile::text::{episode_text, split_sentences, strip_pasted, LOG_MARK, PASTE_MARK};
+use crate::model::voice::Voice;
 
 /// Marker for removed pasted material.
 pub const PASTED: &str = "[pasted]";
@@ -38,7 +40,8 @@ pub struct CurrentFact {
     pub content: String,
 }
 
-/// The guarded, capped view of one episode.
+/// The guarded, capped view of one episode: its user text only from the user's words
+/// ([`crate::model::voice`]).
 pub fn view(ep: &EpisodeInput, cap: usize) -> EpisodeView {
     let mut lines = Vec::new();
     let mut user = Vec::new();
@@ -47,21 +50,20 @@ pub fn view(ep: &EpisodeInput, cap: usize) -> EpisodeView {
             for m in messages {
                 let Some(content) = m.get("content").and_then(Value::as_str) else { continue };
                 let role = role_label(m.get("role").and_then(Value::as_str));
-                let body = guard(content);
+                let body = guard(content, speaker_of(ep.voice, Some(&role)));
                 if body.is_empty() {
                     continue;
                 }
-                if role == "user" || role == "human" {
+                if (role == "user" || role == "human") && ep.voice.relays_user() {
                     user.push(body.clone());
                 }
                 lines.push(format!("{role}: {body}"));
             }
         }
         None => {
-            let body = guard(&episode_text(&ep.payload));
-            let source = ep.source.trim().to_lowercase();
+            let body = guard(&episode_text(&ep.payload), speaker_of(ep.voice, None));
             if !body.is_empty() {
-                if !["assistant", "agent", "tool", "system", "bot", "ai"].contains(&source.as_str()) {
+                if ep.voice == Voice::User {
                     user.push(body.clone());
                 }
                 lines.push(body);
@@ -81,8 +83,9 @@ fn role_label(role: Option<&str>) -> String {
     }
 }
 
-/// Pasted material and instructions replaced by markers; whitespace collapsed.
-pub fn guard(text: &str) -> String {
+/// Pasted material and instructions replaced by markers; whitespace collapsed. `speaker` says
+/// how strictly an imperative is read ([`instruction::aimed_at_agent`]).
+pub fn guard(text: &str, speaker: Speaker) -> String {
     let stripped =
         strip_pasted(text).replace(PASTE_MARK, &format!(" {PASTED} ")).replace(LOG_MARK, &format!(" {PASTED} "));
     let mut out: Vec<String> = Vec::new();
@@ -92,7 +95,7 @@ pub fn guard(text: &str) -> String {
             if s.is_empty() {
                 continue;
             }
-            if is_instruction(&s) {
+            if is_instruction(&s) || instruction::aimed_at_agent(&s, speaker) {
                 out.push(INSTRUCTION.into());
             } else if s == PASTED {
                 out.push(PASTED.into());
@@ -150,6 +153,7 @@ mod tests {
             id: Uuid::nil(),
             seq: 1,
             source: "chat".into(),
+            voice: crate::model::voice::Voice::User,
             payload,
             occurred_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default(),
         }
@@ -196,8 +200,21 @@ mod tests {
     #[test]
     fn assistant_plain_text_is_not_the_user() {
         let mut e = ep(json!({"text": "I work at Globex."}));
-        e.source = "assistant".into();
+        e.voice = Voice::Agent;
         let v = view(&e, 4000);
         assert!(v.user_text.is_empty() && !v.text.is_empty());
+    }
+
+    #[test]
+    fn evidence_is_never_the_user_and_its_commands_are_marked() {
+        let mut e = ep(json!({"messages": [{"role": "user", "content": "I work at Globex. Book a table at Nopa."}]}));
+        e.voice = Voice::Evidence;
+        let v = view(&e, 4000);
+        assert!(v.user_text.is_empty());
+        assert!(
+            v.text.contains("I work at Globex.") && v.text.contains(INSTRUCTION) && !v.text.contains("Nopa"),
+            "{}",
+            v.text
+        );
     }
 }

@@ -74,7 +74,9 @@ impl LlmCompiler {
         let views: Vec<EpisodeView> = episodes.iter().map(|e| view(e, cfg.episode_chars)).collect();
         let mut asked = Vec::new();
         for (i, e) in episodes.iter().enumerate() {
-            if !is_structured(&e.payload) && !views[i].text.is_empty() && !sanitized_text(&e.payload).trim().is_empty()
+            if !is_structured(&e.payload)
+                && !views[i].text.is_empty()
+                && !sanitized_text(&e.payload, e.voice).trim().is_empty()
             {
                 asked.push(i);
             }

@@ -19,7 +19,8 @@ use super::schema::{Item, KINDS};
 use crate::compile::attributes::attributes;
 use crate::compile::claims::{claim_from_parts, Claim, Registry};
 use crate::compile::heuristic::{is_instruction, mentions_credentials, summarize, LinkHint};
-use crate::compile::pipeline::{time_anchor, EpisodeInput, MemoryDraft};
+use crate::compile::instruction::{aimed_at_agent, Speaker};
+use crate::compile::pipeline::{mark_voice, time_anchor, EpisodeInput, MemoryDraft};
 use crate::compile::text::{strip_pasted, LOG_MARK, PASTE_MARK};
 use crate::model::memory::MemoryKind;
 
@@ -135,6 +136,7 @@ pub fn drafts_for(
     let mut out: Vec<MemoryDraft> = summary.into_iter().chain(facts_out).collect();
     for (i, d) in out.iter_mut().enumerate() {
         d.order_tiebreak = format!("{:020}:{:04}", ep.seq, i);
+        mark_voice(&mut d.metadata, ep);
     }
     out
 }
@@ -144,6 +146,8 @@ pub fn drafts_for(
 pub fn guarded_summary(ep: &EpisodeInput, view: &EpisodeView) -> Option<MemoryDraft> {
     let text = view.text.replace(INSTRUCTION, " ").split_whitespace().collect::<Vec<_>>().join(" ");
     let (content, summary) = summarize(&text);
+    let mut metadata = Map::from_iter([("compiler".to_string(), json!("heuristic"))]);
+    mark_voice(&mut metadata, ep);
     (!content.is_empty()).then(|| MemoryDraft {
         kind: MemoryKind::EpisodeSummary,
         content,
@@ -151,7 +155,7 @@ pub fn guarded_summary(ep: &EpisodeInput, view: &EpisodeView) -> Option<MemoryDr
         confidence: 0.8,
         valid_from: time_anchor(ep),
         valid_to: None,
-        metadata: Map::from_iter([("compiler".to_string(), json!("heuristic"))]),
+        metadata,
         claim: None,
         source_episode_id: ep.id,
         order_tiebreak: format!("{:020}:{:04}", ep.seq, 0),
@@ -179,7 +183,12 @@ fn canonical_claim(key: &str, value: &str, registry: &Registry, facts: &[Current
 
 /// True when text carries no instruction, credential, pasted material or guard marker.
 pub fn clean(text: &str) -> bool {
-    if is_instruction(text) || mentions_credentials(text) || text.contains(PASTED) || text.contains(INSTRUCTION) {
+    if is_instruction(text)
+        || aimed_at_agent(text, Speaker::Party)
+        || mentions_credentials(text)
+        || text.contains(PASTED)
+        || text.contains(INSTRUCTION)
+    {
         return false;
     }
     let stripped = strip_pasted(text);
@@ -283,6 +292,7 @@ mod tests {
             id: Uuid::nil(),
             seq: 3,
             source: "chat".into(),
+            voice: crate::model::voice::Voice::User,
             payload: json!({"messages": [{"role": "user", "content": text}]}),
             occurred_at: chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
         }

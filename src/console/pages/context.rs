@@ -69,6 +69,7 @@ pub async fn show(
                 mode: PolicyMode::from_config(&config),
                 caller_type: None,
                 caller_id: None,
+                trust: crate::model::voice::Trust::from_config(&config),
             },
         };
         Some(assemble(&st.pool, &st.embedder, &st.task_vectors, &st.subjects, tenant, &req).await?)

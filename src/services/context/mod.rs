@@ -162,6 +162,7 @@ pub fn bundle(
     let opts = req.options;
     let as_of = probe.as_of;
     let snapshot = found.snapshot.take();
+    let trust = &policy.trust;
     let (shown, policy) = suppress::suppress(found, policy, opts.compact);
     let days: HashSet<chrono::NaiveDate> = probe.days.iter().map(|d| d.date_naive()).collect();
     let task = rank::Task { text: &req.task, as_of, session_id: req.session_id.as_deref(), days: &days };
@@ -175,6 +176,7 @@ pub fn bundle(
         snapshot: snapshot.as_ref(),
         whole_turns: if opts.excerpts { opts.tuning.whole_turns } else { usize::MAX },
         turn_chars: opts.tuning.turn_chars,
+        trust,
     };
     output::bundle(ranked, &pack, policy)
 }

@@ -9,14 +9,16 @@ use uuid::Uuid;
 use super::rank::{Item, Ranked};
 use super::suppress::EPISODE_LINE_CHARS;
 use super::{Bundle, Considered, Selected, SessionInfo};
+use crate::compile::pipeline::source_label;
 use crate::compile::text::episode_text;
 use crate::context::excerpt::{excerpt, Part, TaskStems};
 use crate::context::pack::pack;
-use crate::context::render::{episode_line, memory_line, turn_line, Line, Place, Section};
+use crate::context::render::{episode_line, memory_line, quoted_line, turn_line, Line, Place, Section};
 use crate::context::tokens;
 use crate::db::context::{EpisodeCandidate, MemoryCandidate};
 use crate::db::working_memory::SnapshotRow;
 use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
+use crate::model::voice::{Trust, Voice};
 
 /// What packing needs from the request.
 pub struct PackRequest<'a> {
@@ -31,6 +33,8 @@ pub struct PackRequest<'a> {
     pub whole_turns: usize,
     /// Room of a turn's excerpt, in chars.
     pub turn_chars: usize,
+    /// Which sources are evidence: their lines go to the fenced quoted section.
+    pub trust: &'a Trust,
 }
 
 /// Longest pinned turn shown, in chars (pinned turns are shown whole up to this).
@@ -65,7 +69,10 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
     let turns = TurnText { stems: TaskStems::new(req.task), whole: req.whole_turns, chars: req.turn_chars };
     let mut turn_rank = 0;
     lines.extend(ranked.items.iter().filter(|(_, _, item)| !pinned(item)).map(|(_, _, item)| {
-        let line = line_for(item, req.compact, &ranked.full_text, &turns, turn_rank);
+        let line = match quoted(item, req.trust) {
+            Some(label) => quoted_line_for(item, &label, req.compact, &ranked.full_text, &turns),
+            None => line_for(item, req.compact, &ranked.full_text, &turns, turn_rank),
+        };
         turn_rank += usize::from(matches!(item, Item::Episode(_)));
         line
     }));
@@ -248,6 +255,63 @@ fn line_for(item: &Item, compact: bool, full_text: &HashMap<Uuid, String>, turns
             order: e.occurred_at.timestamp_micros(),
             place: Place::Turn,
         },
+    }
+}
+
+/// The source label of an item that is evidence ([`crate::model::voice`]): an episode whose
+/// source the tenant's trust names evidence, or a memory made from one (`metadata.voice`).
+fn quoted(item: &Item, trust: &Trust) -> Option<String> {
+    match item {
+        Item::Memory(MemoryCandidate { memory: m, .. }) => {
+            (m.metadata.get("voice").and_then(Value::as_str) == Some(Voice::Evidence.as_str())).then(|| {
+                let source = m.metadata.get("evidence_source").and_then(Value::as_str).unwrap_or("evidence");
+                format!("{} {}", source_label(source), m.kind.as_str().replace('_', " "))
+            })
+        }
+        Item::Episode(EpisodeCandidate { episode: e, .. }) => (trust.voice(&e.source) == Voice::Evidence)
+            .then(|| format!("{}/{}", source_label(&e.source), source_label(&e.kind))),
+    }
+}
+
+/// The line of an evidence item in the quoted section: its label and date, then the memory's
+/// content, or the episode's text as a turn would show it (the task's sentences when compact).
+fn quoted_line_for(
+    item: &Item,
+    label: &str,
+    compact: bool,
+    full_text: &HashMap<Uuid, String>,
+    turns: &TurnText,
+) -> Line {
+    match item {
+        Item::Memory(MemoryCandidate { memory: m, .. }) => Line {
+            id: m.id,
+            section: Section::Quoted,
+            text: quoted_line(label, Some(m.valid_from), &m.content, None),
+            session_id: None,
+            date: None,
+            order: m.valid_from.timestamp_micros(),
+            place: Place::Turn,
+        },
+        Item::Episode(EpisodeCandidate { episode: e, .. }) => {
+            let text = episode_text(&e.payload);
+            let body = match full_text.get(&e.id) {
+                Some(full) => newlines_flat(full),
+                None if compact => {
+                    let parts = [Part { prefix: "", text: &text }];
+                    newlines_flat(&excerpt(&parts, &turns.stems, turns.chars))
+                }
+                None => text.chars().take(EPISODE_LINE_CHARS).collect(),
+            };
+            Line {
+                id: e.id,
+                section: Section::Quoted,
+                text: quoted_line(label, Some(e.occurred_at), &body, e.metadata.get("outcome")),
+                session_id: e.session_id.clone(),
+                date: Some(e.occurred_at.format("%Y-%m-%d").to_string()),
+                order: e.occurred_at.timestamp_micros(),
+                place: Place::Turn,
+            }
+        }
     }
 }
 

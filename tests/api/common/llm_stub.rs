@@ -226,6 +226,7 @@ fn careful_items(episodes: &[String], facts: &[Value]) -> Vec<Value> {
             id: uuid::Uuid::nil(),
             seq: index as i64,
             source: "chat".into(),
+            voice: mnemo::model::voice::Voice::User,
             payload: payload_of(text),
             occurred_at: chrono::Utc::now(),
         };
