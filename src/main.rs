@@ -125,7 +125,7 @@ async fn serve_with(
     let pool = db::pool::connect_app(app_opts, args.db.db_max_connections)
         .await
         .context("connecting as the application role mnemo_app")?;
-    let stored_keys = db::keys::any_live(&mut *pool.acquire().await?).await?;
+    let stored_keys = db::keys::ever_stored(&mut *pool.acquire().await?).await?;
     args.check_exposure(stored_keys).map_err(anyhow::Error::msg)?;
     let webhooks = args.webhooks.to_config().map_err(anyhow::Error::msg)?;
     if let Some(url) = webhooks.url.as_deref() {

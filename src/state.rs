@@ -1,7 +1,7 @@
 //! Shared application state handed to every handler.
 
 use std::collections::HashSet;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -120,7 +120,7 @@ pub struct AppParts {
     pub tenant_settings: Arc<SettingsCache>,
     /// Operator receipt-signing keys (never logged).
     pub signing_keys: Arc<SigningKeys>,
-    /// Whether stored API keys exist (then keyless requests are refused).
+    /// Whether this database has ever stored an API key (then keyless requests are refused).
     pub keys_present: Arc<KeysPresent>,
     /// The webhook outbox handle (enqueue inside a change's transaction).
     pub webhooks: Arc<Webhooks>,
@@ -212,28 +212,44 @@ impl KnownTenants {
     }
 }
 
-/// How long "are there stored keys?" is remembered: the first key created with the CLI takes
-/// effect on running servers within this time.
+/// How long "has a key ever been stored?" is remembered while the answer is no: the first key
+/// created with the CLI takes effect on running servers within this time.
 const KEYS_PRESENT_TTL: Duration = Duration::from_secs(2);
 
-/// A short-lived cache of whether any live API key exists (saves a query per keyless request).
+/// Whether this database has ever stored an API key (`mnemo_keys_exist()`, migration 0050).
+/// A yes is final (revoking every key never reopens the server), so it is kept for good; a no
+/// is re-read after [`KEYS_PRESENT_TTL`].
 #[derive(Default)]
-pub struct KeysPresent(Mutex<Option<(Instant, bool)>>);
+pub struct KeysPresent {
+    ever: AtomicBool,
+    checked: Mutex<Option<Instant>>,
+}
 
 impl KeysPresent {
-    /// Whether any live key exists (re-read after the TTL).
+    /// Whether any key was ever stored (a query at most every TTL until one was).
     pub async fn any(&self, pool: &PgPool) -> sqlx::Result<bool> {
-        if let Ok(guard) = self.0.lock() {
-            if let Some((at, v)) = *guard {
-                if at.elapsed() < KEYS_PRESENT_TTL {
-                    return Ok(v);
-                }
+        if self.ever.load(Ordering::Acquire) {
+            return Ok(true);
+        }
+        if let Ok(guard) = self.checked.lock() {
+            if guard.is_some_and(|at| at.elapsed() < KEYS_PRESENT_TTL) {
+                return Ok(false);
             }
         }
-        let v = crate::db::keys::any_live(&mut *pool.acquire().await?).await?;
-        if let Ok(mut guard) = self.0.lock() {
-            *guard = Some((Instant::now(), v));
+        let v = crate::db::keys::ever_stored(&mut *pool.acquire().await?).await?;
+        if v {
+            self.ever.store(true, Ordering::Release);
+        } else if let Ok(mut guard) = self.checked.lock() {
+            *guard = Some(Instant::now());
         }
         Ok(v)
+    }
+}
+
+impl AppState {
+    /// Whether requests need a key: an operator key is configured, or a key was ever stored.
+    /// The API, MCP and the console all ask this one question.
+    pub async fn keyed(&self) -> sqlx::Result<bool> {
+        Ok(self.config.api_key_sha256.is_some() || self.keys_present.any(&self.pool).await?)
     }
 }

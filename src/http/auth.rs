@@ -50,10 +50,10 @@ fn refuse(status: StatusCode, code: &str, message: &str) -> ApiError {
 async fn resolve(st: &AppState, presented: Option<String>, header: Option<String>) -> Result<Caller, ApiError> {
     let or_default = |h: Option<String>| h.unwrap_or_else(|| DEFAULT_TENANT.to_string());
     let Some(key) = presented else {
-        if st.config.api_key_sha256.is_some() || st.keys_present.any(&st.pool).await? {
+        if st.keyed().await? {
             return Err(refuse(StatusCode::UNAUTHORIZED, "missing_api_key", "X-API-Key header is required."));
         }
-        // Open mode: no operator key and no stored keys (local development).
+        // Open mode: no operator key and no key ever stored (local development).
         return Ok(Caller { tenant: or_default(header), key_id: None, admin: true });
     };
     if let Some(expected) = st.config.api_key_sha256 {

@@ -89,14 +89,9 @@ fn base_url(headers: &HeaderMap) -> String {
     format!("{proto}://{host}")
 }
 
-/// Whether requests need an API key (operator key configured or stored keys exist).
-async fn auth_on(st: &AppState) -> Result<bool, ApiError> {
-    Ok(st.config.api_key_sha256.is_some() || st.keys_present.any(&st.pool).await?)
-}
-
 /// RFC 9728 protected-resource metadata for `/mcp`; 404 when the server runs open (no keys).
 async fn protected_resource(State(st): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    if !auth_on(&st).await? {
+    if !st.keyed().await? {
         return Err(ApiError::not_found("Not Found"));
     }
     let base = base_url(&headers);

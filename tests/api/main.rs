@@ -27,6 +27,7 @@ mod labels;
 mod lexemes;
 mod llm_compiler;
 mod mcp;
+mod open_mode;
 mod openapi;
 mod policy;
 mod portability;
