@@ -68,8 +68,9 @@ pub struct McpServeArgs {
     /// Add the `forget` MCP tool (tombstones one memory of the caller's tenant).
     #[arg(long, env = "MNEMO_MCP_ALLOW_FORGET", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
     pub mcp_allow_forget: bool,
-    /// Comma-separated browser origins that may call /mcp besides loopback ones (`*` for any,
-    /// `https://host:*` for any port); requests without an Origin header are not affected.
+    /// Comma-separated browser origins that may call /mcp besides the server's own, loopback ones
+    /// and MNEMO_CORS_ORIGINS (`*` for any, `https://host:*` for any port); requests without an
+    /// Origin header are not affected.
     #[arg(long, env = "MNEMO_MCP_ALLOWED_ORIGINS", default_value = "")]
     pub mcp_allowed_origins: String,
 }
@@ -468,13 +469,24 @@ pub struct ServeArgs {
     /// 0 = off. A tenant's config `rate_limit_rpm` overrides it for that tenant.
     #[arg(long, env = "MNEMO_RATE_LIMIT_RPM", default_value_t = 0)]
     pub rate_limit_rpm: u32,
-    /// Comma-separated origins allowed by CORS (`*` for any); empty = CORS off.
+    /// Comma-separated origins allowed by CORS (`*` for any); empty = CORS off. Browser requests
+    /// from other origins (besides the server's own and loopback ones) are refused.
     #[arg(long, env = "MNEMO_CORS_ORIGINS", default_value = "")]
     pub cors_origins: String,
+    /// Comma-separated host names this server answers to besides loopback ones (`*.example.com`
+    /// for subdomains, `*` for any), any port. Unset: the Host header is checked only while no
+    /// key is configured (DNS-rebinding protection of open mode); set: always.
+    #[arg(long, env = "MNEMO_ALLOWED_HOSTS", default_value = "")]
+    pub allowed_hosts: String,
     #[command(flatten)]
     pub webhooks: WebhookArgs,
     #[command(flatten)]
     pub mcp: McpServeArgs,
+}
+
+/// A comma-separated setting as its trimmed, non-empty items.
+pub fn comma_list(value: &str) -> Vec<String> {
+    value.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect()
 }
 
 impl ServeArgs {
@@ -535,6 +547,7 @@ mod tests {
             region: None,
             rate_limit_rpm: 0,
             cors_origins: String::new(),
+            allowed_hosts: String::new(),
             webhooks: webhook_args(None, None),
             mcp: McpServeArgs {
                 mcp_toolset: crate::mcp::Toolset::Mnemo,

@@ -38,8 +38,11 @@ pub struct RuntimeConfig {
     pub run_worker: bool,
     /// Residency and rate limits.
     pub access: crate::services::access::AccessPolicy,
-    /// Origins allowed by CORS (empty: CORS off).
+    /// Origins allowed by CORS (empty: CORS off); browsers' requests from them pass the Origin check.
     pub cors_origins: Vec<String>,
+    /// Host names served besides loopback ones (`MNEMO_ALLOWED_HOSTS`); empty: the Host header is
+    /// checked only while the server is open (see [`crate::http::origin`]).
+    pub allowed_hosts: Vec<String>,
     /// Webhook settings (off without a URL).
     pub webhooks: crate::services::webhooks::WebhookConfig,
     /// The MCP endpoint's tool set, forget switch and allowed origins.
@@ -74,6 +77,7 @@ impl Default for RuntimeConfig {
             run_worker: true,
             access: Default::default(),
             cors_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             webhooks: Default::default(),
             mcp: Default::default(),
             shutdown_drain_secs: 0,

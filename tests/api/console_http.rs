@@ -166,9 +166,11 @@ pub fn non_loopback_ip() -> Option<std::net::IpAddr> {
 async fn without_any_key_the_console_is_served_on_loopback_only() {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let db = std::sync::Arc::new(crate::common::fresh_database().await);
+    // The address is an allowed Host, so the console's own peer rule is what refuses it.
+    let hosts = non_loopback_ip().map(|ip| vec![ip.to_string()]).unwrap_or_default();
     let app = crate::common::spawn_bound(
         db,
-        Default::default(),
+        mnemo::RuntimeConfig { allowed_hosts: hosts, ..Default::default() },
         embedder,
         mnemo::receipts::signing::SigningKeys::empty(),
         "0.0.0.0:0",

@@ -95,3 +95,114 @@ async fn a_server_on_every_address_stays_closed_when_its_keys_are_revoked() {
     }
     assert_eq!(status(&app, &remote, "/healthz").await, 200);
 }
+
+async fn send(req: reqwest::RequestBuilder) -> (u16, serde_json::Value) {
+    crate::common::split(req.send().await.unwrap()).await
+}
+
+fn episode_json(text: &str) -> String {
+    crate::common::episode("user:1", text).to_string()
+}
+
+#[tokio::test]
+async fn a_cross_site_text_plain_post_is_refused_and_writes_nothing() {
+    let app = spawn().await;
+    // What a web page's `fetch(url, {method: "POST", mode: "no-cors", body})` or a form with
+    // enctype=text/plain sends: no preflight, the JSON text as the body.
+    for ct in
+        [Some("text/plain"), Some("application/x-www-form-urlencoded"), Some("multipart/form-data; boundary=x"), None]
+    {
+        let mut req = app.client.post(app.url("/v1/episodes")).body(episode_json("My name is Eve Attacker."));
+        if let Some(ct) = ct {
+            req = req.header("Content-Type", ct);
+        }
+        let (s, b) = send(req).await;
+        assert_eq!((s, b["error"]["code"].clone()), (415, serde_json::json!("unsupported_media_type")), "{ct:?}: {b}");
+        assert!(b["error"]["request_id"].is_string());
+    }
+    // The same on the admin routes and /mcp.
+    let req = app.client.post(app.url("/admin/policy/bundles")).header("Content-Type", "text/plain").body("{}");
+    assert_eq!(send(req).await.0, 415);
+    let req = app.client.post(app.url("/mcp")).header("Content-Type", "text/plain").body("{}");
+    assert_eq!(send(req).await.0, 415);
+    assert_eq!(app.count("episodes").await, 0);
+    // JSON passes (with parameters too), and a POST without a body needs no Content-Type.
+    let req = app
+        .client
+        .post(app.url("/v1/episodes"))
+        .header("Content-Type", "application/json; charset=utf-8")
+        .body(episode_json("I live in Bergen."));
+    assert_eq!(send(req).await.0, 201);
+    assert_eq!(send(app.client.post(app.url("/admin/policy/reload"))).await.0, 200);
+    assert_eq!(app.count("episodes").await, 1);
+}
+
+#[tokio::test]
+async fn a_foreign_host_is_refused_in_open_mode_on_api_admin_and_console() {
+    let app = spawn().await;
+    app.post("/v1/episodes", &crate::common::episode("user:1", "I live in Bergen.")).await;
+    // DNS rebinding: evil.example now resolves to 127.0.0.1, and the page reads what it wants.
+    for path in ["/v1/subjects", "/v1/timeline?subject_id=user:1", "/admin/tenants", "/admin/ui/login", "/mcp"] {
+        let (s, b) = send(app.client.get(app.url(path)).header("Host", "evil.example:8100")).await;
+        assert_eq!((s, b["error"]["code"].clone()), (403, serde_json::json!("host_not_allowed")), "{path}: {b}");
+    }
+    let req = app
+        .client
+        .post(app.url("/v1/episodes"))
+        .header("Host", "evil.example")
+        .json(&crate::common::episode("user:1", "x"));
+    assert_eq!(send(req).await.0, 403);
+    assert_eq!(app.count("episodes").await, 1);
+    // Loopback names pass on any port; probes answer whatever the name.
+    for host in ["localhost:8100", "127.0.0.1", "[::1]:9", "mnemo.localhost"] {
+        assert_eq!(send(app.client.get(app.url("/v1/subjects")).header("Host", host)).await.0, 200, "{host}");
+    }
+    assert_eq!(send(app.client.get(app.url("/healthz")).header("Host", "evil.example")).await.0, 200);
+}
+
+#[tokio::test]
+async fn listed_hosts_are_served_and_keyed_servers_check_hosts_only_when_listed() {
+    let listed = mnemo::RuntimeConfig { allowed_hosts: vec!["mnemo.internal".into()], ..Default::default() };
+    let app = crate::common::spawn_with(listed).await;
+    let get = |host: &'static str| app.client.get(app.url("/v1/subjects")).header("Host", host);
+    assert_eq!(send(get("mnemo.internal:8100")).await.0, 200);
+    assert_eq!(send(get("evil.example")).await.0, 403);
+    // With a key and the list set, the list still holds.
+    let key = mnemo::services::keys::create(&app.pool, "default", false, None).await.unwrap().secret;
+    assert_eq!(send(get("evil.example").header("X-API-Key", &key)).await.0, 403);
+    assert_eq!(send(get("mnemo.internal").header("X-API-Key", &key)).await.0, 200);
+
+    // With a key and no list (a deployment behind a proxy that passes its public name), any
+    // name is served: a rebound page has no key to send.
+    let keyed = spawn().await;
+    let key = mnemo::services::keys::create(&keyed.pool, "default", false, None).await.unwrap().secret;
+    let req = keyed.client.get(keyed.url("/v1/subjects")).header("Host", "mnemo.example.com");
+    assert_eq!(send(req.try_clone().unwrap()).await.0, 401);
+    assert_eq!(send(req.header("X-API-Key", &key)).await.0, 200);
+}
+
+#[tokio::test]
+async fn a_foreign_origin_is_refused_everywhere_and_writes_nothing() {
+    let cors = mnemo::RuntimeConfig { cors_origins: vec!["https://app.example.com".into()], ..Default::default() };
+    let app = crate::common::spawn_with(cors).await;
+    let post = |origin: &str| {
+        app.client
+            .post(app.url("/v1/episodes"))
+            .header("Origin", origin)
+            .json(&crate::common::episode("user:1", "I use Rust."))
+    };
+    for origin in ["http://evil.example", "null", "http://127.0.0.1.evil.example"] {
+        let (s, b) = send(post(origin)).await;
+        assert_eq!((s, b["error"]["code"].clone()), (403, serde_json::json!("origin_not_allowed")), "{origin}: {b}");
+    }
+    let (s, _) = send(app.client.delete(app.url("/v1/subjects/user:1")).header("Origin", "http://evil.example")).await;
+    assert_eq!(s, 403);
+    let console = app.client.get(app.url("/admin/ui/login")).header("Origin", "http://evil.example");
+    assert_eq!(send(console).await.0, 403);
+    assert_eq!(app.count("episodes").await, 0);
+    // Same origin (the console's own forms), loopback origins and the CORS list pass.
+    let own = app.base.clone();
+    for origin in [own.as_str(), "http://localhost:3000", "https://app.example.com"] {
+        assert_eq!(send(post(origin)).await.0, 201, "{origin}");
+    }
+}
