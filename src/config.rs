@@ -424,6 +424,17 @@ pub struct ServeArgs {
     /// balancers stop routing here) before the listener closes and in-flight requests drain.
     #[arg(long, env = "MNEMO_SHUTDOWN_DRAIN_SECS", default_value_t = 0)]
     pub shutdown_drain_secs: u64,
+    /// After the listener closes on shutdown, seconds requests in flight may take to finish;
+    /// connections still open then (a client holding a request half-sent) are closed.
+    #[arg(long, env = "MNEMO_SHUTDOWN_GRACE_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub shutdown_grace_secs: u64,
+    /// Seconds a connection may take to send a request's headers, counted from its opening or
+    /// from its previous response: also the idle timeout of keep-alive connections.
+    #[arg(long, env = "MNEMO_HEADER_READ_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_read_timeout_secs: u64,
+    /// Most client connections open at once; at the cap new ones wait to be accepted.
+    #[arg(long, env = "MNEMO_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections: u64,
     /// Minutes an admin console session (/admin/ui) lasts after sign-in.
     #[arg(long, env = "MNEMO_CONSOLE_SESSION_MINUTES", default_value_t = 480, value_parser = clap::value_parser!(u64).range(1..=43_200))]
     pub console_session_minutes: u64,
@@ -490,6 +501,15 @@ pub fn comma_list(value: &str) -> Vec<String> {
 }
 
 impl ServeArgs {
+    /// The listener's connection limits these settings describe.
+    pub fn connection_limits(&self) -> crate::http::conn::ConnLimits {
+        crate::http::conn::ConnLimits {
+            header_read_timeout: std::time::Duration::from_secs(self.header_read_timeout_secs),
+            max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+            shutdown_grace: std::time::Duration::from_secs(self.shutdown_grace_secs),
+        }
+    }
+
     /// Refuses an open server on a non-loopback address unless explicitly allowed
     /// (`stored_keys`: the database has ever stored an API key, so requests need one). Checked
     /// at start only, and it need not be checked again: a database that has held a key never
@@ -525,6 +545,9 @@ mod tests {
             max_body_bytes: 1024,
             request_timeout_secs: 30,
             shutdown_drain_secs: 0,
+            shutdown_grace_secs: 30,
+            header_read_timeout_secs: 30,
+            max_connections: 1024,
             console_session_minutes: 480,
             embed: EmbedArgs {
                 embedder: EmbedderKind::Hash,

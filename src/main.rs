@@ -138,6 +138,7 @@ async fn serve_with(
         max_body_bytes: args.max_body_bytes,
         request_timeout_secs: args.request_timeout_secs,
         shutdown_drain_secs: args.shutdown_drain_secs,
+        connections: args.connection_limits(),
         console_session_minutes: args.console_session_minutes,
         compile_batch_size: args.compile_batch_size,
         ingest_writers: usize::from(args.ingest_writers),

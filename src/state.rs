@@ -49,6 +49,8 @@ pub struct RuntimeConfig {
     pub mcp: crate::mcp::McpConfig,
     /// Seconds between the start of shutdown (readiness fails) and the listener closing.
     pub shutdown_drain_secs: u64,
+    /// Header-read (and idle) timeout, connection cap and shutdown grace of the listener.
+    pub connections: crate::http::conn::ConnLimits,
     /// Which compiler turns episodes into memories (heuristic unless `MNEMO_COMPILER=llm`).
     pub compiler: crate::compile::llm::Compiler,
     /// How long an admin console session lasts, in minutes.
@@ -81,6 +83,7 @@ impl Default for RuntimeConfig {
             webhooks: Default::default(),
             mcp: Default::default(),
             shutdown_drain_secs: 0,
+            connections: Default::default(),
             compiler: Default::default(),
             console_session_minutes: 480,
             ingest_writers: 1,

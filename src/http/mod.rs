@@ -5,6 +5,7 @@ pub mod auth;
 pub mod backup;
 pub mod body;
 pub mod compile;
+pub mod conn;
 pub mod context;
 pub mod episodes;
 pub mod extract;

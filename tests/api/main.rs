@@ -11,6 +11,7 @@ mod auth;
 mod basics;
 mod compat_sdk;
 mod compile;
+mod connections;
 mod console;
 mod console_http;
 mod context;
