@@ -405,6 +405,14 @@ pub struct ServeArgs {
     /// `Authorization: Bearer <key>`).
     #[arg(long, env = "MNEMO_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// Accept the key in an `api_key` query parameter too (off: URLs with keys end up in proxy
+    /// logs and browser history; the Statewave SDK sends `X-API-Key`).
+    #[arg(long, env = "MNEMO_ALLOW_QUERY_API_KEY", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_query_api_key: bool,
+    /// Failed API-key attempts a minute per client address and per key prefix before further
+    /// attempts get 429 for the rest of the minute (0: off).
+    #[arg(long, env = "MNEMO_AUTH_FAILURES_PER_MINUTE", default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub auth_failures_per_minute: u32,
     /// Allow listening on a non-loopback address without an API key.
     #[arg(long, env = "MNEMO_ALLOW_OPEN", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_open: bool,
@@ -500,7 +508,23 @@ pub fn comma_list(value: &str) -> Vec<String> {
     value.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect()
 }
 
+/// Shortest operator key (`MNEMO_API_KEY`) accepted: it is compared as given, so its length is
+/// its strength.
+pub const MIN_OPERATOR_KEY_CHARS: usize = 32;
+
 impl ServeArgs {
+    /// Refuses an operator key shorter than [`MIN_OPERATOR_KEY_CHARS`].
+    pub fn check_api_key(&self) -> Result<(), String> {
+        match self.api_key.as_deref().filter(|k| !k.is_empty()) {
+            Some(k) if k.chars().count() < MIN_OPERATOR_KEY_CHARS => Err(format!(
+                "MNEMO_API_KEY is {} characters long; it must have at least {MIN_OPERATOR_KEY_CHARS} \
+                 (generate one with `openssl rand -base64 32`)",
+                k.chars().count()
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The listener's connection limits these settings describe.
     pub fn connection_limits(&self) -> crate::http::conn::ConnLimits {
         crate::http::conn::ConnLimits {
@@ -540,6 +564,8 @@ mod tests {
             addr: addr.parse().unwrap(),
             api_key: key.map(str::to_string),
             allow_open: open,
+            allow_query_api_key: false,
+            auth_failures_per_minute: 20,
             metrics_addr: None,
             log_format: LogFormat::Text,
             max_body_bytes: 1024,
@@ -652,6 +678,15 @@ mod tests {
         assert!(webhook_args(Some("hooks.example"), None).to_config().is_err());
         // The allowlist is checked even while webhooks are off, so a typo never waits for the URL.
         assert!(webhook_args(None, Some("nope")).to_config().is_err());
+    }
+
+    #[test]
+    fn operator_keys_need_32_characters() {
+        assert!(serve_args("127.0.0.1:1", None, false).check_api_key().is_ok());
+        assert!(serve_args("127.0.0.1:1", Some(""), false).check_api_key().is_ok());
+        let err = serve_args("127.0.0.1:1", Some("change-me"), false).check_api_key().unwrap_err();
+        assert!(err.contains("9 characters") && err.contains("at least 32"), "{err}");
+        assert!(serve_args("127.0.0.1:1", Some(&"k".repeat(32)), false).check_api_key().is_ok());
     }
 
     #[test]

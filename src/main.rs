@@ -69,6 +69,7 @@ fn signing_keys(json: Option<&str>) -> anyhow::Result<SigningKeys> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Check settings and load the model before starting anything: clear, early errors.
+    args.check_api_key().map_err(anyhow::Error::msg)?;
     args.webhooks.to_config().map_err(anyhow::Error::msg)?;
     let keys = signing_keys(args.receipt_signing_keys.as_deref())?;
     let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
@@ -135,6 +136,8 @@ async fn serve_with(
     }
     let config = RuntimeConfig {
         api_key_sha256: args.api_key.as_deref().filter(|k| !k.is_empty()).map(|k| Sha256::digest(k.as_bytes()).into()),
+        allow_query_api_key: args.allow_query_api_key,
+        auth_failures_per_minute: args.auth_failures_per_minute,
         max_body_bytes: args.max_body_bytes,
         request_timeout_secs: args.request_timeout_secs,
         shutdown_drain_secs: args.shutdown_drain_secs,

@@ -22,6 +22,11 @@ use crate::services::webhooks::Webhooks;
 pub struct RuntimeConfig {
     /// sha256 of the single operator API key, when one is configured.
     pub api_key_sha256: Option<[u8; 32]>,
+    /// Accept a key in the `api_key` query parameter (`MNEMO_ALLOW_QUERY_API_KEY`; off: URLs end
+    /// up in proxy logs and browser history).
+    pub allow_query_api_key: bool,
+    /// Failed key attempts a minute per client address and per key prefix before 429 (0: off).
+    pub auth_failures_per_minute: u32,
     /// Largest accepted request body in bytes.
     pub max_body_bytes: usize,
     /// Per-request timeout in seconds.
@@ -70,6 +75,8 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             api_key_sha256: None,
+            allow_query_api_key: false,
+            auth_failures_per_minute: 20,
             max_body_bytes: 1024 * 1024,
             request_timeout_secs: 30,
             compile_batch_size: 500,
@@ -129,6 +136,8 @@ pub struct AppParts {
     pub signing_keys: Arc<SigningKeys>,
     /// Whether this database has ever stored an API key (then keyless requests are refused).
     pub keys_present: Arc<KeysPresent>,
+    /// Failed key attempts per client address and key prefix (API, MCP and console sign-in).
+    pub auth_throttle: Arc<crate::services::auth_throttle::AuthThrottle>,
     /// The webhook outbox handle (enqueue inside a change's transaction).
     pub webhooks: Arc<Webhooks>,
     /// Single-episode writes, grouped per tenant under concurrency.
@@ -150,6 +159,8 @@ impl AppState {
         let webhooks = Arc::new(Webhooks::new(&config.webhooks));
         let subjects = Arc::new(SubjectCache::with_capacities(config.context_cache_bytes, config.context_index_bytes));
         let lexer = Arc::new(Lexer::new(config.lexemes_at));
+        let auth_throttle =
+            Arc::new(crate::services::auth_throttle::AuthThrottle::new(config.auth_failures_per_minute));
         AppState(Arc::new(AppParts {
             group_commit: Arc::new(GroupCommit::new(
                 pool.clone(),
@@ -169,6 +180,7 @@ impl AppState {
             tenant_settings: Arc::new(SettingsCache::default()),
             signing_keys: Arc::new(SigningKeys::empty()),
             keys_present: Arc::new(KeysPresent::default()),
+            auth_throttle,
             shutting_down: Arc::new(AtomicBool::new(false)),
             console_key: Arc::new(rand::random()),
             reads: None,
