@@ -68,8 +68,9 @@ pub struct McpServeArgs {
     /// Add the `forget` MCP tool (tombstones one memory of the caller's tenant).
     #[arg(long, env = "MNEMO_MCP_ALLOW_FORGET", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
     pub mcp_allow_forget: bool,
-    /// Comma-separated browser origins that may call /mcp besides loopback ones (`*` for any,
-    /// `https://host:*` for any port); requests without an Origin header are not affected.
+    /// Comma-separated browser origins that may call /mcp besides the server's own, loopback ones
+    /// and MNEMO_CORS_ORIGINS (`*` for any, `https://host:*` for any port); requests without an
+    /// Origin header are not affected.
     #[arg(long, env = "MNEMO_MCP_ALLOWED_ORIGINS", default_value = "")]
     pub mcp_allowed_origins: String,
 }
@@ -404,6 +405,14 @@ pub struct ServeArgs {
     /// `Authorization: Bearer <key>`).
     #[arg(long, env = "MNEMO_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// Accept the key in an `api_key` query parameter too (off: URLs with keys end up in proxy
+    /// logs and browser history; the Statewave SDK sends `X-API-Key`).
+    #[arg(long, env = "MNEMO_ALLOW_QUERY_API_KEY", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
+    pub allow_query_api_key: bool,
+    /// Failed API-key attempts a minute per client address and per key prefix before further
+    /// attempts get 429 for the rest of the minute (0: off).
+    #[arg(long, env = "MNEMO_AUTH_FAILURES_PER_MINUTE", default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub auth_failures_per_minute: u32,
     /// Allow listening on a non-loopback address without an API key.
     #[arg(long, env = "MNEMO_ALLOW_OPEN", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
     pub allow_open: bool,
@@ -423,6 +432,17 @@ pub struct ServeArgs {
     /// balancers stop routing here) before the listener closes and in-flight requests drain.
     #[arg(long, env = "MNEMO_SHUTDOWN_DRAIN_SECS", default_value_t = 0)]
     pub shutdown_drain_secs: u64,
+    /// After the listener closes on shutdown, seconds requests in flight may take to finish;
+    /// connections still open then (a client holding a request half-sent) are closed.
+    #[arg(long, env = "MNEMO_SHUTDOWN_GRACE_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub shutdown_grace_secs: u64,
+    /// Seconds a connection may take to send a request's headers, counted from its opening or
+    /// from its previous response: also the idle timeout of keep-alive connections.
+    #[arg(long, env = "MNEMO_HEADER_READ_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_read_timeout_secs: u64,
+    /// Most client connections open at once; at the cap new ones wait to be accepted.
+    #[arg(long, env = "MNEMO_MAX_CONNECTIONS", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub max_connections: u64,
     /// Minutes an admin console session (/admin/ui) lasts after sign-in.
     #[arg(long, env = "MNEMO_CONSOLE_SESSION_MINUTES", default_value_t = 480, value_parser = clap::value_parser!(u64).range(1..=43_200))]
     pub console_session_minutes: u64,
@@ -468,18 +488,56 @@ pub struct ServeArgs {
     /// 0 = off. A tenant's config `rate_limit_rpm` overrides it for that tenant.
     #[arg(long, env = "MNEMO_RATE_LIMIT_RPM", default_value_t = 0)]
     pub rate_limit_rpm: u32,
-    /// Comma-separated origins allowed by CORS (`*` for any); empty = CORS off.
+    /// Comma-separated origins allowed by CORS (`*` for any); empty = CORS off. Browser requests
+    /// from other origins (besides the server's own and loopback ones) are refused.
     #[arg(long, env = "MNEMO_CORS_ORIGINS", default_value = "")]
     pub cors_origins: String,
+    /// Comma-separated host names this server answers to besides loopback ones (`*.example.com`
+    /// for subdomains, `*` for any), any port. Unset: the Host header is checked only while no
+    /// key is configured (DNS-rebinding protection of open mode); set: always.
+    #[arg(long, env = "MNEMO_ALLOWED_HOSTS", default_value = "")]
+    pub allowed_hosts: String,
     #[command(flatten)]
     pub webhooks: WebhookArgs,
     #[command(flatten)]
     pub mcp: McpServeArgs,
 }
 
+/// A comma-separated setting as its trimmed, non-empty items.
+pub fn comma_list(value: &str) -> Vec<String> {
+    value.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect()
+}
+
+/// Shortest operator key (`MNEMO_API_KEY`) accepted: it is compared as given, so its length is
+/// its strength.
+pub const MIN_OPERATOR_KEY_CHARS: usize = 32;
+
 impl ServeArgs {
+    /// Refuses an operator key shorter than [`MIN_OPERATOR_KEY_CHARS`].
+    pub fn check_api_key(&self) -> Result<(), String> {
+        match self.api_key.as_deref().filter(|k| !k.is_empty()) {
+            Some(k) if k.chars().count() < MIN_OPERATOR_KEY_CHARS => Err(format!(
+                "MNEMO_API_KEY is {} characters long; it must have at least {MIN_OPERATOR_KEY_CHARS} \
+                 (generate one with `openssl rand -base64 32`)",
+                k.chars().count()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The listener's connection limits these settings describe.
+    pub fn connection_limits(&self) -> crate::http::conn::ConnLimits {
+        crate::http::conn::ConnLimits {
+            header_read_timeout: std::time::Duration::from_secs(self.header_read_timeout_secs),
+            max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+            shutdown_grace: std::time::Duration::from_secs(self.shutdown_grace_secs),
+        }
+    }
+
     /// Refuses an open server on a non-loopback address unless explicitly allowed
-    /// (`stored_keys`: API keys exist in the database, so requests need one).
+    /// (`stored_keys`: the database has ever stored an API key, so requests need one). Checked
+    /// at start only, and it need not be checked again: a database that has held a key never
+    /// becomes open again (migration 0050), whatever happens to its keys.
     pub fn check_exposure(&self, stored_keys: bool) -> Result<(), String> {
         let has_key = stored_keys || self.api_key.as_deref().is_some_and(|k| !k.is_empty());
         if !self.addr.ip().is_loopback() && !has_key && !self.allow_open {
@@ -506,11 +564,16 @@ mod tests {
             addr: addr.parse().unwrap(),
             api_key: key.map(str::to_string),
             allow_open: open,
+            allow_query_api_key: false,
+            auth_failures_per_minute: 20,
             metrics_addr: None,
             log_format: LogFormat::Text,
             max_body_bytes: 1024,
             request_timeout_secs: 30,
             shutdown_drain_secs: 0,
+            shutdown_grace_secs: 30,
+            header_read_timeout_secs: 30,
+            max_connections: 1024,
             console_session_minutes: 480,
             embed: EmbedArgs {
                 embedder: EmbedderKind::Hash,
@@ -533,6 +596,7 @@ mod tests {
             region: None,
             rate_limit_rpm: 0,
             cors_origins: String::new(),
+            allowed_hosts: String::new(),
             webhooks: webhook_args(None, None),
             mcp: McpServeArgs {
                 mcp_toolset: crate::mcp::Toolset::Mnemo,
@@ -614,6 +678,15 @@ mod tests {
         assert!(webhook_args(Some("hooks.example"), None).to_config().is_err());
         // The allowlist is checked even while webhooks are off, so a typo never waits for the URL.
         assert!(webhook_args(None, Some("nope")).to_config().is_err());
+    }
+
+    #[test]
+    fn operator_keys_need_32_characters() {
+        assert!(serve_args("127.0.0.1:1", None, false).check_api_key().is_ok());
+        assert!(serve_args("127.0.0.1:1", Some(""), false).check_api_key().is_ok());
+        let err = serve_args("127.0.0.1:1", Some("change-me"), false).check_api_key().unwrap_err();
+        assert!(err.contains("9 characters") && err.contains("at least 32"), "{err}");
+        assert!(serve_args("127.0.0.1:1", Some(&"k".repeat(32)), false).check_api_key().is_ok());
     }
 
     #[test]

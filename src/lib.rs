@@ -28,7 +28,6 @@ pub mod templates;
 pub mod transfer;
 
 use std::future::Future;
-use std::net::SocketAddr;
 
 use axum::Router;
 use tokio::net::TcpListener;
@@ -61,7 +60,7 @@ pub async fn shutdown_signal() {
 ///
 /// From the moment `shutdown` resolves `/readyz` answers 503; the listener keeps accepting for
 /// `shutdown_drain_secs` (load balancers see the 503 and stop routing here), then closes, and
-/// requests in flight finish.
+/// requests in flight have the shutdown grace period to finish (see [`http::conn`]).
 pub async fn serve<F>(listener: TcpListener, state: AppState, shutdown: F) -> std::io::Result<()>
 where
     F: Future<Output = ()> + Send + 'static,
@@ -85,16 +84,15 @@ where
     let dispatcher = state.webhooks.is_enabled().then(|| {
         tokio::spawn(services::webhooks::dispatch::run_dispatcher(state.pool.clone(), state.webhooks.clone(), stop_rx))
     });
-    let result = axum::serve(listener, app(state).into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown)
-        .await;
+    let limits = state.config.connections;
+    http::conn::run(listener, app(state), limits, shutdown).await;
     // The worker finishes its current batch (a transaction), the dispatcher its deliveries in
     // flight, before they stop.
     let _ = stop_tx.send(true);
     for task in [worker, dispatcher, erased].into_iter().flatten() {
         let _ = task.await;
     }
-    result
+    Ok(())
 }
 
 /// Serves `/metrics` (Prometheus text) on its own listener until `shutdown` resolves.

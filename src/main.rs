@@ -69,6 +69,7 @@ fn signing_keys(json: Option<&str>) -> anyhow::Result<SigningKeys> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Check settings and load the model before starting anything: clear, early errors.
+    args.check_api_key().map_err(anyhow::Error::msg)?;
     args.webhooks.to_config().map_err(anyhow::Error::msg)?;
     let keys = signing_keys(args.receipt_signing_keys.as_deref())?;
     let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
@@ -125,7 +126,7 @@ async fn serve_with(
     let pool = db::pool::connect_app(app_opts, args.db.db_max_connections)
         .await
         .context("connecting as the application role mnemo_app")?;
-    let stored_keys = db::keys::any_live(&mut *pool.acquire().await?).await?;
+    let stored_keys = db::keys::ever_stored(&mut *pool.acquire().await?).await?;
     args.check_exposure(stored_keys).map_err(anyhow::Error::msg)?;
     let webhooks = args.webhooks.to_config().map_err(anyhow::Error::msg)?;
     if let Some(url) = webhooks.url.as_deref() {
@@ -135,9 +136,12 @@ async fn serve_with(
     }
     let config = RuntimeConfig {
         api_key_sha256: args.api_key.as_deref().filter(|k| !k.is_empty()).map(|k| Sha256::digest(k.as_bytes()).into()),
+        allow_query_api_key: args.allow_query_api_key,
+        auth_failures_per_minute: args.auth_failures_per_minute,
         max_body_bytes: args.max_body_bytes,
         request_timeout_secs: args.request_timeout_secs,
         shutdown_drain_secs: args.shutdown_drain_secs,
+        connections: args.connection_limits(),
         console_session_minutes: args.console_session_minutes,
         compile_batch_size: args.compile_batch_size,
         ingest_writers: usize::from(args.ingest_writers),
@@ -150,7 +154,8 @@ async fn serve_with(
             region: args.region.clone().filter(|r| !r.is_empty()),
             rate_limit_rpm: args.rate_limit_rpm,
         },
-        cors_origins: args.cors_origins.split(',').map(str::trim).filter(|o| !o.is_empty()).map(String::from).collect(),
+        cors_origins: mnemo::config::comma_list(&args.cors_origins),
+        allowed_hosts: mnemo::config::comma_list(&args.allowed_hosts),
         webhooks,
         mcp: args.mcp.to_config(),
         compiler: args.compiler.to_compiler()?,

@@ -1,7 +1,7 @@
 //! Shared application state handed to every handler.
 
 use std::collections::HashSet;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,11 @@ use crate::services::webhooks::Webhooks;
 pub struct RuntimeConfig {
     /// sha256 of the single operator API key, when one is configured.
     pub api_key_sha256: Option<[u8; 32]>,
+    /// Accept a key in the `api_key` query parameter (`MNEMO_ALLOW_QUERY_API_KEY`; off: URLs end
+    /// up in proxy logs and browser history).
+    pub allow_query_api_key: bool,
+    /// Failed key attempts a minute per client address and per key prefix before 429 (0: off).
+    pub auth_failures_per_minute: u32,
     /// Largest accepted request body in bytes.
     pub max_body_bytes: usize,
     /// Per-request timeout in seconds.
@@ -38,14 +43,19 @@ pub struct RuntimeConfig {
     pub run_worker: bool,
     /// Residency and rate limits.
     pub access: crate::services::access::AccessPolicy,
-    /// Origins allowed by CORS (empty: CORS off).
+    /// Origins allowed by CORS (empty: CORS off); browsers' requests from them pass the Origin check.
     pub cors_origins: Vec<String>,
+    /// Host names served besides loopback ones (`MNEMO_ALLOWED_HOSTS`); empty: the Host header is
+    /// checked only while the server is open (see [`crate::http::origin`]).
+    pub allowed_hosts: Vec<String>,
     /// Webhook settings (off without a URL).
     pub webhooks: crate::services::webhooks::WebhookConfig,
     /// The MCP endpoint's tool set, forget switch and allowed origins.
     pub mcp: crate::mcp::McpConfig,
     /// Seconds between the start of shutdown (readiness fails) and the listener closing.
     pub shutdown_drain_secs: u64,
+    /// Header-read (and idle) timeout, connection cap and shutdown grace of the listener.
+    pub connections: crate::http::conn::ConnLimits,
     /// Which compiler turns episodes into memories (heuristic unless `MNEMO_COMPILER=llm`).
     pub compiler: crate::compile::llm::Compiler,
     /// How long an admin console session lasts, in minutes.
@@ -65,6 +75,8 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             api_key_sha256: None,
+            allow_query_api_key: false,
+            auth_failures_per_minute: 20,
             max_body_bytes: 1024 * 1024,
             request_timeout_secs: 30,
             compile_batch_size: 500,
@@ -74,9 +86,11 @@ impl Default for RuntimeConfig {
             run_worker: true,
             access: Default::default(),
             cors_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             webhooks: Default::default(),
             mcp: Default::default(),
             shutdown_drain_secs: 0,
+            connections: Default::default(),
             compiler: Default::default(),
             console_session_minutes: 480,
             ingest_writers: 1,
@@ -120,8 +134,10 @@ pub struct AppParts {
     pub tenant_settings: Arc<SettingsCache>,
     /// Operator receipt-signing keys (never logged).
     pub signing_keys: Arc<SigningKeys>,
-    /// Whether stored API keys exist (then keyless requests are refused).
+    /// Whether this database has ever stored an API key (then keyless requests are refused).
     pub keys_present: Arc<KeysPresent>,
+    /// Failed key attempts per client address and key prefix (API, MCP and console sign-in).
+    pub auth_throttle: Arc<crate::services::auth_throttle::AuthThrottle>,
     /// The webhook outbox handle (enqueue inside a change's transaction).
     pub webhooks: Arc<Webhooks>,
     /// Single-episode writes, grouped per tenant under concurrency.
@@ -143,6 +159,8 @@ impl AppState {
         let webhooks = Arc::new(Webhooks::new(&config.webhooks));
         let subjects = Arc::new(SubjectCache::with_capacities(config.context_cache_bytes, config.context_index_bytes));
         let lexer = Arc::new(Lexer::new(config.lexemes_at));
+        let auth_throttle =
+            Arc::new(crate::services::auth_throttle::AuthThrottle::new(config.auth_failures_per_minute));
         AppState(Arc::new(AppParts {
             group_commit: Arc::new(GroupCommit::new(
                 pool.clone(),
@@ -162,6 +180,7 @@ impl AppState {
             tenant_settings: Arc::new(SettingsCache::default()),
             signing_keys: Arc::new(SigningKeys::empty()),
             keys_present: Arc::new(KeysPresent::default()),
+            auth_throttle,
             shutting_down: Arc::new(AtomicBool::new(false)),
             console_key: Arc::new(rand::random()),
             reads: None,
@@ -212,28 +231,44 @@ impl KnownTenants {
     }
 }
 
-/// How long "are there stored keys?" is remembered: the first key created with the CLI takes
-/// effect on running servers within this time.
+/// How long "has a key ever been stored?" is remembered while the answer is no: the first key
+/// created with the CLI takes effect on running servers within this time.
 const KEYS_PRESENT_TTL: Duration = Duration::from_secs(2);
 
-/// A short-lived cache of whether any live API key exists (saves a query per keyless request).
+/// Whether this database has ever stored an API key (`mnemo_keys_exist()`, migration 0050).
+/// A yes is final (revoking every key never reopens the server), so it is kept for good; a no
+/// is re-read after [`KEYS_PRESENT_TTL`].
 #[derive(Default)]
-pub struct KeysPresent(Mutex<Option<(Instant, bool)>>);
+pub struct KeysPresent {
+    ever: AtomicBool,
+    checked: Mutex<Option<Instant>>,
+}
 
 impl KeysPresent {
-    /// Whether any live key exists (re-read after the TTL).
+    /// Whether any key was ever stored (a query at most every TTL until one was).
     pub async fn any(&self, pool: &PgPool) -> sqlx::Result<bool> {
-        if let Ok(guard) = self.0.lock() {
-            if let Some((at, v)) = *guard {
-                if at.elapsed() < KEYS_PRESENT_TTL {
-                    return Ok(v);
-                }
+        if self.ever.load(Ordering::Acquire) {
+            return Ok(true);
+        }
+        if let Ok(guard) = self.checked.lock() {
+            if guard.is_some_and(|at| at.elapsed() < KEYS_PRESENT_TTL) {
+                return Ok(false);
             }
         }
-        let v = crate::db::keys::any_live(&mut *pool.acquire().await?).await?;
-        if let Ok(mut guard) = self.0.lock() {
-            *guard = Some((Instant::now(), v));
+        let v = crate::db::keys::ever_stored(&mut *pool.acquire().await?).await?;
+        if v {
+            self.ever.store(true, Ordering::Release);
+        } else if let Ok(mut guard) = self.checked.lock() {
+            *guard = Some(Instant::now());
         }
         Ok(v)
+    }
+}
+
+impl AppState {
+    /// Whether requests need a key: an operator key is configured, or a key was ever stored.
+    /// The API, MCP and the console all ask this one question.
+    pub async fn keyed(&self) -> sqlx::Result<bool> {
+        Ok(self.config.api_key_sha256.is_some() || self.keys_present.any(&self.pool).await?)
     }
 }

@@ -24,8 +24,9 @@ pub struct Ctx {
 }
 
 /// Whether the server runs without any key (the API is open; the console is loopback only).
+/// Once a key was stored this stays false, so open-mode sessions end for good.
 pub async fn is_open(st: &AppState) -> Result<bool, PageError> {
-    Ok(st.config.api_key_sha256.is_none() && !st.keys_present.any(&st.pool).await?)
+    Ok(!st.keyed().await?)
 }
 
 /// Fingerprint of the operator key digest under the console key (sessions end when it changes).

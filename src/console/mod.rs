@@ -89,10 +89,16 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 pub const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; \
                        form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-/// An HTML answer with the console's CSP.
+/// An HTML answer with the console's CSP. Its referrer policy is `same-origin`, not the API's
+/// `no-referrer`: under `no-referrer` a browser sends `Origin: null` with the page's own form
+/// posts, which the Origin check ([`crate::http::origin`]) refuses like any foreign origin.
 pub fn html(status: StatusCode, page: Markup) -> Response {
-    (status, [(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CONTENT_SECURITY_POLICY, CSP)], page.0)
-        .into_response()
+    let headers = [
+        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        (header::CONTENT_SECURITY_POLICY, CSP),
+        (header::REFERRER_POLICY, "same-origin"),
+    ];
+    (status, headers, page.0).into_response()
 }
 
 /// A failed page: a client error shown with its message, or an opaque server error.

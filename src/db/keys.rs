@@ -26,8 +26,8 @@ pub async fn find(conn: &mut PgConnection, digest: &[u8]) -> sqlx::Result<Option
     Ok(row.map(|r| (r.key_id, r.tenant_id, r.is_admin)))
 }
 
-/// Whether any live key exists.
-pub async fn any_live(conn: &mut PgConnection) -> sqlx::Result<bool> {
+/// Whether this database has ever stored a key, live or revoked (migration 0050).
+pub async fn ever_stored(conn: &mut PgConnection) -> sqlx::Result<bool> {
     sqlx::query_scalar!(r#"SELECT mnemo_keys_exist() AS "exists!""#).fetch_one(conn).await
 }
 

@@ -1,7 +1,9 @@
 //! Authentication and per-request access: API keys, tenant binding, admin scope, residency
 //! and rate limits. Runs before routing; sets the [`Caller`] every handler's tenant comes from.
 
-use axum::extract::{Request, State};
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -26,7 +28,8 @@ pub const PUBLIC_PATHS: &[&str] = &[
     "/.well-known/oauth-protected-resource/mcp",
 ];
 
-fn presented_key(req: &Request) -> Option<String> {
+/// The key a request presents: `X-API-Key`, a bearer token, or (when allowed) `?api_key=`.
+fn presented_key(req: &Request, allow_query: bool) -> Option<String> {
     if let Some(v) = req.headers().get("x-api-key").and_then(|v| v.to_str().ok()) {
         return Some(v.to_string());
     }
@@ -38,6 +41,9 @@ fn presented_key(req: &Request) -> Option<String> {
     if let Some(token) = bearer.filter(|t| !t.is_empty()) {
         return Some(token);
     }
+    if !allow_query {
+        return None;
+    }
     let q = req.uri().query()?;
     form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "api_key").map(|(_, v)| v.into_owned())
 }
@@ -46,16 +52,38 @@ fn refuse(status: StatusCode, code: &str, message: &str) -> ApiError {
     ApiError::client(status, code, message)
 }
 
+/// 429 for a client or key prefix with too many failed attempts in the last minute.
+pub fn throttled(retry_after: std::time::Duration) -> ApiError {
+    let secs = retry_after.as_secs().max(1);
+    ApiError::Client {
+        status: StatusCode::TOO_MANY_REQUESTS,
+        code: "too_many_failed_attempts".into(),
+        message: format!("Too many failed API key attempts; retry after {secs} s."),
+        details: None,
+        retry_after: Some(secs),
+    }
+}
+
 /// Resolves the caller from the presented key and the tenant header.
-async fn resolve(st: &AppState, presented: Option<String>, header: Option<String>) -> Result<Caller, ApiError> {
+async fn resolve(
+    st: &AppState,
+    addr: Option<IpAddr>,
+    presented: Option<String>,
+    header: Option<String>,
+) -> Result<Caller, ApiError> {
     let or_default = |h: Option<String>| h.unwrap_or_else(|| DEFAULT_TENANT.to_string());
     let Some(key) = presented else {
-        if st.config.api_key_sha256.is_some() || st.keys_present.any(&st.pool).await? {
+        if st.keyed().await? {
             return Err(refuse(StatusCode::UNAUTHORIZED, "missing_api_key", "X-API-Key header is required."));
         }
-        // Open mode: no operator key and no stored keys (local development).
+        // Open mode: no operator key and no key ever stored (local development).
         return Ok(Caller { tenant: or_default(header), key_id: None, admin: true });
     };
+    // A blocked client or key prefix is refused before any key is checked: no guess made
+    // meanwhile can succeed.
+    if let Some(left) = st.auth_throttle.blocked(addr, &key) {
+        return Err(throttled(left));
+    }
     if let Some(expected) = st.config.api_key_sha256 {
         // Digests are compared, so the comparison is constant-time and length-independent.
         let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
@@ -64,6 +92,7 @@ async fn resolve(st: &AppState, presented: Option<String>, header: Option<String
         }
     }
     let Some(stored) = keys::lookup(&st.pool, &key).await? else {
+        st.auth_throttle.failed(addr, &key);
         return Err(refuse(StatusCode::FORBIDDEN, "invalid_api_key", "Invalid API key."));
     };
     if stored.admin {
@@ -90,7 +119,9 @@ pub async fn authenticate(State(st): State<AppState>, mut req: Request, next: Ne
         Ok(h) => h,
         Err(e) => return e.into_response(),
     };
-    let caller = match resolve(&st, presented_key(&req), header).await {
+    let addr = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
+    let presented = presented_key(&req, st.config.allow_query_api_key);
+    let caller = match resolve(&st, addr, presented, header).await {
         Ok(c) => c,
         Err(e) => return e.into_response(),
     };

@@ -41,7 +41,11 @@ where
                 HeaderValue::from_static("nosniff"),
             ))
             .layer(SetResponseHeaderLayer::overriding(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
-            .layer(SetResponseHeaderLayer::overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
+            // Console pages set their own (see `crate::console::html`).
+            .layer(SetResponseHeaderLayer::if_not_present(
+                header::REFERRER_POLICY,
+                HeaderValue::from_static("no-referrer"),
+            ))
             .layer(SetResponseHeaderLayer::if_not_present(header::CONTENT_SECURITY_POLICY, content_security_policy))
             .layer(SetResponseHeaderLayer::if_not_present(header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
             .layer(

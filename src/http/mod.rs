@@ -5,6 +5,7 @@ pub mod auth;
 pub mod backup;
 pub mod body;
 pub mod compile;
+pub mod conn;
 pub mod context;
 pub mod episodes;
 pub mod extract;
@@ -13,6 +14,7 @@ pub mod layers;
 pub mod memories;
 pub mod meta;
 pub mod middleware;
+pub mod origin;
 pub mod path;
 pub mod policy;
 pub mod query;
@@ -145,6 +147,8 @@ pub fn router(state: AppState) -> Router {
     );
     // The console authenticates with its own session cookie, so it sits outside the key middleware.
     let routes = routes.merge(crate::console::routes(&state));
+    // Host, Origin and Content-Type, for API, MCP and console alike, before anything else runs.
+    let routes = routes.layer(axum::middleware::from_fn_with_state(state.clone(), origin::check));
     let routes = layers::observed(routes);
     // Outermost, so preflight requests are answered before authentication.
     let routes = match cors_layer(&cfg.cors_origins) {

@@ -4,7 +4,6 @@
 
 pub mod args;
 pub mod bridge;
-pub mod origin;
 pub mod precheck;
 pub mod server;
 pub mod statewave;
@@ -50,11 +49,11 @@ pub struct McpConfig {
     pub toolset: Toolset,
     /// Adds the `forget` tool (mnemo tool set only).
     pub allow_forget: bool,
-    /// Browser origins allowed besides loopback ones (`*` for any).
+    /// Browser origins allowed on `/mcp` besides the server's own, loopback and CORS ones (`*` for any).
     pub allowed_origins: Vec<String>,
 }
 
-/// The `/mcp` route (origin-checked) and the metadata documents.
+/// The `/mcp` route and the metadata documents.
 pub fn routes(state: &AppState) -> Router<AppState> {
     let handler = server::MnemoMcp::new(state.clone());
     let config = StreamableHttpServerConfig::default()
@@ -62,7 +61,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .with_sse_retry(None)
-        // Host and Origin are checked by `origin::check` with mnemo's own settings.
+        // Host and Origin are checked for every route by `crate::http::origin::check`.
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(state.config.max_body_bytes);
@@ -70,8 +69,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(NeverSessionManager::default()), config);
     let mut router = Router::new()
         .route_service(PATH, service)
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), precheck::check))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), origin::check));
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), precheck::check));
     for path in METADATA_PATHS {
         router = router.route(path, get(protected_resource));
     }
@@ -89,14 +87,9 @@ fn base_url(headers: &HeaderMap) -> String {
     format!("{proto}://{host}")
 }
 
-/// Whether requests need an API key (operator key configured or stored keys exist).
-async fn auth_on(st: &AppState) -> Result<bool, ApiError> {
-    Ok(st.config.api_key_sha256.is_some() || st.keys_present.any(&st.pool).await?)
-}
-
 /// RFC 9728 protected-resource metadata for `/mcp`; 404 when the server runs open (no keys).
 async fn protected_resource(State(st): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    if !auth_on(&st).await? {
+    if !st.keyed().await? {
         return Err(ApiError::not_found("Not Found"));
     }
     let base = base_url(&headers);

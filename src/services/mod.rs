@@ -1,6 +1,7 @@
 //! Business logic: plain Rust over the store, no HTTP types.
 
 pub mod access;
+pub mod auth_throttle;
 pub mod compile;
 pub mod context;
 pub mod context_call;

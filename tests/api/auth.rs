@@ -238,3 +238,56 @@ async fn tenant_config_is_versioned_validated_and_region_checked() {
     let (_, list) = app.get("/admin/tenants").await;
     assert!(list["tenants"].as_array().unwrap().iter().any(|t| t["tenant_id"] == "acme"), "{list}");
 }
+
+/// A client whose connections come from `ip` (any 127.0.0.0/8 address reaches the server).
+fn client_from(ip: &str) -> reqwest::Client {
+    reqwest::Client::builder().local_address(ip.parse::<std::net::IpAddr>().unwrap()).build().unwrap()
+}
+
+async fn status_with(app: &TestApp, c: &reqwest::Client, key: &str) -> reqwest::Response {
+    c.get(app.url("/v1/subjects")).header("X-API-Key", key).send().await.unwrap()
+}
+
+#[tokio::test]
+async fn failed_key_attempts_are_throttled_per_address_and_per_key_prefix() {
+    let app = spawn_with(RuntimeConfig { auth_failures_per_minute: 3, ..RuntimeConfig::default() }).await;
+    let key = mnemo::services::keys::create(&app.pool, "acme", false, None).await.unwrap();
+    // One address guessing: three failures, then 429 with Retry-After, even for the right key.
+    let guesser = client_from("127.0.0.2");
+    for i in 0..3 {
+        assert_eq!(status_with(&app, &guesser, &format!("guess-{i}")).await.status(), 403);
+    }
+    let r = status_with(&app, &guesser, &key.secret).await;
+    assert_eq!(r.status(), 429);
+    let retry: u64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    let (_, b) = crate::common::split(r).await;
+    assert_eq!(b["error"]["code"], "too_many_failed_attempts");
+    // Another address is not affected.
+    assert_eq!(status_with(&app, &client_from("127.0.0.3"), &key.secret).await.status(), 200);
+    // One key id guessed from several addresses: its prefix is blocked wherever from.
+    let id_prefix = format!("mnemo_{}_", key.row.key_id);
+    for (i, ip) in ["127.0.0.4", "127.0.0.5", "127.0.0.6"].iter().enumerate() {
+        let r = status_with(&app, &client_from(ip), &format!("{id_prefix}wrong{i}")).await;
+        assert_eq!(r.status(), 403);
+    }
+    assert_eq!(status_with(&app, &client_from("127.0.0.7"), &format!("{id_prefix}wrong9")).await.status(), 429);
+    // Requests without a key are not attempts.
+    let r = client_from("127.0.0.2").get(app.url("/v1/subjects")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+}
+
+#[tokio::test]
+async fn a_short_operator_key_stops_the_server_at_start() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
+        .args(["serve"])
+        .env("MNEMO_API_KEY", "change-me")
+        .env("MNEMO_EMBEDDER", "hash")
+        .env("MNEMO_DATABASE_URL", "postgres://nobody@127.0.0.1:1/none")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("MNEMO_API_KEY is 9 characters long; it must have at least 32"), "{err}");
+    assert!(!err.contains("change-me"), "the key is never printed");
+}

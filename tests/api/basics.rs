@@ -81,7 +81,16 @@ async fn api_key_is_required_when_configured() {
     assert_eq!(body["error"]["code"], "invalid_api_key");
     let r = app.client.get(app.url("/v1/subjects")).header("X-API-Key", "s3cret").send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200);
+    // A key in the query string is ignored unless MNEMO_ALLOW_QUERY_API_KEY is on.
     let r = app.client.get(app.url("/v1/subjects?api_key=s3cret")).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    let cfg = RuntimeConfig {
+        api_key_sha256: Some(Sha256::digest(b"s3cret").into()),
+        allow_query_api_key: true,
+        ..RuntimeConfig::default()
+    };
+    let allowed = spawn_with(cfg).await;
+    let r = allowed.client.get(allowed.url("/v1/subjects?api_key=s3cret")).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200);
     // Probes stay public.
     assert_eq!(app.get("/healthz").await.0, 200);

@@ -5,12 +5,12 @@
 use crate::common::TestApp;
 use reqwest::redirect::Policy;
 
-fn client() -> reqwest::Client {
+pub fn client() -> reqwest::Client {
     reqwest::Client::builder().redirect(Policy::none()).build().unwrap()
 }
 
 /// The value of `name` in the response's Set-Cookie headers, and the whole header line.
-fn set_cookie(r: &reqwest::Response, name: &str) -> Option<(String, String)> {
+pub fn set_cookie(r: &reqwest::Response, name: &str) -> Option<(String, String)> {
     r.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()).find_map(|h| {
         let v = h.strip_prefix(name)?.strip_prefix('=')?;
         Some((v.split(';').next().unwrap_or("").to_string(), h.to_string()))
@@ -18,7 +18,7 @@ fn set_cookie(r: &reqwest::Response, name: &str) -> Option<(String, String)> {
 }
 
 /// The sign-in form's login cookie and CSRF token.
-async fn login_form(app: &TestApp, c: &reqwest::Client) -> (String, String) {
+pub async fn login_form(app: &TestApp, c: &reqwest::Client) -> (String, String) {
     let r = c.get(app.url("/admin/ui/login")).send().await.unwrap();
     assert_eq!(r.status(), 200);
     let (nonce, _) = set_cookie(&r, "mnemo_console_login").expect("login cookie");
@@ -27,13 +27,13 @@ async fn login_form(app: &TestApp, c: &reqwest::Client) -> (String, String) {
 }
 
 /// The value of the first hidden input `name` of a page.
-fn hidden(html: &str, name: &str) -> String {
+pub fn hidden(html: &str, name: &str) -> String {
     let at = html.find(&format!("name=\"{name}\" value=\"")).expect("hidden field") + name.len() + 15;
     html[at..].split('"').next().unwrap().to_string()
 }
 
 /// Signs in with `key`; returns the response.
-async fn sign_in(app: &TestApp, c: &reqwest::Client, key: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+pub async fn sign_in(app: &TestApp, c: &reqwest::Client, key: &str, headers: &[(&str, &str)]) -> reqwest::Response {
     let (nonce, token) = login_form(app, c).await;
     let mut req = c
         .post(app.url("/admin/ui/login"))
@@ -155,7 +155,7 @@ async fn a_session_ends_when_its_key_is_revoked_or_it_signs_out() {
 }
 
 /// This machine's first non-loopback IPv4 address (no packet is sent), if it has one.
-fn non_loopback_ip() -> Option<std::net::IpAddr> {
+pub fn non_loopback_ip() -> Option<std::net::IpAddr> {
     let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
     s.connect("192.0.2.1:9").ok()?;
     let ip = s.local_addr().ok()?.ip();
@@ -166,9 +166,11 @@ fn non_loopback_ip() -> Option<std::net::IpAddr> {
 async fn without_any_key_the_console_is_served_on_loopback_only() {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let db = std::sync::Arc::new(crate::common::fresh_database().await);
+    // The address is an allowed Host, so the console's own peer rule is what refuses it.
+    let hosts = non_loopback_ip().map(|ip| vec![ip.to_string()]).unwrap_or_default();
     let app = crate::common::spawn_bound(
         db,
-        Default::default(),
+        mnemo::RuntimeConfig { allowed_hosts: hosts, ..Default::default() },
         embedder,
         mnemo::receipts::signing::SigningKeys::empty(),
         "0.0.0.0:0",

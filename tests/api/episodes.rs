@@ -206,7 +206,14 @@ async fn bad_input_is_a_4xx_naming_the_field_and_writes_nothing() {
         assert!(err["details"].is_array());
     }
     // Not JSON at all.
-    let r = app.client.post(app.url("/v1/episodes")).body("{nope").send().await.unwrap();
+    let r = app
+        .client
+        .post(app.url("/v1/episodes"))
+        .header("Content-Type", "application/json")
+        .body("{nope")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status().as_u16(), 422);
     assert_eq!(app.count("episodes").await, 0);
 }

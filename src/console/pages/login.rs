@@ -2,8 +2,9 @@
 //! and sign-out.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Form;
@@ -61,6 +62,7 @@ fn login_form(st: &AppState, headers: &HeaderMap, open: bool, status: StatusCode
 /// Checks the form's token and the key; on success sets the session cookie.
 pub async fn submit(
     State(st): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     Form(form): Form<HashMap<String, String>>,
 ) -> PageResult {
@@ -82,7 +84,7 @@ pub async fn submit(
         Who::Open
     } else {
         let presented = form.get("api_key").map(|k| k.trim()).unwrap_or_default();
-        match identify(&st, presented).await? {
+        match identify(&st, peer.ip(), presented).await? {
             Ok(who) => who,
             Err(msg) => return Ok(login_form(&st, &headers, open, StatusCode::FORBIDDEN, Some(msg))),
         }
@@ -104,9 +106,18 @@ pub async fn submit(
 }
 
 /// The admin identity of a presented key, or why it cannot sign in.
-async fn identify(st: &AppState, presented: &str) -> Result<Result<Who, &'static str>, crate::console::PageError> {
+async fn identify(
+    st: &AppState,
+    peer: IpAddr,
+    presented: &str,
+) -> Result<Result<Who, &'static str>, crate::console::PageError> {
     if presented.is_empty() {
         return Ok(Err("Enter an admin API key."));
+    }
+    // The API's throttle of failed key attempts, shared with the sign-in form.
+    if let Some(left) = st.auth_throttle.blocked(Some(peer), presented) {
+        let message = format!("Too many failed API key attempts; retry after {} s.", left.as_secs().max(1));
+        return Err(crate::console::PageError::Client(StatusCode::TOO_MANY_REQUESTS, message));
     }
     if let Some(expected) = st.config.api_key_sha256 {
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
@@ -117,7 +128,10 @@ async fn identify(st: &AppState, presented: &str) -> Result<Result<Who, &'static
     Ok(match keys::lookup(&st.pool, presented).await? {
         Some(k) if k.admin => Ok(Who::Key { key_id: k.key_id, tenant: k.tenant }),
         Some(_) => Err("This key is not an admin key: the console needs an admin key."),
-        None => Err("Invalid API key."),
+        None => {
+            st.auth_throttle.failed(Some(peer), presented);
+            Err("Invalid API key.")
+        }
     })
 }
 
