@@ -921,4 +921,19 @@ mod tests {
             prop_assert_eq!(split, whole);
         }
     }
+
+    #[test]
+    fn evidence_never_retires_what_is_not_evidence() {
+        let text = "the quarterly review moved to friday at ten in room four";
+        let user = mem(1, MemoryKind::EpisodeSummary, text, day(2026, 1, 1));
+        let mut mail = mem(2, MemoryKind::EpisodeSummary, text, day(2026, 1, 2));
+        mail.evidence = true;
+        assert!(resolve(&[user.clone(), mail.clone()], now()).iter().all(|d| d.superseded != user.id));
+        // The other way round the newer, trusted memory wins as before.
+        let mut old_mail = mem(3, MemoryKind::EpisodeSummary, text, day(2026, 1, 1));
+        old_mail.evidence = true;
+        let newer_user = mem(4, MemoryKind::EpisodeSummary, text, day(2026, 1, 3));
+        let ds = resolve(&[old_mail.clone(), newer_user], now());
+        assert!(ds.iter().any(|d| d.superseded == old_mail.id), "{ds:?}");
+    }
 }

@@ -75,9 +75,10 @@ pub const USER_SOURCES: [&str; 10] = [
     "voice",
 ];
 /// Sources that are the assistant or the application speaking (`memory-template`: episodes the
-/// application records through `POST /v1/memory-templates/{id}/apply`).
-pub const AGENT_SOURCES: [&str; 8] =
-    ["assistant", "agent", "bot", "ai", "system", "support", "staff", "memory-template"];
+/// application records through `POST /v1/memory-templates/{id}/apply`; `mcp`: the MCP
+/// `remember` tool's default, the user's words relayed by the agent).
+pub const AGENT_SOURCES: [&str; 9] =
+    ["assistant", "agent", "bot", "ai", "system", "support", "staff", "memory-template", "mcp"];
 
 /// Longest source name a tenant can configure (the episode column's limit).
 pub const MAX_SOURCE_CHARS: usize = 256;
