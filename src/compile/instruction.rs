@@ -132,7 +132,7 @@ fn clause_starts(sentence: &str) -> Vec<usize> {
 fn overrides(s: &Signals, sentence: &str) -> bool {
     s.overrides.find_iter(sentence).any(|m| {
         let before = &sentence[..m.start()];
-        let clause = before.rsplit(|c| matches!(c, ',' | ';' | ':' | '!' | '(' | '"')).next().unwrap_or(before);
+        let clause = before.rsplit([',', ';', ':', '!', '(', '"']).next().unwrap_or(before);
         let you = clause.to_lowercase().split(|c: char| !c.is_alphanumeric()).any(|w| w == "you" || w == "your");
         you || !s.other_subject.is_match(clause)
     })

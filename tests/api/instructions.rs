@@ -2,6 +2,7 @@
 //! for: the project's own varied cases (`tests/eval/instructions.json`), and, when `../shared`
 //! is beside the clone, every turn of the LoCoMo and BEAM dev sets (ordinary talk: the share of
 //! turns the detector changes must stay at or under 0.2%).
+#![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
 

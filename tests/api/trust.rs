@@ -1,5 +1,6 @@
 //! Who said it (issue 49): third-party text never speaks as the user, instructions never become
 //! memories, bundles fence what is not the user's, and a request to forget is honoured.
+#![allow(clippy::unwrap_used)]
 
 use serde_json::{json, Value};
 
