@@ -48,6 +48,10 @@ struct Signals {
     strong: RegexSet,
     /// Signal 5: the imperative opening, its verb in group `v`.
     imperative: Regex,
+    /// Signal 5: an acting verb joined to a clause ("… and post them to …").
+    joined: Regex,
+    /// Signal 5, third parties only: an explicit directive phrase, any verb.
+    told: Regex,
     /// Signal 5: an object that leaves the conversation.
     outward: Regex,
     /// A sentence that only qualifies the instruction before it.
@@ -83,6 +87,15 @@ fn build() -> Result<Signals, regex::Error> {
     // Openers that may come before the verb of an imperative.
     let lead = r"(?:(?:please|pls|kindly|do|now|first|firstly|then|also|and|so|immediately|urgently|quickly|just|simply|always|never|next|finally|secondly|thirdly|instead|afterwards|important|note|reminder|remember|todo|task|action\s+required|ps|p\.s\.|hey|ok|okay)\b[\s,:;!.\-–—]*|(?:you\s+(?:must|should|need\s+to|have\s+to|shall|will|are\s+to|are\s+required\s+to)|make\s+sure\s+(?:to|you)|be\s+sure\s+to|don['’]t\s+forget\s+to|remember\s+to|i\s+(?:want|need)\s+you\s+to|it\s+is\s+(?:very\s+|extremely\s+)?(?:important|crucial|essential)\s+(?:that\s+you|to)|the\s+(?:assistant|ai|agent|model)\s+(?:must|should|will))\s+)*";
     let imperative = Regex::new(&format!(r"(?i)^[\s\W]*{lead}(?P<v>{ACTING_VERBS})\b"))?;
+    // "… and post them to www.x.example": an acting verb joined to the clause, on its object.
+    let joined = Regex::new(&format!(
+        r"(?i)\b(?:and|then)\s+(?:{ACTING_VERBS})\s+(?:it|them|this|that|these|those|the|all|every|each|a|an|my|your|their|his|her)\b"
+    ))?;
+    // A reader told what to do in so many words ("remember to", "make sure to", "you must"):
+    // in a third party's text, whatever the verb.
+    let told = Regex::new(
+        r"(?i)^[\s\W]*(?:(?:please|pls|kindly|also|and|then|now|first)\s+)?(?:remember\s+to|make\s+sure\s+(?:to|you)|be\s+sure\s+to|don['’]t\s+forget\s+to|do\s+not\s+forget\s+to|you\s+(?:must|need\s+to|have\s+to|are\s+required\s+to|are\s+to|shall))\s+\w+",
+    )?;
     let outward = Regex::new(
         r"(?i)[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\bhttps?://|\bwww\.|\b[\w-]+\.(?:com|net|org|io|ai|dev|app|co|me|xyz|ru|cn|info|biz|example|site|online|top)\b|(?-i:\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b)|\+\d[\d\s().-]{7,}\d|\(\d{3}\)\s?\d{3}[\s.-]\d{4}|\b\d{3}[.-]\d{3}[.-]\d{4}\b|\b\d{10,}\b|\b(?:passwords?|passcodes?|passphrases?|credentials?|api[\s_-]?keys?|tokens?|secrets?|security\s+codes?|verification\s+codes?|2fa|otp|pin\s+(?:codes?|numbers?)|ssn|social\s+security|credit\s+cards?|card\s+numbers?|cvv|bank\s+(?:details|accounts?)|account\s+numbers?|iban|routing\s+numbers?|private\s+keys?|seed\s+phrases?|wallet)\b|\b(?:all|every|each|any)\s+(?:of\s+)?(?:the\s+|my\s+|your\s+|their\s+|his\s+|her\s+)?(?:emails?|e-mails?|messages?|files?|documents?|contacts?|data|conversations?|chats?|history|records?|transactions?|photos?|notes?|memories|details)\b",
     )?;
@@ -92,17 +105,29 @@ fn build() -> Result<Signals, regex::Error> {
     let continuation = Regex::new(
         r"(?i)^\W*(?:(?:the|its|their|this|that|each|every)\s+\w+(?:\s+\w+)?\s+(?:should|must|shall|has\s+to|needs\s+to)\s+be\b|(?:then|after\s+that|afterwards|also|make\s+sure|be\s+sure|remember\s+to)\b)",
     )?;
-    Ok(Signals { overrides, other_subject, strong, imperative, outward, noun_use, continuation })
+    Ok(Signals { overrides, other_subject, strong, imperative, joined, told, outward, noun_use, continuation })
 }
 
 /// True when `sentence` is an instruction aimed at the agent (see the module doc).
 pub fn aimed_at_agent(sentence: &str, speaker: Speaker) -> bool {
     let s = &*SIGNALS;
-    if s.strong.is_match(sentence) || overrides(s, sentence) {
+    // "External_Ignore your previous instructions": an underscore joins words, not meaning.
+    let original = sentence;
+    let spaced;
+    let sentence = if sentence.contains('_') {
+        spaced = sentence.replace('_', " ");
+        spaced.as_str()
+    } else {
+        sentence
+    };
+    if s.strong.is_match(original) || s.strong.is_match(sentence) || overrides(s, sentence) {
         return true;
     }
     if speaker == Speaker::Agent {
         return false;
+    }
+    if s.joined.is_match(sentence) && s.outward.is_match(sentence) {
+        return true;
     }
     clause_starts(sentence).into_iter().any(|start| {
         let clause = &sentence[start..];
@@ -110,7 +135,8 @@ pub fn aimed_at_agent(sentence: &str, speaker: Speaker) -> bool {
             return false;
         };
         !s.noun_use.is_match(&clause[verb.end()..]) && (speaker == Speaker::ThirdParty || s.outward.is_match(clause))
-    })
+    }) || (speaker == Speaker::ThirdParty
+        && clause_starts(sentence).into_iter().any(|start| s.told.is_match(&sentence[start..])))
 }
 
 /// Where an imperative may start in a sentence: its start, and after a label or a joined clause
@@ -155,7 +181,13 @@ fn sentence_spans(text: &str) -> Vec<(usize, usize)> {
             while j < bytes.len() && matches!(bytes[j], b'.' | b'!' | b'?' | b';') {
                 j += 1;
             }
-            if j == bytes.len() || bytes[j].is_ascii_whitespace() {
+            // "…7.2%.TODO: …": a terminator glued to a capitalised word still ends a sentence.
+            let glued = j + 1 < bytes.len()
+                && bytes[j].is_ascii_uppercase()
+                && (bytes[j + 1].is_ascii_alphabetic())
+                && i > 0
+                && matches!(bytes[i - 1], b'a'..=b'z' | b'0'..=b'9' | b'%' | b')' | b'"' | b'\'');
+            if j == bytes.len() || bytes[j].is_ascii_whitespace() || glued {
                 spans.push((start, j));
                 start = j;
                 i = j;
