@@ -36,9 +36,10 @@ fn lines(bundle: &str) -> Vec<(String, String)> {
     out
 }
 
+/// The user's current facts: active profile facts that are not evidence.
 fn active_facts(mems: &[Value]) -> Vec<String> {
     mems.iter()
-        .filter(|m| m["kind"] == "profile_fact" && m["status"] == "active")
+        .filter(|m| m["kind"] == "profile_fact" && m["status"] == "active" && m["metadata"]["voice"] != "evidence")
         .map(|m| m["content"].as_str().unwrap().to_lowercase())
         .collect()
 }
@@ -248,4 +249,38 @@ async fn mcp_remember_relays_the_user_and_recall_fences_evidence() {
             assert!(head.starts_with("## Quoted material") && line.starts_with("> [email"), "{head} / {line}");
         }
     }
+}
+
+#[tokio::test]
+async fn an_imported_backup_keeps_evidence_out_of_the_users_facts() {
+    let app = spawn().await;
+    let s = "user:imported";
+    post_all(&app, vec![episode(s, "I work at Globex."), episode(s, "I live in Quito.")]).await;
+    app.compile_all(s).await;
+    let (st, mut doc) = app.get(&format!("/admin/export/{s}")).await;
+    assert_eq!(st, 200, "{doc}");
+    // In the backup, the first turn came from an email (as another system might have stored it).
+    let first = doc["episodes"][0]["id"].clone();
+    doc["episodes"][0]["source"] = json!("email");
+    doc["subject_id"] = json!("user:imported-2");
+    for e in doc["episodes"].as_array_mut().unwrap() {
+        e["subject_id"] = json!("user:imported-2");
+    }
+    for m in doc["memories"].as_array_mut().unwrap() {
+        m["subject_id"] = json!("user:imported-2");
+    }
+    doc["checksum"] =
+        json!(mnemo::services::statewave_backup::document::checksum(doc.get("episodes"), doc.get("memories")));
+    let (st, b) = app.post("/admin/import", &json!({"document": doc, "preserve_ids": false})).await;
+    assert_eq!(st, 200, "{b}");
+    let mems = app.memories("user:imported-2").await;
+    let facts = active_facts(&mems);
+    assert!(facts.iter().all(|f| !f.contains("globex")), "{facts:?}");
+    assert!(facts.iter().any(|f| f.contains("quito")), "{facts:?}");
+    let from_mail: Vec<&Value> = mems.iter().filter(|m| m["content"].as_str().unwrap().contains("Globex")).collect();
+    assert!(
+        !from_mail.is_empty() && from_mail.iter().all(|m| m["metadata"]["voice"] == "evidence"),
+        "{mems:#?} {first}"
+    );
+    assert!(from_mail.iter().all(|m| m["metadata"].get("claim").is_none()), "{from_mail:#?}");
 }

@@ -12,11 +12,13 @@ use uuid::Uuid;
 use super::document::{self, DocError, DocMemory, Document};
 use crate::compile::claims::{claim_from_parts, parse_claim, Cardinality, Claim, Registry};
 use crate::compile::heuristic::extract_facts_with;
+use crate::compile::pipeline::source_label;
 use crate::compile::text::episode_text;
 use crate::db;
 use crate::db::backup::{EpisodeRows, MemoryRows};
 use crate::embed::Embedder;
 use crate::model::memory::MemoryKind;
+use crate::model::voice::{Trust, Voice};
 use crate::policy::suggest::suggest_labels;
 use crate::progress::Progress;
 use crate::services::compile::{embed_texts, registry_for};
@@ -127,7 +129,8 @@ pub async fn import(
         ids.episodes.iter().enumerate().map(|(i, id)| (*id, first_seq + i as i64)).collect();
     db::backup::insert_episodes(&mut tx, &tenant, &subject, &episode_rows(&doc, &ids, first_seq)).await?;
     progress.advance(doc.episodes.len() as u64);
-    let rows = memory_rows(&doc, &ids, &seq_of, memory_vectors, &registry, suggest);
+    let trust = Trust::from_config(&config);
+    let rows = memory_rows(&doc, &ids, &seq_of, memory_vectors, &registry, &trust, suggest);
     let model = embedder.model_id().to_string();
     db::backup::insert_memories(&mut tx, &tenant, &subject, &rows, &model).await?;
     let ep_ids: Vec<Uuid> = episode_texts.iter().map(|(i, _)| ids.episodes[*i]).collect();
@@ -224,10 +227,15 @@ fn memory_rows(
     seq_of: &HashMap<Uuid, i64>,
     vectors: &[Vec<f32>],
     registry: &Registry,
+    trust: &Trust,
     suggest: bool,
 ) -> MemoryRows {
     let mut rows = MemoryRows::default();
     let mut per_seq: BTreeMap<i64, usize> = BTreeMap::new();
+    // The document's episodes by id: a memory made only from evidence is evidence here too
+    // (never a claim, never the user's; [`crate::model::voice`]), whoever compiled it.
+    let source_of: HashMap<Uuid, &str> =
+        doc.episodes.iter().filter_map(|e| e.id.map(|id| (id, e.source.as_str()))).collect();
     for ((m, id), v) in doc.memories.iter().zip(&ids.memories).zip(vectors) {
         let sources: Vec<Uuid> = m.source_episode_ids.iter().map(|s| *ids.remap.get(s).unwrap_or(s)).collect();
         // Order among memories as compile gives it: the source episode's seq, then position.
@@ -235,8 +243,13 @@ fn memory_rows(
         let index = per_seq.entry(seq).or_insert(0);
         rows.order_tiebreak.push(format!("{seq:020}:{index:04}"));
         *index += 1;
-        let claim = derive_claim(m, registry);
+        let evidence_from = evidence_source(&m.source_episode_ids, &source_of, trust);
+        let claim = if evidence_from.is_some() { None } else { derive_claim(m, registry) };
         let mut metadata: Map<String, Value> = m.metadata.clone();
+        if let Some(source) = evidence_from {
+            metadata.insert("voice".into(), Value::String(Voice::Evidence.as_str().into()));
+            metadata.insert("evidence_source".into(), Value::String(source_label(source)));
+        }
         match &claim {
             Some(c) => metadata.insert("claim".into(), c.to_envelope()),
             None => metadata.remove("claim"),
@@ -264,6 +277,14 @@ fn memory_rows(
         rows.updated_at.push(m.updated_at);
     }
     rows
+}
+
+/// The source of a memory made only from evidence episodes of the document (None when any of
+/// its episodes is the user's or the agent's, or it names none the document holds).
+fn evidence_source<'a>(episodes: &[Uuid], source_of: &HashMap<Uuid, &'a str>, trust: &Trust) -> Option<&'a str> {
+    let sources: Vec<&str> = episodes.iter().filter_map(|id| source_of.get(id).copied()).collect();
+    let all_evidence = !sources.is_empty() && sources.iter().all(|s| trust.voice(s) == Voice::Evidence);
+    all_evidence.then(|| sources[0])
 }
 
 #[cfg(test)]
