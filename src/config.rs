@@ -187,7 +187,8 @@ pub struct WebhookArgs {
     #[arg(long, env = "MNEMO_WEBHOOK_URL", hide_env_values = true)]
     pub webhook_url: Option<String>,
     /// Comma-separated events to send (default all): episode.created, episodes.batch_created,
-    /// memories.compiled, subject.deleted, subject.health_degraded, subject.health_improved.
+    /// items.erased, memories.compiled, subject.deleted, subject.health_degraded,
+    /// subject.health_improved.
     #[arg(long, env = "MNEMO_WEBHOOK_EVENTS")]
     pub webhook_events: Option<String>,
     /// HMAC-SHA256 secret for the X-Mnemo-Signature header; unset = unsigned.

@@ -21,6 +21,7 @@ mod context_lanes;
 mod context_sql;
 mod episodes;
 mod erase;
+mod erase_items;
 mod eval;
 mod eval_updates;
 mod fuzz_bodies;
