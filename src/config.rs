@@ -65,7 +65,8 @@ pub struct McpServeArgs {
     /// statewave_get_timeline, statewave_compile_subject).
     #[arg(long, env = "MNEMO_MCP_TOOLSET", value_enum, default_value_t = crate::mcp::Toolset::Mnemo)]
     pub mcp_toolset: crate::mcp::Toolset,
-    /// Add the `forget` MCP tool (tombstones one memory of the caller's tenant).
+    /// Add the `forget` MCP tool (tombstones one memory of the caller's tenant) and the `erase`
+    /// tool (erases chosen episodes and memories, with a certificate).
     #[arg(long, env = "MNEMO_MCP_ALLOW_FORGET", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
     pub mcp_allow_forget: bool,
     /// Comma-separated browser origins that may call /mcp besides the server's own, loopback ones
