@@ -1088,6 +1088,8 @@ struct Known {
 /// with random field names, webhook events where webhooks are off): they need not accept any
 /// case; every other rule still holds for them.
 const NEEDS_EXISTING: &[&str] = &[
+    // Erases only ids of episodes and memories of the subject, which a generated body cannot know.
+    "POST /v1/subjects/{subject_id}/erase",
     // Accepts only labels currently suggested on the memory, which a generated body cannot know.
     "POST /admin/memories/{memory_id}/promote-labels",
     "POST /admin/policy/activate",

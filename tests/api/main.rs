@@ -13,6 +13,7 @@ mod compat_sdk;
 mod compile;
 mod connections;
 mod console;
+mod console_erase;
 mod console_http;
 mod context;
 mod context_index;
