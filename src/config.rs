@@ -65,7 +65,8 @@ pub struct McpServeArgs {
     /// statewave_get_timeline, statewave_compile_subject).
     #[arg(long, env = "MNEMO_MCP_TOOLSET", value_enum, default_value_t = crate::mcp::Toolset::Mnemo)]
     pub mcp_toolset: crate::mcp::Toolset,
-    /// Add the `forget` MCP tool (tombstones one memory of the caller's tenant).
+    /// Add the `forget` MCP tool (tombstones one memory of the caller's tenant) and the `erase`
+    /// tool (erases chosen episodes and memories, with a certificate).
     #[arg(long, env = "MNEMO_MCP_ALLOW_FORGET", default_value_t = false, value_parser = clap::builder::BoolishValueParser::new())]
     pub mcp_allow_forget: bool,
     /// Comma-separated browser origins that may call /mcp besides the server's own, loopback ones
@@ -187,7 +188,8 @@ pub struct WebhookArgs {
     #[arg(long, env = "MNEMO_WEBHOOK_URL", hide_env_values = true)]
     pub webhook_url: Option<String>,
     /// Comma-separated events to send (default all): episode.created, episodes.batch_created,
-    /// memories.compiled, subject.deleted, subject.health_degraded, subject.health_improved.
+    /// items.erased, memories.compiled, subject.deleted, subject.health_degraded,
+    /// subject.health_improved.
     #[arg(long, env = "MNEMO_WEBHOOK_EVENTS")]
     pub webhook_events: Option<String>,
     /// HMAC-SHA256 secret for the X-Mnemo-Signature header; unset = unsigned.

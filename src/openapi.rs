@@ -23,7 +23,7 @@ use crate::http::{templates, timeline, webhooks, working_memory};
         context::context,
         compile::compile, compile::status, memories::search, memories::set_labels,
         receipts::list, receipts::verify_tenant_chain, receipts::get, receipts::verify, receipts::replay,
-        timeline::get, subjects::list, subjects::delete, subjects::erasure,
+        timeline::get, subjects::list, subjects::delete, subjects::erase_items, subjects::erasure,
         sessions::health, sessions::sla, sessions::upsert_resolution, sessions::list_resolutions, sessions::handoff,
         working_memory::list, working_memory::get, working_memory::patch, working_memory::put_snapshot,
         templates::list, templates::get, templates::apply,

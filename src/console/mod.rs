@@ -54,6 +54,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/admin/ui/t/{tenant}/subjects/{subject}/context", get(context::show))
         .route("/admin/ui/t/{tenant}/subjects/{subject}/receipts", get(receipts::list))
         .route("/admin/ui/t/{tenant}/subjects/{subject}/erase", get(erase::confirm).post(erase::erase))
+        .route("/admin/ui/t/{tenant}/subjects/{subject}/erase-item", get(erase_item::confirm).post(erase_item::erase))
         .route("/admin/ui/t/{tenant}/receipts/{receipt_id}", get(receipts::show))
         .route("/admin/ui/t/{tenant}/receipts/{receipt_id}/replay", post(receipts::replay))
         .route("/admin/ui/t/{tenant}/erasures/{erasure_id}", get(erase::certificate))

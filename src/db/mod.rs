@@ -27,6 +27,7 @@ mod context_small;
 pub mod dump;
 pub mod episodes;
 pub mod erase;
+pub mod erase_items;
 pub mod erasures;
 pub mod health;
 pub mod jobs;

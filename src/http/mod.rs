@@ -61,6 +61,7 @@ fn route_table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/v1/timeline", get(timeline::get)),
         ("GET", "/v1/subjects", get(subjects::list)),
         ("DELETE", "/v1/subjects/{subject_id}", delete(subjects::delete)),
+        ("POST", "/v1/subjects/{subject_id}/erase", post(subjects::erase_items)),
         ("GET", "/v1/erasures/{erasure_id}", get(subjects::erasure)),
         ("GET", "/v1/subjects/{subject_id}/health", get(sessions::health)),
         ("GET", "/v1/subjects/{subject_id}/sla", get(sessions::sla)),

@@ -1,21 +1,27 @@
-//! `GET /v1/subjects`, `DELETE /v1/subjects/{id}` and `GET /v1/erasures/{id}`.
+//! `GET /v1/subjects`, `DELETE /v1/subjects/{id}`, `POST /v1/subjects/{id}/erase` (chosen
+//! episodes and memories) and `GET /v1/erasures/{id}`.
 
 use axum::extract::{Path, RawQuery, State};
+use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
 
 use crate::db;
 use crate::db::subjects::SubjectSummary;
-use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::extract::Tenant;
+use crate::error::{ApiError, ApiResult, Envelope, FieldError};
+use crate::http::body::valid;
+use crate::http::extract::{JsonBody, Tenant};
 use crate::http::path::subject_id_path;
 use crate::http::query::{paged, query};
-use crate::http::schema::responses::ErasureCertificate;
+use crate::http::schema::responses::{AnyErasureCertificate, ErasureCertificate, ItemErasureCertificate};
 use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::input::rules::list_len;
 use crate::receipts::certificate::CertificateCheck;
 use crate::services::erase;
+use crate::services::erase_items::{self, Items, ItemsErased};
 use crate::state::AppState;
 
 /// One page of subjects and how many there are.
@@ -36,11 +42,89 @@ pub struct Erasure {
     pub certificate: Value,
 }
 
+/// `POST /v1/subjects/{subject_id}/erase`: the episodes and memories of the subject to erase
+/// (at least one id in all). An episode takes with it its embeddings and every memory derived
+/// from it; a memory its supersession records.
+#[derive(Debug, Deserialize, ToSchema, garde::Validate)]
+#[serde(deny_unknown_fields)]
+pub struct EraseItems {
+    /// Episodes to erase (at most 1000).
+    #[serde(default)]
+    #[schema(max_items = 1000)]
+    #[garde(custom(list_len(0, MAX_ITEMS)))]
+    pub episode_ids: Vec<Uuid>,
+    /// Memories to erase (at most 1000).
+    #[serde(default)]
+    #[schema(max_items = 1000)]
+    #[garde(custom(list_len(0, MAX_ITEMS)))]
+    pub memory_ids: Vec<Uuid>,
+}
+
+/// Most ids of each kind one item erasure takes.
+pub const MAX_ITEMS: usize = 1000;
+
+impl EraseItems {
+    /// The ids as the service takes them, or a 422 when there are none.
+    pub fn items(self) -> Result<Items, ApiError> {
+        if self.episode_ids.is_empty() && self.memory_ids.is_empty() {
+            return Err(ApiError::validation(vec![FieldError {
+                loc: vec!["body".into()],
+                msg: "name at least one episode or memory to erase (episode_ids, memory_ids)".into(),
+                kind: "value_error",
+            }]));
+        }
+        Ok(Items { episode_ids: self.episode_ids, memory_ids: self.memory_ids })
+    }
+}
+
+/// What erasing chosen episodes and memories removed, and its certificate.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ItemErasure {
+    pub subject_id: String,
+    /// Episodes deleted.
+    pub episode_ids: Vec<Uuid>,
+    /// Memories deleted: those asked for and those derived from the erased episodes.
+    pub memory_ids: Vec<Uuid>,
+    pub episodes_deleted: u64,
+    pub memories_deleted: u64,
+    /// Receipts that showed an erased item, tombstoned (content removed, hashes kept).
+    pub receipts_tombstoned: u64,
+    pub erasure_id: String,
+    #[schema(value_type = ItemErasureCertificate)]
+    pub certificate: Value,
+}
+
+impl ItemErasure {
+    /// The wire shape of an item erasure.
+    pub fn new(subject_id: String, erased: ItemsErased) -> Self {
+        ItemErasure {
+            subject_id,
+            episodes_deleted: erased.count("episodes"),
+            memories_deleted: erased.count("memories"),
+            receipts_tombstoned: erased.count("receipts"),
+            episode_ids: erased.episode_ids,
+            memory_ids: erased.memory_ids,
+            erasure_id: erased.erasure_id,
+            certificate: erased.certificate,
+        }
+    }
+}
+
+/// The 404 for ids the subject does not have (nothing was erased).
+pub fn items_not_found(missing: &erase_items::NotFound) -> ApiError {
+    ApiError::detailed(
+        StatusCode::NOT_FOUND,
+        "http_error",
+        missing.message(),
+        json!({"episode_ids": missing.episode_ids, "memory_ids": missing.memory_ids}),
+    )
+}
+
 /// A stored certificate and whether its signature checks out.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErasureRecord {
     pub erasure_id: String,
-    #[schema(value_type = ErasureCertificate)]
+    #[schema(value_type = AnyErasureCertificate)]
     pub certificate: Value,
     pub signature_check: CertificateCheck,
 }
@@ -88,6 +172,30 @@ pub async fn delete(
         erasure_id: erased.erasure_id,
         certificate: erased.certificate,
     }))
+}
+
+/// Erases chosen episodes and memories of a subject (all or none), with a certificate.
+#[utoipa::path(post, path = "/v1/subjects/{subject_id}/erase", tag = "subjects",
+    summary = "Erase chosen episodes and memories of a subject",
+    params(TenantHeader, ("subject_id" = String, Path, description = "Identifier.")), request_body = EraseItems,
+    responses((status = 200, description = "What was erased, and the certificate", body = ItemErasure),
+              (status = 404, description = "an id is not an episode or memory of the subject; nothing was erased",
+               body = Envelope), CommonErrors))]
+pub async fn erase_items(
+    State(st): State<AppState>,
+    Tenant(tenant): Tenant,
+    Path(subject_id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> ApiResult<Json<ItemErasure>> {
+    subject_id_path(&subject_id)?;
+    let items = valid::<EraseItems>(body)?.items()?;
+    let erased = erase_items::erase_items(&st.pool, &st.signing_keys, &st.webhooks, &tenant, &subject_id, &items)
+        .await?
+        .map_err(|missing| items_not_found(&missing))?;
+    // This server's copies go now; another server's stop matching at once and go within about
+    // a second (`context::erased`).
+    st.subjects.forget(&tenant, &subject_id);
+    Ok(Json(ItemErasure::new(subject_id, erased)))
 }
 
 /// An erasure certificate of the tenant, with its signature check; 404 for unknown ids.

@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod bridge;
+mod erase;
 pub mod precheck;
 pub mod server;
 pub mod statewave;
@@ -35,7 +36,8 @@ pub const METADATA_PATHS: [&str; 2] =
 /// Which tool names and argument shapes `/mcp` serves.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Toolset {
-    /// mnemo's own tools: remember, recall, search_memories, timeline (and forget when allowed).
+    /// mnemo's own tools: remember, recall, search_memories, timeline (and forget and erase when
+    /// allowed).
     #[default]
     Mnemo,
     /// Statewave's MCP tool names with the HTTP API's request fields as arguments.
@@ -47,7 +49,7 @@ pub enum Toolset {
 pub struct McpConfig {
     /// The tool set served.
     pub toolset: Toolset,
-    /// Adds the `forget` tool (mnemo tool set only).
+    /// Adds the `forget` and `erase` tools (mnemo tool set only).
     pub allow_forget: bool,
     /// Browser origins allowed on `/mcp` besides the server's own, loopback and CORS ones (`*` for any).
     pub allowed_origins: Vec<String>,

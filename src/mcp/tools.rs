@@ -1,4 +1,5 @@
-//! mnemo's own MCP tools: remember, recall, search_memories, timeline, and (opt-in) forget.
+//! mnemo's own MCP tools: remember, recall, search_memories, timeline, and (opt-in) forget and
+//! erase (`super::erase`).
 //! Each reads its arguments with the HTTP API's rules and calls the same service.
 
 use rmcp::model::{Tool, ToolAnnotations};
@@ -24,14 +25,14 @@ use crate::state::AppState;
 /// Most compile batches `remember {compile: true}` runs before answering.
 const MAX_COMPILE_BATCHES: usize = 20;
 
-fn schema(value: Value) -> std::sync::Arc<Map<String, Value>> {
+pub(super) fn schema(value: Value) -> std::sync::Arc<Map<String, Value>> {
     match value {
         Value::Object(m) => std::sync::Arc::new(m),
         _ => std::sync::Arc::new(Map::new()),
     }
 }
 
-fn subject() -> Value {
+pub(super) fn subject() -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": 256,
            "description": "Whose memory: a stable id for the user, customer, project or agent (e.g. user:42)."})
 }
@@ -40,7 +41,7 @@ fn read_only(title: &str) -> ToolAnnotations {
     ToolAnnotations::with_title(title).read_only(true).open_world(false)
 }
 
-/// The tool definitions; `forget` only when allowed.
+/// The tool definitions; `forget` and `erase` only when allowed.
 pub fn list(allow_forget: bool) -> Vec<Tool> {
     let mut tools = vec![
         Tool::new(
@@ -141,6 +142,7 @@ pub fn list(allow_forget: bool) -> Vec<Tool> {
             )
             .annotate(ToolAnnotations::with_title("Forget a memory").read_only(false).destructive(true).idempotent(true).open_world(false)),
         );
+        tools.push(super::erase::tool());
     }
     tools
 }
@@ -154,6 +156,7 @@ pub async fn call(st: &AppState, caller: &Caller, name: &str, a: &Value) -> Opti
         "search_memories" => search(st, tenant, a).await,
         "timeline" => recent(st, tenant, a).await,
         "forget" if st.config.mcp.allow_forget => forget(st, tenant, a).await,
+        "erase" if st.config.mcp.allow_forget => super::erase::call(st, tenant, a).await,
         _ => return None,
     })
 }

@@ -1,7 +1,9 @@
-//! Erasure certificates: a signed statement of what a subject deletion removed.
+//! Erasure certificates: a signed statement of what a subject deletion (or the erasure of
+//! chosen episodes and memories of a subject) removed.
 //!
 //! The certificate never names the subject, only sha256(tenant \x1f subject), so it can be
-//! kept and shown to auditors after the subject is gone. When a signing key is available the
+//! kept and shown to auditors after the subject is gone. An item erasure's certificate names
+//! the erased episodes and memories by id (ids, never their content). When a signing key is available the
 //! certificate carries an HMAC-SHA256 over its canonical JSON without the `signature` field
 //! (the key id and algorithm are covered), the same construction receipts use.
 
@@ -17,6 +19,8 @@ use crate::model::time::isoformat;
 
 /// Identifies the certificate layout.
 pub const CERTIFICATE_VERSION: &str = "mnemo-erasure-v1";
+/// Identifies the layout of an item erasure's certificate (chosen episodes and memories).
+pub const ITEMS_CERTIFICATE_VERSION: &str = "mnemo-erasure-items-v1";
 
 /// sha256 of (tenant, subject): names an erased subject without revealing it.
 pub fn subject_digest(tenant: &str, subject_id: &str) -> String {
@@ -53,15 +57,60 @@ pub fn build(facts: &ErasureFacts<'_>, keys: &SigningKeys, key_id: Option<&str>)
         "signature_algorithm": null,
         "signature": null,
     });
+    sign(&mut cert, keys, key_id);
+    cert
+}
+
+/// What an item erasure did, before it is written down.
+#[derive(Debug, Clone)]
+pub struct ItemErasureFacts<'a> {
+    pub erasure_id: &'a str,
+    pub tenant: &'a str,
+    pub subject_sha256: &'a str,
+    pub erased_at: DateTime<Utc>,
+    /// Episodes deleted, by id (sorted).
+    pub episode_ids: &'a [String],
+    /// Memories deleted, by id (sorted): those asked for and those derived from the episodes.
+    pub memory_ids: &'a [String],
+    /// Rows deleted (or, for receipts, tombstoned) per table.
+    pub counts: &'a BTreeMap<String, u64>,
+    /// Tables checked for none of the erased ids remaining.
+    pub verified_tables: &'a [String],
+}
+
+/// Builds an item erasure's certificate; signs it with `key_id` when that key is loaded.
+pub fn build_items(facts: &ItemErasureFacts<'_>, keys: &SigningKeys, key_id: Option<&str>) -> Value {
+    let total: u64 = facts.counts.values().sum();
+    let mut cert = json!({
+        "certificate_version": ITEMS_CERTIFICATE_VERSION,
+        "erasure_id": facts.erasure_id,
+        "tenant_id": facts.tenant,
+        "subject_sha256": facts.subject_sha256,
+        "erased_at": isoformat(&facts.erased_at),
+        "episode_ids": facts.episode_ids,
+        "memory_ids": facts.memory_ids,
+        "counts": facts.counts,
+        "total_rows": total,
+        "verified_tables": facts.verified_tables,
+        "rows_remaining": 0,
+        "signature_key_id": null,
+        "signature_algorithm": null,
+        "signature": null,
+    });
+    sign(&mut cert, keys, key_id);
+    cert
+}
+
+/// Signs `cert` in place with `key_id` when that key is loaded (otherwise it stays unsigned).
+fn sign(cert: &mut Value, keys: &SigningKeys, key_id: Option<&str>) {
     if let Some(key_id) = key_id.filter(|k| keys.contains(k)) {
         cert["signature_key_id"] = json!(key_id);
         cert["signature_algorithm"] = json!(ALGORITHM);
-        let unsigned = without_signature(&cert);
+        let unsigned = without_signature(cert);
         if let Some(sig) = hmac_hex(keys, key_id, canonical_v1(&unsigned).as_bytes()) {
             cert["signature"] = json!(sig);
         }
     }
-    cert
 }
 
 /// The key a tenant's certificates are signed with: its receipt key, else the first loaded key.
@@ -170,6 +219,31 @@ mod tests {
         let k = keys();
         assert_eq!(verify(&sample(&k, Some("nope")), &k).reason, "unsigned");
         assert_eq!(sample(&k, None)["signature"], Value::Null);
+    }
+
+    #[test]
+    fn an_item_certificate_names_ids_verifies_and_detects_tampering() {
+        let k = keys();
+        let counts: BTreeMap<String, u64> = [("episodes".to_string(), 1), ("memories".to_string(), 2)].into();
+        let (episodes, memories) = (vec!["e1".to_string()], vec!["m1".to_string(), "m2".to_string()]);
+        let digest = subject_digest("acme", "user:42");
+        let facts = ItemErasureFacts {
+            erasure_id: "01ABD",
+            tenant: "acme",
+            subject_sha256: &digest,
+            erased_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
+            episode_ids: &episodes,
+            memory_ids: &memories,
+            counts: &counts,
+            verified_tables: &[],
+        };
+        let mut cert = build_items(&facts, &k, Some("k1"));
+        assert_eq!(cert["certificate_version"], ITEMS_CERTIFICATE_VERSION);
+        assert_eq!((cert["total_rows"].clone(), cert["memory_ids"][1].clone()), (json!(3), json!("m2")));
+        assert_eq!(verify(&cert, &k).reason, "ok");
+        assert!(!canonical_v1(&cert).contains("user:42"));
+        cert["memory_ids"] = json!(["m1"]);
+        assert_eq!(verify(&cert, &k).reason, "signature_mismatch");
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod context_call;
 pub mod dump;
 pub mod episodes;
 pub mod erase;
+pub mod erase_items;
 pub mod group_commit;
 pub mod handoff;
 pub mod health;

@@ -76,6 +76,38 @@ async fn tools_have_schemas_descriptions_and_annotations() {
     let tools = mcp::tools(&forgetful, None).await;
     let forget = tools.iter().find(|t| t["name"] == "forget").unwrap();
     assert_eq!(forget["annotations"]["destructiveHint"], true);
+    let erase = tools.iter().find(|t| t["name"] == "erase").unwrap();
+    assert_eq!(erase["annotations"]["destructiveHint"], true);
+}
+
+#[tokio::test]
+async fn erase_goes_through_the_erasure_service_and_is_opt_in() {
+    let closed = crate::common::spawn().await;
+    let msg = request(3, "tools/call", json!({"name": "erase", "arguments": {"subject_id": "u", "episode_ids": []}}));
+    let (s, b) = mcp::post(&closed, None, &msg).await;
+    assert_eq!((s, b["error"]["code"].clone()), (200, json!(-32602)), "absent by default: {b}");
+
+    let app = crate::common::spawn_with(with_mcp(McpConfig { allow_forget: true, ..Default::default() })).await;
+    let s = "user:eve";
+    app.ingest_and_compile(s, &["I live in Quito.", "I like green tea."]).await;
+    let (_, t) = app.get(&format!("/v1/timeline?subject_id={s}")).await;
+    let quito = t["episodes"].as_array().unwrap().iter().find(|e| e["payload"].to_string().contains("Quito")).unwrap();
+    let id = quito["id"].as_str().unwrap().to_string();
+    // Refusals erase nothing: no ids, a bad id, an id of another subject.
+    let msg = mcp::refused(&app, None, "erase", json!({"subject_id": s})).await;
+    assert!(msg.contains("at least one episode or memory"), "{msg}");
+    let msg = mcp::refused(&app, None, "erase", json!({"subject_id": s, "episode_ids": ["nope"]})).await;
+    assert!(msg.contains("episode_ids"), "{msg}");
+    let msg = mcp::refused(&app, None, "erase", json!({"subject_id": "someone-else", "episode_ids": [id]})).await;
+    assert!(msg.contains("Nothing was erased") && msg.contains(&id), "{msg}");
+
+    let r = mcp::ok(&app, None, "erase", json!({"subject_id": s, "episode_ids": [id]})).await;
+    assert_eq!((r["episodes_deleted"].clone(), r["episode_ids"].clone()), (json!(1), json!([id])), "{r}");
+    assert_eq!(r["certificate"]["certificate_version"], "mnemo-erasure-items-v1");
+    let (st, cert) = app.get(&format!("/v1/erasures/{}", r["erasure_id"].as_str().unwrap())).await;
+    assert_eq!((st, &cert["certificate"]), (200, &r["certificate"]));
+    let (_, t) = app.get(&format!("/v1/timeline?subject_id={s}")).await;
+    assert!(!t.to_string().contains("Quito") && t.to_string().contains("green tea"), "{t}");
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 pub mod config;
 pub mod context;
 pub mod erase;
+pub mod erase_item;
 pub mod jobs;
 pub mod keys;
 pub mod labels;

@@ -70,6 +70,7 @@ pub async fn show(
                     ul.memories { @for m in ms { li.{ "status-" (m.status) } {
                         (m.content) " "
                         span.meta { "valid " (layout::when(&m.valid_from)) " → " (layout::when_opt(&m.valid_to)) }
+                        " " a.erase href={ (base) "/erase-item?memory=" (m.id) } { "Erase…" }
                     } } }
                 }
             }
@@ -93,6 +94,7 @@ pub async fn show(
                 li id={ "ep-" (e.id) } {
                     span.meta { (layout::when(&e.occurred_at)) " · " (e.source) "/" (e.kind)
                         @if let Some(s) = &e.session_id { " · session " (s) } }
+                    " " a.erase href={ (base) "/erase-item?episode=" (e.id) } { "Erase…" }
                     p { (episode_text(&e.payload)) }
                 }
             } }

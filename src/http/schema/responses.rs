@@ -72,6 +72,43 @@ pub struct ErasureCertificate {
     pub signature: Option<String>,
 }
 
+/// A signed statement of what erasing chosen episodes and memories of a subject removed; it
+/// names the subject only by digest, the items by id (never their content).
+#[derive(ToSchema)]
+pub struct ItemErasureCertificate {
+    /// `mnemo-erasure-items-v1`.
+    pub certificate_version: String,
+    pub erasure_id: String,
+    pub tenant_id: String,
+    /// sha256 of tenant and subject id.
+    pub subject_sha256: String,
+    #[schema(format = DateTime)]
+    pub erased_at: String,
+    /// Episodes deleted.
+    pub episode_ids: Vec<String>,
+    /// Memories deleted (asked for, and derived from the episodes).
+    pub memory_ids: Vec<String>,
+    /// Rows deleted (receipts: tombstoned) per table.
+    pub counts: BTreeMap<String, u64>,
+    pub total_rows: u64,
+    /// Tables checked for no row naming an erased item.
+    pub verified_tables: Vec<String>,
+    pub rows_remaining: u64,
+    pub signature_key_id: Option<String>,
+    pub signature_algorithm: Option<String>,
+    pub signature: Option<String>,
+}
+
+/// A stored certificate: of a subject's erasure or of an item erasure (`certificate_version`
+/// tells them apart).
+#[derive(ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum AnyErasureCertificate {
+    Subject(ErasureCertificate),
+    Items(ItemErasureCertificate),
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
@@ -81,7 +118,7 @@ mod tests {
     use utoipa::PartialSchema;
 
     use super::*;
-    use crate::receipts::certificate::{build, ErasureFacts};
+    use crate::receipts::certificate::{build, build_items, ErasureFacts, ItemErasureFacts};
     use crate::receipts::signing::SigningKeys;
     use crate::services::receipts::{body_frame, Frame, ReceiptMeta};
 
@@ -107,6 +144,23 @@ mod tests {
         };
         let cert = build(&facts, &SigningKeys::empty(), None);
         assert_eq!(keys(&cert), properties::<ErasureCertificate>());
+    }
+
+    #[test]
+    fn item_erasure_certificate_schema_names_exactly_the_built_keys() {
+        let counts = BTreeMap::from([("episodes".to_string(), 1)]);
+        let facts = ItemErasureFacts {
+            erasure_id: "e2",
+            tenant: "t",
+            subject_sha256: "abc",
+            erased_at: Utc::now(),
+            episode_ids: &["x".to_string()],
+            memory_ids: &[],
+            counts: &counts,
+            verified_tables: &["episodes".to_string()],
+        };
+        let cert = build_items(&facts, &SigningKeys::empty(), None);
+        assert_eq!(keys(&cert), properties::<ItemErasureCertificate>());
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //! command) finds the erasure here: about once a second, while it keeps any copy, it reads the
 //! erasures of the last few minutes (`db::erasures::recent`: tenant and subject digest only) and
 //! drops every kept copy whose (tenant, subject) has an erased digest. A copy therefore outlives
-//! its subject's erasure by about a second, not until its next call or its eviction.
+//! its subject's erasure by about a second, not until its next call or its eviction. An erasure
+//! of chosen episodes and memories (`services::erase_items`) is recorded under the subject's
+//! digest too, so it drops the whole copy the same way: a large subject's lexical index assumes
+//! episodes are only ever appended, and is then rebuilt from the rows left.
 //!
 //! Each erasure is applied on every poll for [`REAPPLY`] after this server first saw it: a call
 //! or an index refresh that read the subject just before the erasure committed may keep its rows

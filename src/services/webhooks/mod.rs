@@ -27,6 +27,9 @@ pub enum WebhookEvent {
     EpisodeCreated,
     /// `episodes.batch_created {count, subject_ids}`: a batch created at least one row.
     EpisodesBatchCreated,
+    /// `items.erased {subject_id, erasure_id, episodes_deleted, memories_deleted,
+    /// receipts_tombstoned}`: chosen episodes or memories of a subject were erased.
+    ItemsErased,
     /// `memories.compiled {subject_id, memories_created}`: a compile batch consumed episodes.
     MemoriesCompiled,
     /// `subject.deleted {subject_id, episodes_deleted, memories_deleted, erasure_id}`.
@@ -39,9 +42,10 @@ pub enum WebhookEvent {
 
 impl WebhookEvent {
     /// Every event, in wire-name order.
-    pub const ALL: [WebhookEvent; 6] = [
+    pub const ALL: [WebhookEvent; 7] = [
         WebhookEvent::EpisodeCreated,
         WebhookEvent::EpisodesBatchCreated,
+        WebhookEvent::ItemsErased,
         WebhookEvent::MemoriesCompiled,
         WebhookEvent::SubjectDeleted,
         WebhookEvent::SubjectHealthDegraded,
@@ -55,6 +59,7 @@ impl WebhookEvent {
             WebhookEvent::EpisodesBatchCreated => "episodes.batch_created",
             WebhookEvent::MemoriesCompiled => "memories.compiled",
             WebhookEvent::SubjectDeleted => "subject.deleted",
+            WebhookEvent::ItemsErased => "items.erased",
             WebhookEvent::SubjectHealthDegraded => "subject.health_degraded",
             WebhookEvent::SubjectHealthImproved => "subject.health_improved",
         }

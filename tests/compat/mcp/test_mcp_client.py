@@ -65,7 +65,7 @@ async def test_lists_the_tools_on_both_revisions(mode, version):
     async with http_client(URL, KEY_A, mode) as c:
         assert c.protocol_version == version
         tools = (await c.list_tools()).tools
-        assert [t.name for t in tools] == ["remember", "recall", "search_memories", "timeline", "forget"]
+        assert [t.name for t in tools] == ["remember", "recall", "search_memories", "timeline", "forget", "erase"]
         by = {t.name: t for t in tools}
         assert by["recall"].annotations.read_only_hint is True
         assert by["forget"].annotations.destructive_hint is True
