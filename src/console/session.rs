@@ -24,8 +24,13 @@ pub const LOGIN_COOKIE: &str = "mnemo_console_login";
 pub enum Who {
     /// The operator key (`MNEMO_API_KEY`); `fp` fingerprints that key, so changing it ends sessions.
     Operator { fp: String },
-    /// A stored admin key.
-    Key { key_id: String, tenant: String },
+    /// A stored admin key: bound to its tenant unless it is an operator key.
+    Key {
+        key_id: String,
+        tenant: String,
+        #[serde(default)]
+        operator: bool,
+    },
     /// No key configured: loopback only.
     Open,
 }
@@ -50,9 +55,23 @@ impl Session {
     pub fn label(&self) -> String {
         match &self.who {
             Who::Operator { .. } => "operator key".into(),
-            Who::Key { key_id, tenant } => format!("admin key {key_id} ({tenant})"),
+            Who::Key { key_id, operator: true, .. } => format!("operator key {key_id}"),
+            Who::Key { key_id, tenant, .. } => format!("admin key {key_id} ({tenant} only)"),
             Who::Open => "open mode (loopback)".into(),
         }
+    }
+
+    /// The one tenant this session may see, or None for every tenant (operator or open mode).
+    pub fn bound_tenant(&self) -> Option<&str> {
+        match &self.who {
+            Who::Key { tenant, operator: false, .. } => Some(tenant),
+            _ => None,
+        }
+    }
+
+    /// Whether this session may see and change the tenant's pages.
+    pub fn may_act_on(&self, tenant: &str) -> bool {
+        self.bound_tenant().is_none_or(|t| t == tenant)
     }
 
     /// The CSRF token of this session's forms.
@@ -133,7 +152,7 @@ mod tests {
 
     #[test]
     fn a_sealed_session_opens_until_it_expires_and_not_after_tampering() {
-        let s = Session::new(Who::Key { key_id: "k1".into(), tenant: "acme".into() }, 1000, 10);
+        let s = Session::new(Who::Key { key_id: "k1".into(), tenant: "acme".into(), operator: false }, 1000, 10);
         let v = seal(KEY, &s);
         assert_eq!(open(KEY, &v, 1000), Some(s.clone()));
         assert_eq!(open(KEY, &v, 1000 + 600), None, "expired");
@@ -144,6 +163,16 @@ mod tests {
         let (_, sig) = v.split_once('.').unwrap();
         assert_eq!(open(KEY, &format!("{forged_body}.{sig}"), 1000), None);
         assert_eq!(open(KEY, "garbage", 1000), None);
+    }
+
+    #[test]
+    fn admin_key_sessions_are_bound_to_their_tenant_and_operators_are_not() {
+        let admin = Session::new(Who::Key { key_id: "k1".into(), tenant: "acme".into(), operator: false }, 0, 10);
+        assert!(admin.may_act_on("acme") && !admin.may_act_on("globex"));
+        let op = Session::new(Who::Key { key_id: "k2".into(), tenant: "acme".into(), operator: true }, 0, 10);
+        assert!(op.may_act_on("globex"));
+        assert!(Session::new(Who::Operator { fp: "f".into() }, 0, 10).may_act_on("globex"));
+        assert!(Session::new(Who::Open, 0, 10).may_act_on("globex"));
     }
 
     #[test]

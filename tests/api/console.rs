@@ -143,8 +143,15 @@ async fn the_console_in_a_browser() {
             .unwrap();
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let mut app = crate::common::spawn_state(Default::default(), embedder, keys).await;
-    let admin = mnemo::services::keys::create(&app.pool, "default", true, Some("ops")).await.unwrap().secret;
-    let tenant_key = mnemo::services::keys::create(&app.pool, "default", false, None).await.unwrap().secret;
+    let admin =
+        mnemo::services::keys::create(&app.pool, "default", mnemo::services::keys::Scope::Operator, Some("ops"))
+            .await
+            .unwrap()
+            .secret;
+    let tenant_key = mnemo::services::keys::create(&app.pool, "default", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
     // The seed goes through the API with the admin key.
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert("x-api-key", admin.parse().unwrap());

@@ -47,8 +47,14 @@ pub async fn sign_in(app: &TestApp, c: &reqwest::Client, key: &str, headers: &[(
 
 async fn keyed_app() -> (TestApp, String, String) {
     let app = crate::common::spawn().await;
-    let admin = mnemo::services::keys::create(&app.pool, "acme", true, Some("ops")).await.unwrap().secret;
-    let tenant = mnemo::services::keys::create(&app.pool, "acme", false, None).await.unwrap().secret;
+    let admin = mnemo::services::keys::create(&app.pool, "acme", mnemo::services::keys::Scope::Admin, Some("ops"))
+        .await
+        .unwrap()
+        .secret;
+    let tenant = mnemo::services::keys::create(&app.pool, "acme", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
     (app, admin, tenant)
 }
 
@@ -205,7 +211,7 @@ async fn without_any_key_the_console_is_served_on_loopback_only() {
         assert!(r.text().await.unwrap().contains("loopback only"));
     }
     // Once a key exists the console needs a sign-in from anywhere, and the open session is void.
-    mnemo::services::keys::create(&app.pool, "default", true, None).await.unwrap();
+    mnemo::services::keys::create(&app.pool, "default", mnemo::services::keys::Scope::Admin, None).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     let r = c.get(format!("{remote}/admin/ui/login")).send().await.unwrap();
     assert_eq!(r.status(), 200);
@@ -229,7 +235,10 @@ async fn tenant_pages_keep_the_apis_residency_rule() {
         ..Default::default()
     };
     let app = crate::common::spawn_with(config).await;
-    let admin = mnemo::services::keys::create(&app.pool, "acme", true, None).await.unwrap().secret;
+    let admin = mnemo::services::keys::create(&app.pool, "acme", mnemo::services::keys::Scope::Operator, None)
+        .await
+        .unwrap()
+        .secret;
     crate::common::set_config(&app, "pinned", serde_json::json!({"region": "us"})).await;
     let c = client();
     let (cookie, _) = set_cookie(&sign_in(&app, &c, &admin, &[]).await, "mnemo_console").unwrap();

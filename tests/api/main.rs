@@ -25,6 +25,7 @@ mod eval;
 mod eval_updates;
 mod fuzz_bodies;
 mod instructions;
+mod key_scopes;
 mod labels;
 mod lexemes;
 mod llm_compiler;

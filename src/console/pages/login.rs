@@ -126,7 +126,9 @@ async fn identify(
         }
     }
     Ok(match keys::lookup(&st.pool, presented).await? {
-        Some(k) if k.admin => Ok(Who::Key { key_id: k.key_id, tenant: k.tenant }),
+        Some(k) if k.scope != keys::Scope::Tenant => {
+            Ok(Who::Key { key_id: k.key_id, tenant: k.tenant, operator: k.scope == keys::Scope::Operator })
+        }
         Some(_) => Err("This key is not an admin key: the console needs an admin key."),
         None => {
             st.auth_throttle.failed(Some(peer), presented);

@@ -35,6 +35,8 @@ pub struct ImportRequest<'a> {
     pub preserve_ids: bool,
     /// The tenant used when neither the request nor the document names one.
     pub caller_tenant: &'a str,
+    /// Whether the caller may import into a tenant other than `caller_tenant` (an operator).
+    pub any_tenant: bool,
 }
 
 /// What an import wrote.
@@ -61,6 +63,9 @@ pub enum ImportError {
     /// ones without skipping those too (409).
     #[error("subject '{subject}' has {pending} episode(s) not yet compiled; compile it before importing into it")]
     PendingCompile { subject: String, pending: i64 },
+    /// The document or the request names a tenant the caller may not write into (403).
+    #[error("the document would be imported into tenant '{0}': only an operator may import into another tenant")]
+    OtherTenant(String),
     /// The embedder failed (502).
     #[error("embedding failed: {0:#}")]
     Embed(anyhow::Error),
@@ -77,6 +82,9 @@ pub async fn import(
 ) -> Result<Imported, ImportError> {
     let doc = document::read(req.document, req.target_subject_id, req.target_tenant_id, req.preserve_ids)?;
     let tenant = doc.tenant_id.clone().unwrap_or_else(|| req.caller_tenant.to_string());
+    if tenant != req.caller_tenant && !req.any_tenant {
+        return Err(ImportError::OtherTenant(tenant));
+    }
     let subject = doc.subject_id.clone();
     let ids = Ids::assign(&doc, req.preserve_ids)?;
     if req.preserve_ids {
