@@ -19,6 +19,7 @@ mod context_index;
 mod context_kept;
 mod context_lanes;
 mod context_sql;
+mod definer;
 mod episodes;
 mod erase;
 mod eval;
