@@ -62,13 +62,18 @@ pub async fn loopback_unless_keyed(State(st): State<AppState>, req: Request, nex
     }
 }
 
-/// Whether the session's identity still holds (key not revoked, operator key unchanged, ...).
+/// Whether the session is still held server-side (not signed out) and its identity still holds
+/// (key not revoked, operator key unchanged, ...).
 async fn still_valid(st: &AppState, s: &Session) -> Result<bool, PageError> {
+    let tenant = s.home_tenant();
+    let mut tx = crate::db::scope::begin(&st.pool, tenant).await?;
+    if !crate::db::console_sessions::live(&mut tx, tenant, &s.id()).await? {
+        return Ok(false);
+    }
     Ok(match &s.who {
         Who::Open => is_open(st).await?,
         Who::Operator { fp } => st.config.api_key_sha256.is_some_and(|d| session::same(fp, &operator_fp(st, &d))),
-        Who::Key { key_id, tenant, operator } => {
-            let mut tx = crate::db::scope::begin(&st.pool, tenant).await?;
+        Who::Key { key_id, operator, .. } => {
             crate::db::console::live_admin_key(&mut tx, tenant, key_id).await? == Some(*operator)
         }
     })

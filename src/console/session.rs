@@ -1,7 +1,8 @@
 //! Console sessions as signed cookies, and the CSRF tokens bound to them (pure functions).
 //!
 //! A cookie reads `<base64url(json)>.<base64url(hmac)>`; the JSON names who signed in, when the
-//! session ends and a random nonce. Its CSRF token is an HMAC of the nonce, so a page's forms
+//! session ends and a random nonce. The signature alone does not make a session: it must also
+//! be held server-side ([`Session::id`], `db::console_sessions`), so sign-out ends it everywhere. Its CSRF token is an HMAC of the nonce, so a page's forms
 //! carry a value that only this server, for this session, can produce. The key is the console
 //! key of [`crate::state::AppState`], never a receipt key itself.
 
@@ -72,6 +73,21 @@ impl Session {
     /// Whether this session may see and change the tenant's pages.
     pub fn may_act_on(&self, tenant: &str) -> bool {
         self.bound_tenant().is_none_or(|t| t == tenant)
+    }
+
+    /// The tenant whose rows hold this session server-side (migration 0053): the key's tenant,
+    /// else `default` (the operator key and open mode belong to no tenant).
+    pub fn home_tenant(&self) -> &str {
+        match &self.who {
+            Who::Key { tenant, .. } => tenant,
+            _ => crate::model::text::DEFAULT_TENANT,
+        }
+    }
+
+    /// The server-side id of this session: sha256 of its nonce (the row never holds the cookie).
+    pub fn id(&self) -> [u8; 32] {
+        use sha2::Digest as _;
+        Sha256::digest(self.nonce.as_bytes()).into()
     }
 
     /// The CSRF token of this session's forms.
@@ -173,6 +189,15 @@ mod tests {
         assert!(op.may_act_on("globex"));
         assert!(Session::new(Who::Operator { fp: "f".into() }, 0, 10).may_act_on("globex"));
         assert!(Session::new(Who::Open, 0, 10).may_act_on("globex"));
+    }
+
+    #[test]
+    fn sessions_are_held_under_their_keys_tenant_by_a_digest_of_their_nonce() {
+        let a = Session::new(Who::Key { key_id: "k1".into(), tenant: "acme".into(), operator: true }, 0, 10);
+        let b = Session::new(Who::Operator { fp: "f".into() }, 0, 10);
+        assert_eq!((a.home_tenant(), b.home_tenant()), ("acme", "default"));
+        assert_ne!(a.id(), b.id());
+        assert!(!a.id().iter().zip(a.nonce.as_bytes()).all(|(x, y)| x == y), "not the nonce itself");
     }
 
     #[test]

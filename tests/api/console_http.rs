@@ -160,6 +160,39 @@ async fn a_session_ends_when_its_key_is_revoked_or_it_signs_out() {
     assert_eq!(r.status(), 303);
 }
 
+/// The finding: sign-out only cleared the browser's cookie, and a copy kept working for 8 h.
+#[tokio::test]
+async fn a_copied_cookie_is_void_after_sign_out() {
+    let (app, admin, _) = keyed_app().await;
+    let c = client();
+    let (first, _) = set_cookie(&sign_in(&app, &c, &admin, &[]).await, "mnemo_console").unwrap();
+    let (second, _) = set_cookie(&sign_in(&app, &c, &admin, &[]).await, "mnemo_console").unwrap();
+    let (first, second) = (format!("mnemo_console={first}"), format!("mnemo_console={second}"));
+    let ok = c.get(app.url("/admin/ui/tenants")).header("cookie", &first).send().await.unwrap();
+    assert_eq!(ok.status(), 200);
+    let token = hidden(&ok.text().await.unwrap(), "csrf");
+    assert_eq!(app.count("console_sessions").await, 2);
+    let r = c.post(app.url("/admin/ui/logout")).header("cookie", &first).form(&[("csrf", token.as_str())]);
+    assert_eq!(r.send().await.unwrap().status(), 303);
+    // The copy is refused everywhere: pages send it to the sign-in form, forms are not accepted.
+    for path in ["/admin/ui/tenants", "/admin/ui/t/acme/keys", "/admin/ui/t/acme/subjects"] {
+        let r = c.get(app.url(path)).header("cookie", &first).send().await.unwrap();
+        assert_eq!(r.status(), 303, "{path}");
+        assert_eq!(r.headers()["location"], "/admin/ui/login");
+    }
+    let r = c.post(app.url("/admin/ui/t/acme/keys")).header("cookie", &first).form(&[("csrf", token.as_str())]);
+    assert_eq!(r.send().await.unwrap().status(), 303);
+    let keys: i64 = app.count("api_keys").await;
+    assert_eq!(keys, 2, "the refused form created no key");
+    // Another session of the same key is not affected; the row of the ended one is gone.
+    let r = c.get(app.url("/admin/ui/tenants")).header("cookie", &second).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(app.count("console_sessions").await, 1);
+    let stored: Vec<Vec<u8>> =
+        sqlx::query_scalar("SELECT session_id FROM console_sessions").fetch_all(&app.pool).await.unwrap();
+    assert!(stored.iter().all(|id| id.len() == 32), "a digest, not the cookie");
+}
+
 /// This machine's first non-loopback IPv4 address (no packet is sent), if it has one.
 pub fn non_loopback_ip() -> Option<std::net::IpAddr> {
     let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
