@@ -25,6 +25,7 @@ mod erase;
 mod eval;
 mod eval_updates;
 mod fuzz_bodies;
+mod import_checks;
 mod instructions;
 mod key_scopes;
 mod labels;
