@@ -36,7 +36,7 @@ pub enum Command {
     Audit(AuditArgs),
     /// Subject administration: `mnemo subjects delete <id> --tenant T` erases a subject.
     Subjects(SubjectsArgs),
-    /// API keys: `mnemo keys create --tenant T [--admin]`, `revoke <key_id>`, `list`.
+    /// API keys: `mnemo keys create --tenant T [--admin | --operator]`, `revoke <key_id>`, `list`.
     Keys(KeysArgs),
     /// MCP over stdio: forwards JSON-RPC lines to a server's /mcp, with the key in MNEMO_API_KEY
     /// (for clients that can only launch a command).
@@ -49,7 +49,7 @@ pub struct McpBridgeArgs {
     /// The server's MCP endpoint.
     #[arg(long, env = "MNEMO_MCP_URL", default_value = "http://127.0.0.1:8100/mcp")]
     pub url: String,
-    /// Tenant sent as X-Tenant-ID (only admin keys may choose one).
+    /// Tenant sent as X-Tenant-ID (only operator keys may choose another than their own).
     #[arg(long, env = "MNEMO_TENANT")]
     pub tenant: Option<String>,
     /// Seconds one request may take.
@@ -117,9 +117,13 @@ pub struct KeyCreateArgs {
     /// Tenant the key belongs to (a tenant key may act only on it).
     #[arg(long, default_value = "default")]
     pub tenant: String,
-    /// An admin key may act on any tenant (X-Tenant-ID) and reach /admin.
-    #[arg(long)]
+    /// An admin key also reaches /admin and the console, for its own tenant only.
+    #[arg(long, conflicts_with = "operator")]
     pub admin: bool,
+    /// An operator key is an admin of every tenant: X-Tenant-ID may name any tenant, and it
+    /// reaches the tenant list, the webhook outbox and import/export across tenants.
+    #[arg(long)]
+    pub operator: bool,
     /// A note to recognise the key by.
     #[arg(long)]
     pub label: Option<String>,

@@ -296,9 +296,15 @@ async fn keys(args: KeysArgs) -> anyhow::Result<()> {
     match args.action {
         KeysAction::Create(a) => {
             with_database(&a.db, |pool| async move {
-                let minted = svc::create(&pool, &a.tenant, a.admin, a.label.as_deref()).await?;
+                let scope = match (a.admin, a.operator) {
+                    (_, true) => svc::Scope::Operator,
+                    (true, false) => svc::Scope::Admin,
+                    (false, false) => svc::Scope::Tenant,
+                };
+                let minted = svc::create(&pool, &a.tenant, scope, a.label.as_deref()).await?;
                 let out = serde_json::json!({"key": minted.secret, "key_id": minted.row.key_id,
-                    "tenant_id": minted.row.tenant_id, "admin": minted.row.is_admin, "label": minted.row.label});
+                    "tenant_id": minted.row.tenant_id, "admin": minted.row.is_admin,
+                    "operator": minted.row.is_operator, "label": minted.row.label});
                 println!("{}", serde_json::to_string_pretty(&out)?);
                 eprintln!("Store the key now: only its sha256 is kept, it cannot be shown again.");
                 anyhow::Ok(())

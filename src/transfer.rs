@@ -157,6 +157,8 @@ async fn statewave_import(
         target_tenant_id: args.tenant.as_deref(),
         preserve_ids: args.preserve_ids,
         caller_tenant: crate::model::text::DEFAULT_TENANT,
+        // The CLI runs with the database's credentials: an operator.
+        any_tenant: true,
     };
     statewave::import(pool, embedder, req, progress).await.with_context(|| format!("{name}: nothing was imported"))
 }

@@ -1,5 +1,5 @@
 //! Who may reach the console: loopback only while no key is configured; otherwise a valid,
-//! unexpired session of a still-live admin identity. Every POST behind a session must carry
+//! unexpired session of a still-live admin identity, on its own tenant unless it is an operator. Every POST behind a session must carry
 //! the session's CSRF token (checked here, so no form can forget it).
 
 use std::net::SocketAddr;
@@ -62,14 +62,19 @@ pub async fn loopback_unless_keyed(State(st): State<AppState>, req: Request, nex
     }
 }
 
-/// Whether the session's identity still holds (key not revoked, operator key unchanged, ...).
+/// Whether the session is still held server-side (not signed out) and its identity still holds
+/// (key not revoked, operator key unchanged, ...).
 async fn still_valid(st: &AppState, s: &Session) -> Result<bool, PageError> {
+    let tenant = s.home_tenant();
+    let mut tx = crate::db::scope::begin(&st.pool, tenant).await?;
+    if !crate::db::console_sessions::live(&mut tx, tenant, &s.id()).await? {
+        return Ok(false);
+    }
     Ok(match &s.who {
         Who::Open => is_open(st).await?,
         Who::Operator { fp } => st.config.api_key_sha256.is_some_and(|d| session::same(fp, &operator_fp(st, &d))),
-        Who::Key { key_id, tenant } => {
-            let mut tx = crate::db::scope::begin(&st.pool, tenant).await?;
-            crate::db::console::live_admin_key(&mut tx, tenant, key_id).await?
+        Who::Key { key_id, operator, .. } => {
+            crate::db::console::live_admin_key(&mut tx, tenant, key_id).await? == Some(*operator)
         }
     })
 }
@@ -118,15 +123,25 @@ pub async fn require_session(State(st): State<AppState>, req: Request, next: Nex
     next.run(req).await
 }
 
-/// Residency and rate limits for pages of one tenant (`/admin/ui/t/{tenant}/…`), as the API
-/// applies them to the same tenant and key.
+/// A session's reach and, for pages of one tenant (`/admin/ui/t/{tenant}/…`), residency and rate
+/// limits as the API applies them to the same tenant and key. An admin key's session sees its own
+/// tenant only; the webhook outbox (every tenant's events) needs an operator.
 pub async fn tenant_access(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let bound = req.extensions().get::<Ctx>().and_then(|c| c.session.bound_tenant().map(str::to_string));
+    if bound.is_some() && req.uri().path().starts_with("/admin/ui/webhooks") {
+        let message = "The webhook outbox holds every tenant's events: it needs an operator key.";
+        return PageError::Client(StatusCode::FORBIDDEN, message.into()).into_response();
+    }
     let Some(rest) = req.uri().path().strip_prefix("/admin/ui/t/") else { return next.run(req).await };
+    let raw = rest.split('/').next().unwrap_or_default();
+    let tenant: String = percent_decode(raw);
+    if let Some(own) = bound.filter(|own| *own != tenant) {
+        let message = format!("This admin key belongs to tenant {own}: only an operator key opens another tenant.");
+        return PageError::Client(StatusCode::FORBIDDEN, message).into_response();
+    }
     if !st.config.access.active() {
         return next.run(req).await;
     }
-    let raw = rest.split('/').next().unwrap_or_default();
-    let tenant: String = percent_decode(raw);
     let key_id = req.extensions().get::<Ctx>().and_then(|c| match &c.session.who {
         Who::Key { key_id, .. } => Some(key_id.clone()),
         _ => None,

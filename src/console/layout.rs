@@ -53,7 +53,7 @@ pub fn page(ctx: &Ctx, tenant: Option<&str>, title: &str, body: Markup) -> Marku
                             a href={ (base) "/labels" } { "Label review" }
                             a href={ (base) "/jobs" } { "Compile jobs" }
                         }
-                        a href="/admin/ui/webhooks" { "Webhooks" }
+                        @if ctx.session.bound_tenant().is_none() { a href="/admin/ui/webhooks" { "Webhooks" } }
                     }
                     form.signout method="post" action="/admin/ui/logout" {
                         (csrf(ctx))

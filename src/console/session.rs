@@ -1,7 +1,8 @@
 //! Console sessions as signed cookies, and the CSRF tokens bound to them (pure functions).
 //!
 //! A cookie reads `<base64url(json)>.<base64url(hmac)>`; the JSON names who signed in, when the
-//! session ends and a random nonce. Its CSRF token is an HMAC of the nonce, so a page's forms
+//! session ends and a random nonce. The signature alone does not make a session: it must also
+//! be held server-side ([`Session::id`], `db::console_sessions`), so sign-out ends it everywhere. Its CSRF token is an HMAC of the nonce, so a page's forms
 //! carry a value that only this server, for this session, can produce. The key is the console
 //! key of [`crate::state::AppState`], never a receipt key itself.
 
@@ -24,8 +25,13 @@ pub const LOGIN_COOKIE: &str = "mnemo_console_login";
 pub enum Who {
     /// The operator key (`MNEMO_API_KEY`); `fp` fingerprints that key, so changing it ends sessions.
     Operator { fp: String },
-    /// A stored admin key.
-    Key { key_id: String, tenant: String },
+    /// A stored admin key: bound to its tenant unless it is an operator key.
+    Key {
+        key_id: String,
+        tenant: String,
+        #[serde(default)]
+        operator: bool,
+    },
     /// No key configured: loopback only.
     Open,
 }
@@ -50,9 +56,38 @@ impl Session {
     pub fn label(&self) -> String {
         match &self.who {
             Who::Operator { .. } => "operator key".into(),
-            Who::Key { key_id, tenant } => format!("admin key {key_id} ({tenant})"),
+            Who::Key { key_id, operator: true, .. } => format!("operator key {key_id}"),
+            Who::Key { key_id, tenant, .. } => format!("admin key {key_id} ({tenant} only)"),
             Who::Open => "open mode (loopback)".into(),
         }
+    }
+
+    /// The one tenant this session may see, or None for every tenant (operator or open mode).
+    pub fn bound_tenant(&self) -> Option<&str> {
+        match &self.who {
+            Who::Key { tenant, operator: false, .. } => Some(tenant),
+            _ => None,
+        }
+    }
+
+    /// Whether this session may see and change the tenant's pages.
+    pub fn may_act_on(&self, tenant: &str) -> bool {
+        self.bound_tenant().is_none_or(|t| t == tenant)
+    }
+
+    /// The tenant whose rows hold this session server-side (migration 0053): the key's tenant,
+    /// else `default` (the operator key and open mode belong to no tenant).
+    pub fn home_tenant(&self) -> &str {
+        match &self.who {
+            Who::Key { tenant, .. } => tenant,
+            _ => crate::model::text::DEFAULT_TENANT,
+        }
+    }
+
+    /// The server-side id of this session: sha256 of its nonce (the row never holds the cookie).
+    pub fn id(&self) -> [u8; 32] {
+        use sha2::Digest as _;
+        Sha256::digest(self.nonce.as_bytes()).into()
     }
 
     /// The CSRF token of this session's forms.
@@ -133,7 +168,7 @@ mod tests {
 
     #[test]
     fn a_sealed_session_opens_until_it_expires_and_not_after_tampering() {
-        let s = Session::new(Who::Key { key_id: "k1".into(), tenant: "acme".into() }, 1000, 10);
+        let s = Session::new(Who::Key { key_id: "k1".into(), tenant: "acme".into(), operator: false }, 1000, 10);
         let v = seal(KEY, &s);
         assert_eq!(open(KEY, &v, 1000), Some(s.clone()));
         assert_eq!(open(KEY, &v, 1000 + 600), None, "expired");
@@ -144,6 +179,25 @@ mod tests {
         let (_, sig) = v.split_once('.').unwrap();
         assert_eq!(open(KEY, &format!("{forged_body}.{sig}"), 1000), None);
         assert_eq!(open(KEY, "garbage", 1000), None);
+    }
+
+    #[test]
+    fn admin_key_sessions_are_bound_to_their_tenant_and_operators_are_not() {
+        let admin = Session::new(Who::Key { key_id: "k1".into(), tenant: "acme".into(), operator: false }, 0, 10);
+        assert!(admin.may_act_on("acme") && !admin.may_act_on("globex"));
+        let op = Session::new(Who::Key { key_id: "k2".into(), tenant: "acme".into(), operator: true }, 0, 10);
+        assert!(op.may_act_on("globex"));
+        assert!(Session::new(Who::Operator { fp: "f".into() }, 0, 10).may_act_on("globex"));
+        assert!(Session::new(Who::Open, 0, 10).may_act_on("globex"));
+    }
+
+    #[test]
+    fn sessions_are_held_under_their_keys_tenant_by_a_digest_of_their_nonce() {
+        let a = Session::new(Who::Key { key_id: "k1".into(), tenant: "acme".into(), operator: true }, 0, 10);
+        let b = Session::new(Who::Operator { fp: "f".into() }, 0, 10);
+        assert_eq!((a.home_tenant(), b.home_tenant()), ("acme", "default"));
+        assert_ne!(a.id(), b.id());
+        assert!(!a.id().iter().zip(a.nonce.as_bytes()).all(|(x, y)| x == y), "not the nonce itself");
     }
 
     #[test]

@@ -109,6 +109,34 @@ pub async fn ids_in_use(
     Ok((r.episodes, r.memories))
 }
 
+/// Which of these episode ids are used anywhere in the database, in any tenant (ids only,
+/// through migration 0022's function).
+pub async fn episode_ids_in_use(conn: &mut PgConnection, episode_ids: &[Uuid]) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar!(
+        r#"SELECT id AS "id!" FROM mnemo_ids_in_use($1, '{}'::uuid[]) WHERE kind = 'episode'"#,
+        episode_ids
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// Which of these ids are episodes of the tenant's subject.
+pub async fn subject_episode_ids(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject: &str,
+    episode_ids: &[Uuid],
+) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar!(
+        "SELECT id FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND id = ANY($3)",
+        tenant,
+        subject,
+        episode_ids
+    )
+    .fetch_all(conn)
+    .await
+}
+
 /// Serialises imports that keep their ids, across tenants, until commit: the id check of one
 /// then sees the ids another committed before it (keys include the tenant, so no unique index
 /// would catch one id imported into two tenants at the same time).

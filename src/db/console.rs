@@ -114,15 +114,16 @@ pub async fn jobs(conn: &mut PgConnection, tenant: &str, limit: i64) -> sqlx::Re
     .await
 }
 
-/// Whether the tenant's key `key_id` is live and an admin key.
-pub async fn live_admin_key(conn: &mut PgConnection, tenant: &str, key_id: &str) -> sqlx::Result<bool> {
+/// Whether the tenant's key is a live admin key: None when it is not (revoked, gone, or a
+/// tenant key), else whether it is an operator key.
+pub async fn live_admin_key(conn: &mut PgConnection, tenant: &str, key_id: &str) -> sqlx::Result<Option<bool>> {
     sqlx::query_scalar!(
-        r#"SELECT EXISTS (SELECT 1 FROM api_keys WHERE tenant_id = $1 AND key_id = $2 AND is_admin
-           AND revoked_at IS NULL) AS "live!""#,
+        r#"SELECT is_operator FROM api_keys WHERE tenant_id = $1 AND key_id = $2 AND is_admin
+           AND revoked_at IS NULL"#,
         tenant,
         key_id
     )
-    .fetch_one(conn)
+    .fetch_optional(conn)
     .await
 }
 

@@ -47,6 +47,7 @@ pub const TABLES: &[Table] = &[
 pub const NOT_EXPORTED: &[(&str, &str)] = &[
     ("api_keys", "credentials never leave the server"),
     ("rate_buckets", "transient rate-limit state"),
+    ("console_sessions", "console sign-ins, credentials of a kind"),
     ("compile_jobs", "transient job queue"),
     ("webhook_events", "delivery outbox, not data"),
     ("tenant_versions", "derived by triggers on insert"),

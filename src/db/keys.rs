@@ -9,21 +9,33 @@ pub struct KeyRow {
     pub key_id: String,
     pub tenant_id: String,
     pub is_admin: bool,
+    /// May act on every tenant (migration 0051); always an admin key too.
+    pub is_operator: bool,
     pub label: Option<String>,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
-/// The live key with this digest: (key_id, tenant, is_admin). Cross-tenant by nature (the
-/// digest is all the caller has), so it goes through the `mnemo_find_key` function.
-pub async fn find(conn: &mut PgConnection, digest: &[u8]) -> sqlx::Result<Option<(String, String, bool)>> {
-    let row = sqlx::query!(
-        r#"SELECT key_id AS "key_id!", tenant_id AS "tenant_id!", is_admin AS "is_admin!" FROM mnemo_find_key($1)"#,
+/// A live key found by its digest.
+#[derive(Debug, Clone)]
+pub struct FoundKey {
+    pub key_id: String,
+    pub tenant_id: String,
+    pub is_admin: bool,
+    pub is_operator: bool,
+}
+
+/// The live key with this digest. Cross-tenant by nature (the digest is all the caller has), so
+/// it goes through the `mnemo_find_key` function.
+pub async fn find(conn: &mut PgConnection, digest: &[u8]) -> sqlx::Result<Option<FoundKey>> {
+    sqlx::query_as!(
+        FoundKey,
+        r#"SELECT key_id AS "key_id!", tenant_id AS "tenant_id!", is_admin AS "is_admin!",
+                  is_operator AS "is_operator!" FROM mnemo_find_key($1)"#,
         digest
     )
     .fetch_optional(conn)
-    .await?;
-    Ok(row.map(|r| (r.key_id, r.tenant_id, r.is_admin)))
+    .await
 }
 
 /// Whether this database has ever stored a key, live or revoked (migration 0050).
@@ -38,16 +50,19 @@ pub async fn insert(
     key_id: &str,
     digest: &[u8],
     is_admin: bool,
+    is_operator: bool,
     label: Option<&str>,
 ) -> sqlx::Result<KeyRow> {
     sqlx::query_as!(
         KeyRow,
-        "INSERT INTO api_keys (tenant_id, key_id, key_sha256, is_admin, label) VALUES ($1, $2, $3, $4, $5) \
-         RETURNING key_id, tenant_id, is_admin, label, created_at, revoked_at",
+        "INSERT INTO api_keys (tenant_id, key_id, key_sha256, is_admin, is_operator, label) \
+         VALUES ($1, $2, $3, $4, $5, $6) \
+         RETURNING key_id, tenant_id, is_admin, is_operator, label, created_at, revoked_at",
         tenant,
         key_id,
         digest,
         is_admin,
+        is_operator,
         label
     )
     .fetch_one(conn)
@@ -70,7 +85,7 @@ pub async fn revoke(conn: &mut PgConnection, tenant: &str, key_id: &str) -> sqlx
 pub async fn list(conn: &mut PgConnection, tenant: &str) -> sqlx::Result<Vec<KeyRow>> {
     sqlx::query_as!(
         KeyRow,
-        "SELECT key_id, tenant_id, is_admin, label, created_at, revoked_at FROM api_keys \
+        "SELECT key_id, tenant_id, is_admin, is_operator, label, created_at, revoked_at FROM api_keys \
          WHERE tenant_id = $1 ORDER BY created_at, key_id",
         tenant
     )

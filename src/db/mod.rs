@@ -21,6 +21,7 @@
 pub mod backup;
 pub mod compile;
 pub mod console;
+pub mod console_sessions;
 pub mod context;
 mod context_row;
 mod context_small;

@@ -1,4 +1,5 @@
-//! `/admin`: the operator's tenant endpoints (admin keys only; see `http::auth`).
+//! `/admin`: the operator's tenant endpoints (admin keys, for their own tenant; operators for
+//! any; see `http::auth`).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -7,7 +8,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope, FieldError};
-use crate::http::extract::{valid_tenant_id, JsonBody};
+use crate::http::extract::{valid_tenant_id, Caller, JsonBody};
 use crate::http::schema::CommonErrors;
 use crate::model::tenant_config::ConfigDoc;
 use crate::model::time::isoformat;
@@ -57,8 +58,13 @@ pub async fn list_tenants(State(st): State<AppState>) -> ApiResult<Json<TenantLi
     summary = "A tenant's configuration document (admin key)",
     params(("tenant_id" = String, Path, description = "Identifier.")),
     responses((status = 200, description = "Config", body = ConfigDoc), CommonErrors))]
-pub async fn get_config(State(st): State<AppState>, Path(tenant_id): Path<String>) -> ApiResult<Json<ConfigDoc>> {
+pub async fn get_config(
+    State(st): State<AppState>,
+    caller: Caller,
+    Path(tenant_id): Path<String>,
+) -> ApiResult<Json<ConfigDoc>> {
     checked_tenant(&tenant_id)?;
+    let tenant_id = caller.target(Some(tenant_id))?;
     Ok(Json(svc::get(&st.pool, &tenant_id).await?))
 }
 
@@ -70,10 +76,12 @@ pub async fn get_config(State(st): State<AppState>, Path(tenant_id): Path<String
               (status = 409, description = "version conflict", body = Envelope), CommonErrors))]
 pub async fn patch_config(
     State(st): State<AppState>,
+    caller: Caller,
     Path(tenant_id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<ConfigDoc>> {
     checked_tenant(&tenant_id)?;
+    let tenant_id = caller.target(Some(tenant_id))?;
     let refused = |e: PatchError| match e {
         PatchError::Invalid(errors) => ApiError::validation(errors),
         PatchError::InvalidPin(message) => {

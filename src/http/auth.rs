@@ -11,9 +11,9 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
-use crate::http::extract::{header_tenant, Caller, DEFAULT_TENANT};
+use crate::http::extract::{header_tenant, tenant_mismatch, Caller, DEFAULT_TENANT};
 use crate::services::access::{self, Refusal};
-use crate::services::keys;
+use crate::services::keys::{self, Scope};
 use crate::state::AppState;
 
 /// Paths reachable without an API key (and exempt from rate limits and residency).
@@ -27,6 +27,13 @@ pub const PUBLIC_PATHS: &[&str] = &[
     "/.well-known/oauth-protected-resource",
     "/.well-known/oauth-protected-resource/mcp",
 ];
+
+/// `/admin` paths that show or change every tenant at once: the tenant list and the webhook
+/// outbox (its events are found by id across tenants). Routes that name one tenant check it
+/// with [`Caller::target`] instead.
+fn operator_path(path: &str) -> bool {
+    path == "/admin/tenants" || path == "/admin/webhooks" || path.starts_with("/admin/webhooks/")
+}
 
 /// The key a request presents: `X-API-Key`, a bearer token, or (when allowed) `?api_key=`.
 fn presented_key(req: &Request, allow_query: bool) -> Option<String> {
@@ -72,12 +79,13 @@ async fn resolve(
     header: Option<String>,
 ) -> Result<Caller, ApiError> {
     let or_default = |h: Option<String>| h.unwrap_or_else(|| DEFAULT_TENANT.to_string());
+    let operator = |tenant: String| Caller { tenant, key_id: None, admin: true, operator: true };
     let Some(key) = presented else {
         if st.keyed().await? {
             return Err(refuse(StatusCode::UNAUTHORIZED, "missing_api_key", "X-API-Key header is required."));
         }
         // Open mode: no operator key and no key ever stored (local development).
-        return Ok(Caller { tenant: or_default(header), key_id: None, admin: true });
+        return Ok(operator(or_default(header)));
     };
     // A blocked client or key prefix is refused before any key is checked: no guess made
     // meanwhile can succeed.
@@ -88,20 +96,22 @@ async fn resolve(
         // Digests are compared, so the comparison is constant-time and length-independent.
         let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
         if bool::from(digest.ct_eq(&expected)) {
-            return Ok(Caller { tenant: or_default(header), key_id: None, admin: true });
+            return Ok(operator(or_default(header)));
         }
     }
     let Some(stored) = keys::lookup(&st.pool, &key).await? else {
         st.auth_throttle.failed(addr, &key);
         return Err(refuse(StatusCode::FORBIDDEN, "invalid_api_key", "Invalid API key."));
     };
-    if stored.admin {
-        return Ok(Caller { tenant: header.unwrap_or(stored.tenant), key_id: Some(stored.key_id), admin: true });
+    let key_id = Some(stored.key_id);
+    if stored.scope == Scope::Operator {
+        return Ok(Caller { key_id, ..operator(header.unwrap_or(stored.tenant)) });
     }
+    // Tenant and admin keys are bound to their tenant.
     if header.as_deref().is_some_and(|h| h != stored.tenant) {
-        return Err(refuse(StatusCode::FORBIDDEN, "tenant_mismatch", "This API key belongs to another tenant."));
+        return Err(tenant_mismatch());
     }
-    Ok(Caller { tenant: stored.tenant, key_id: Some(stored.key_id), admin: false })
+    Ok(Caller { tenant: stored.tenant, key_id, admin: stored.scope == Scope::Admin, operator: false })
 }
 
 /// Authenticates every non-public request, then applies residency and rate limits.
@@ -128,6 +138,11 @@ pub async fn authenticate(State(st): State<AppState>, mut req: Request, next: Ne
     if path.starts_with("/admin") && !caller.admin {
         return refuse(StatusCode::FORBIDDEN, "admin_required", "This endpoint needs an admin API key.")
             .into_response();
+    }
+    if operator_path(&path) {
+        if let Err(e) = caller.operator_only() {
+            return e.into_response();
+        }
     }
     if st.config.access.active() {
         match access::check(&st.pool, &st.config.access, &caller.tenant, caller.key_id.as_deref()).await {
@@ -160,5 +175,15 @@ mod tests {
         }
         assert!(!PUBLIC_PATHS.contains(&"/v1/episodes"));
         assert!(!PUBLIC_PATHS.iter().any(|p| p.starts_with("/admin")));
+    }
+
+    #[test]
+    fn the_tenant_list_and_the_webhook_outbox_are_for_operators() {
+        for p in ["/admin/tenants", "/admin/webhooks", "/admin/webhooks/stats", "/admin/webhooks/e1/retry"] {
+            assert!(operator_path(p), "{p}");
+        }
+        for p in ["/admin/tenants/acme/config", "/admin/export/u1", "/admin/import", "/admin/webhooksx"] {
+            assert!(!operator_path(p), "{p}");
+        }
     }
 }

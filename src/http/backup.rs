@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::body::valid;
-use crate::http::extract::{JsonBody, Tenant};
+use crate::http::extract::{Caller, JsonBody};
 use crate::http::path::subject_id_path;
 use crate::http::query::{query, TargetTenant};
 use crate::http::schema::CommonErrors;
@@ -31,12 +31,12 @@ use crate::state::AppState;
               (status = 404, description = "no episodes and no memories", body = Envelope), CommonErrors))]
 pub async fn export(
     State(st): State<AppState>,
-    Tenant(caller): Tenant,
+    caller: Caller,
     Path(subject_id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Response> {
     subject_id_path(&subject_id)?;
-    let tenant = query::<TargetTenant>(raw.as_deref())?.or(caller);
+    let tenant = caller.target(query::<TargetTenant>(raw.as_deref())?.tenant_id)?;
     let now = crate::model::time::now_micros();
     let Some(export) = svc::stream::open(&st.pool, &tenant, &subject_id, &now).await? else {
         return Err(ApiError::not_found(&format!("No data found for subject '{subject_id}'")));
@@ -100,13 +100,10 @@ fn json_object(document: &Value, _: &()) -> garde::Result {
     request_body = BackupImport,
     responses((status = 200, description = "Imported", body = Imported),
               (status = 400, description = "unsupported format_version, checksum mismatch, no subject, ID conflict or a bad record field", body = Envelope),
+              (status = 403, description = "tenant_mismatch: the target tenant is not the key's own (operator keys only)", body = Envelope),
               (status = 409, description = "the subject has episodes not yet compiled", body = Envelope),
               (status = 502, description = "the embedder failed", body = Envelope), CommonErrors))]
-pub async fn import(
-    State(st): State<AppState>,
-    Tenant(caller): Tenant,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Json<Imported>> {
+pub async fn import(State(st): State<AppState>, caller: Caller, JsonBody(body): JsonBody) -> ApiResult<Json<Imported>> {
     let body: BackupImport = valid(body)?;
     let (subject, tenant) = (body.target_subject_id, body.target_tenant_id);
     let req = ImportRequest {
@@ -114,13 +111,15 @@ pub async fn import(
         target_subject_id: subject.as_deref(),
         target_tenant_id: tenant.as_deref(),
         preserve_ids: body.preserve_ids.unwrap_or(true),
-        caller_tenant: &caller,
+        caller_tenant: &caller.tenant,
+        any_tenant: caller.operator,
     };
     svc::import(&st.pool, &st.embedder, req, &Silent).await.map(Json).map_err(|e| match e {
         ImportError::Document(_) | ImportError::IdConflict { .. } => ApiError::bad_request("http_error", e.to_string()),
         ImportError::PendingCompile { .. } => {
             ApiError::client(StatusCode::CONFLICT, "subject_not_compiled", e.to_string())
         }
+        ImportError::OtherTenant(_) => ApiError::client(StatusCode::FORBIDDEN, "tenant_mismatch", e.to_string()),
         ImportError::Embed(e) => {
             tracing::error!(error = %e, "import: embedding failed");
             ApiError::client(StatusCode::BAD_GATEWAY, "embedding_failed", "The embedder failed; nothing was imported")

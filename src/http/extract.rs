@@ -19,8 +19,50 @@ pub struct Caller {
     pub tenant: String,
     /// The stored API key used, if any (None: the operator key, or open mode).
     pub key_id: Option<String>,
-    /// May act on any tenant and reach `/admin`.
+    /// May reach `/admin` (for [`Caller::tenant`] only, unless `operator`).
     pub admin: bool,
+    /// May act on every tenant: the operator key (`MNEMO_API_KEY`), a stored operator key, or
+    /// open mode.
+    pub operator: bool,
+}
+
+impl Caller {
+    /// The tenant a request names (query, body or path; None: the caller's own), when the caller
+    /// may act on it: its own tenant always, another only as an operator.
+    pub fn target(&self, named: Option<String>) -> Result<String, ApiError> {
+        match named {
+            Some(t) if t != self.tenant && !self.operator => Err(tenant_mismatch()),
+            Some(t) => Ok(t),
+            None => Ok(self.tenant.clone()),
+        }
+    }
+
+    /// Refuses callers that are not operators (endpoints that show or change every tenant).
+    pub fn operator_only(&self) -> Result<(), ApiError> {
+        if self.operator {
+            Ok(())
+        } else {
+            Err(ApiError::client(
+                StatusCode::FORBIDDEN,
+                "operator_required",
+                "This endpoint reaches across tenants: it needs the operator key or an operator API key.",
+            ))
+        }
+    }
+}
+
+/// 403 for a key used on a tenant it is not bound to.
+pub fn tenant_mismatch() -> ApiError {
+    ApiError::client(StatusCode::FORBIDDEN, "tenant_mismatch", "This API key belongs to another tenant.")
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        // The authentication middleware sets it on every route that is not public.
+        parts.extensions.get::<Caller>().cloned().ok_or_else(|| ApiError::Internal(anyhow::anyhow!("no caller")))
+    }
 }
 
 /// The tenant a request acts for: the authenticated caller's, else the `X-Tenant-ID` header,

@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::db::labels::SuggestedFilter;
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::body::valid;
-use crate::http::extract::{JsonBody, Tenant};
+use crate::http::extract::{Caller, JsonBody};
 use crate::http::path::memory_id_path;
 use crate::http::query::{int, length, query, target_tenant, TargetTenant, MAX_OFFSET};
 use crate::http::schema::{CommonErrors, TenantHeader};
@@ -89,14 +89,10 @@ pub struct SuggestedLabelParams {
     summary = "Memories with label suggestions awaiting review, and the label catalogue",
     params(TenantHeader, SuggestedLabelParams),
     responses((status = 200, description = "Review queue", body = ReviewQueue), CommonErrors))]
-pub async fn list(
-    State(st): State<AppState>,
-    Tenant(caller): Tenant,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ReviewQueue>> {
+pub async fn list(State(st): State<AppState>, caller: Caller, RawQuery(raw): RawQuery) -> ApiResult<Json<ReviewQueue>> {
     let q: SuggestedLabelParams = query(raw.as_deref())?;
     let (limit, offset) = (q.limit, q.offset);
-    let tenant = q.tenant_id.unwrap_or(caller);
+    let tenant = caller.target(q.tenant_id)?;
     let subject_id = q.subject_id.filter(|s| !s.is_empty());
     let label = q.label.filter(|s| !s.is_empty()).map(|l| crate::policy::labels::normalise_label(&l));
     let filter = SuggestedFilter { subject_id: subject_id.as_deref(), label: label.as_deref() };
@@ -137,12 +133,12 @@ pub struct PromoteLabels {
               (status = 404, description = "memory not found", body = Envelope), CommonErrors))]
 pub async fn promote(
     State(st): State<AppState>,
-    Tenant(caller): Tenant,
+    caller: Caller,
     Path(id): Path<String>,
     RawQuery(raw): RawQuery,
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<Promoted>> {
-    let tenant = query::<TargetTenant>(raw.as_deref())?.or(caller);
+    let tenant = caller.target(query::<TargetTenant>(raw.as_deref())?.tenant_id)?;
     let memory_id = memory_id_path(&id)?;
     let labels = valid::<PromoteLabels>(body)?.labels;
     match svc::promote(&st.pool, &tenant, memory_id, &labels).await {

@@ -9,8 +9,7 @@ pub fn subject_id_path(subject_id: &str) -> Result<(), ApiError> {
 
 /// A text id from the path (1-256 characters without NUL), or a 422 naming `path.<field>`.
 pub fn text_id_path(field: &str, value: &str) -> Result<(), ApiError> {
-    let n = value.chars().count();
-    if n == 0 || n > 256 || value.contains('\0') {
+    if !crate::model::text::valid_text_id(value) {
         return Err(ApiError::validation(vec![FieldError {
             loc: vec!["path".into(), field.into()],
             msg: "must be 1-256 characters without NUL".into(),

@@ -10,15 +10,15 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::body::valid;
-use crate::http::extract::{JsonBody, Tenant};
+use crate::http::extract::{Caller, JsonBody};
 use crate::http::query::{query, TargetTenant};
 use crate::http::schema::CommonErrors;
 use crate::input::rules::{chars, no_nul, NOT_TEXT, REQUIRED};
 use crate::services::policy as svc;
 use crate::state::AppState;
 
-fn query_tenant(raw: Option<&str>, fallback: String) -> ApiResult<String> {
-    Ok(query::<TargetTenant>(raw)?.or(fallback))
+fn query_tenant(raw: Option<&str>, caller: &Caller) -> ApiResult<String> {
+    caller.target(query::<TargetTenant>(raw)?.tenant_id)
 }
 
 fn bundle_not_found() -> ApiError {
@@ -92,7 +92,7 @@ pub struct PolicyActivation {
               (status = 400, description = "invalid bundle", body = Envelope), CommonErrors))]
 pub async fn upload(
     State(st): State<AppState>,
-    Tenant(caller): Tenant,
+    caller: Caller,
     JsonBody(body): JsonBody,
 ) -> ApiResult<(StatusCode, Json<StoredBundle>)> {
     let upload: PolicyUpload = valid(body)?;
@@ -100,7 +100,7 @@ pub async fn upload(
         Value::String(s) => s,
         object => object.to_string(),
     };
-    let tenant = upload.tenant_id.unwrap_or(caller);
+    let tenant = caller.target(upload.tenant_id)?;
     let (hash, bundle) = svc::store(&st.pool, &tenant, &text)
         .await?
         .map_err(|e| ApiError::bad_request("policy.invalid_bundle", e.to_string()))?;
@@ -113,12 +113,8 @@ pub async fn upload(
 #[utoipa::path(get, path = "/admin/policy/bundles", tag = "admin", summary = "A tenant's policy bundles",
     params(TargetTenant),
     responses((status = 200, description = "Bundles", body = BundleList), CommonErrors))]
-pub async fn list(
-    State(st): State<AppState>,
-    Tenant(caller): Tenant,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<BundleList>> {
-    let tenant = query_tenant(raw.as_deref(), caller)?;
+pub async fn list(State(st): State<AppState>, caller: Caller, RawQuery(raw): RawQuery) -> ApiResult<Json<BundleList>> {
+    let tenant = query_tenant(raw.as_deref(), &caller)?;
     Ok(Json(BundleList { bundles: svc::list(&st.pool, &tenant).await? }))
 }
 
@@ -130,11 +126,11 @@ pub async fn list(
               (status = 404, description = "not found", body = Envelope), CommonErrors))]
 pub async fn get(
     State(st): State<AppState>,
-    Tenant(caller): Tenant,
+    caller: Caller,
     Path(hash): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Value>> {
-    let tenant = query_tenant(raw.as_deref(), caller)?;
+    let tenant = query_tenant(raw.as_deref(), &caller)?;
     Ok(Json(svc::get(&st.pool, &tenant, &hash).await?.ok_or_else(bundle_not_found)?))
 }
 
@@ -144,13 +140,9 @@ pub async fn get(
     request_body = PolicyActivation,
     responses((status = 200, description = "Activated", body = Object),
               (status = 404, description = "not found", body = Envelope), CommonErrors))]
-pub async fn activate(
-    State(st): State<AppState>,
-    Tenant(caller): Tenant,
-    JsonBody(body): JsonBody,
-) -> ApiResult<Json<Value>> {
+pub async fn activate(State(st): State<AppState>, caller: Caller, JsonBody(body): JsonBody) -> ApiResult<Json<Value>> {
     let activation: PolicyActivation = valid(body)?;
-    let (tenant, hash) = (activation.tenant_id.unwrap_or(caller), activation.bundle_hash);
+    let (tenant, hash) = (caller.target(activation.tenant_id)?, activation.bundle_hash);
     Ok(Json(svc::activate(&st.pool, &tenant, &hash).await?.ok_or_else(bundle_not_found)?))
 }
 
@@ -165,11 +157,7 @@ pub async fn reload() -> Json<Reloaded> {
 #[utoipa::path(get, path = "/admin/policy/active", tag = "admin", summary = "The tenant's active bundle, or null",
     params(TargetTenant),
     responses((status = 200, description = "Active bundle or null", body = Option<Object>), CommonErrors))]
-pub async fn active(
-    State(st): State<AppState>,
-    Tenant(caller): Tenant,
-    RawQuery(raw): RawQuery,
-) -> ApiResult<Json<Value>> {
-    let tenant = query_tenant(raw.as_deref(), caller)?;
+pub async fn active(State(st): State<AppState>, caller: Caller, RawQuery(raw): RawQuery) -> ApiResult<Json<Value>> {
+    let tenant = query_tenant(raw.as_deref(), &caller)?;
     Ok(Json(svc::active_doc(&st.pool, &tenant).await?.unwrap_or(Value::Null)))
 }

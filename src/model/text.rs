@@ -11,6 +11,16 @@ pub fn valid_tenant_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 256 && !id.chars().any(char::is_control)
 }
 
+/// Most characters a text id (subject, session, ...) may have.
+pub const MAX_ID_CHARS: usize = 256;
+
+/// A text id (subject, session, ...) is 1-256 characters (not bytes) without NUL: the one rule
+/// for ids in API paths and the console's pages alike. Any other character, a tab or a
+/// non-ASCII letter included, is part of the id.
+pub fn valid_text_id(id: &str) -> bool {
+    !id.is_empty() && id.chars().count() <= MAX_ID_CHARS && !id.contains('\0')
+}
+
 /// True if any string or key inside `v` contains U+0000 (Postgres rejects it in jsonb).
 pub fn contains_nul(v: &Value) -> bool {
     match v {
@@ -25,6 +35,14 @@ pub fn contains_nul(v: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn text_ids_count_characters_and_refuse_only_nul() {
+        assert!(valid_text_id(&"ü".repeat(256)), "512 bytes, 256 characters");
+        assert!(!valid_text_id(&"ü".repeat(257)));
+        assert!(valid_text_id("a\tb") && valid_text_id("line\nbreak"));
+        assert!(!valid_text_id("") && !valid_text_id("a\0b"));
+    }
 
     #[test]
     fn nul_is_found_in_nested_keys_and_values() {

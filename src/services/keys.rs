@@ -31,13 +31,48 @@ fn new_secret(key_id: &str) -> String {
     format!("mnemo_{key_id}_{}", URL_SAFE_NO_PAD.encode(bytes))
 }
 
-/// Creates a key for the tenant (an admin key may also act on other tenants and reach /admin).
-pub async fn create(pool: &PgPool, tenant: &str, admin: bool, label: Option<&str>) -> anyhow::Result<Minted> {
+/// What a stored key may do. Every key acts for its own tenant; only an operator key reaches
+/// across tenants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The tenant's `/v1` API (and MCP) only.
+    Tenant,
+    /// Also the tenant's `/admin` endpoints and the console, for its own tenant only.
+    Admin,
+    /// An admin of every tenant: the tenant header may name any tenant, and the endpoints that
+    /// reach across tenants (tenant list, webhook outbox, import/export elsewhere) answer it.
+    Operator,
+}
+
+impl Scope {
+    /// (is_admin, is_operator) as stored.
+    pub fn flags(self) -> (bool, bool) {
+        match self {
+            Scope::Tenant => (false, false),
+            Scope::Admin => (true, false),
+            Scope::Operator => (true, true),
+        }
+    }
+
+    /// The scope of stored flags (an operator key is always an admin key).
+    pub fn of(admin: bool, operator: bool) -> Scope {
+        match (admin, operator) {
+            (_, true) => Scope::Operator,
+            (true, false) => Scope::Admin,
+            (false, false) => Scope::Tenant,
+        }
+    }
+}
+
+/// Creates a key for the tenant with the given scope.
+pub async fn create(pool: &PgPool, tenant: &str, scope: Scope, label: Option<&str>) -> anyhow::Result<Minted> {
     let key_id = ulid::Ulid::new().to_string().to_lowercase();
     let secret = new_secret(&key_id);
+    let (admin, operator) = scope.flags();
     let mut tx = db::scope::begin(pool, tenant).await?;
     db::tenants::ensure(&mut tx, tenant).await?;
-    let row = db::keys::insert(&mut tx, tenant, &key_id, &digest(&secret), admin, label).await?;
+    let row = db::keys::insert(&mut tx, tenant, &key_id, &digest(&secret), admin, operator, label).await?;
     tx.commit().await?;
     Ok(Minted { row, secret })
 }
@@ -61,14 +96,14 @@ pub async fn list(pool: &PgPool, tenant: &str) -> anyhow::Result<Vec<KeyRow>> {
 pub struct StoredKey {
     pub key_id: String,
     pub tenant: String,
-    pub admin: bool,
+    pub scope: Scope,
 }
 
 /// Looks a presented key up by its digest.
 pub async fn lookup(pool: &PgPool, presented: &str) -> sqlx::Result<Option<StoredKey>> {
     let mut conn = pool.acquire().await?;
     let found = db::keys::find(&mut conn, &digest(presented)).await?;
-    Ok(found.map(|(key_id, tenant, admin)| StoredKey { key_id, tenant, admin }))
+    Ok(found.map(|k| StoredKey { key_id: k.key_id, tenant: k.tenant_id, scope: Scope::of(k.is_admin, k.is_operator) }))
 }
 
 #[cfg(test)]
@@ -83,5 +118,13 @@ mod tests {
         assert!(a.starts_with("mnemo_01abc_"));
         assert_eq!(a.len(), "mnemo_01abc_".len() + 43);
         assert_ne!(digest(&a), digest(&b));
+    }
+
+    #[test]
+    fn scopes_round_trip_through_their_stored_flags() {
+        for s in [Scope::Tenant, Scope::Admin, Scope::Operator] {
+            let (admin, operator) = s.flags();
+            assert_eq!(Scope::of(admin, operator), s);
+        }
     }
 }

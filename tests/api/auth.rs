@@ -25,10 +25,13 @@ async fn ingest(app: &TestApp, key: &str, subject: &str, text: &str) -> (u16, Va
 }
 
 #[tokio::test]
-async fn tenant_keys_bind_their_tenant_and_admin_keys_may_choose() {
+async fn tenant_keys_bind_their_tenant_and_operator_keys_may_choose() {
     let app = spawn().await;
-    let alpha = mnemo::services::keys::create(&app.pool, "alpha", false, Some("ci")).await.unwrap();
-    let admin = mnemo::services::keys::create(&app.pool, "ops", true, None).await.unwrap();
+    let alpha = mnemo::services::keys::create(&app.pool, "alpha", mnemo::services::keys::Scope::Tenant, Some("ci"))
+        .await
+        .unwrap();
+    let admin =
+        mnemo::services::keys::create(&app.pool, "ops", mnemo::services::keys::Scope::Operator, None).await.unwrap();
     // Stored keys exist, so a keyless request is refused; a wrong key is 403.
     assert_eq!(call(&app, None, None, "/v1/subjects").await.0, 401);
     let (s, b) = call(&app, Some("mnemo_nope_nope"), None, "/v1/subjects").await;
@@ -46,7 +49,7 @@ async fn tenant_keys_bind_their_tenant_and_admin_keys_may_choose() {
         .await
         .unwrap();
     assert_eq!(n, 1);
-    // An admin key may act on any tenant; a tenant key may not reach /admin.
+    // An operator key may act on any tenant; a tenant key may not reach /admin.
     let (s, b) = call(&app, Some(&admin.secret), Some("alpha"), "/v1/subjects").await;
     assert_eq!((s, b["total"].clone()), (200, json!(1)));
     let (s, b) = call(&app, Some(&alpha.secret), None, "/admin/tenants").await;
@@ -98,7 +101,10 @@ fn limited(rpm: u32) -> RuntimeConfig {
 async fn rate_limits_are_shared_by_replicas_per_key_and_per_tenant() {
     let a = spawn_with(limited(6)).await;
     let b = spawn_replica(&a, limited(6)).await;
-    let key = mnemo::services::keys::create(&a.pool, "acme", false, None).await.unwrap().secret;
+    let key = mnemo::services::keys::create(&a.pool, "acme", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
     let mut ok = 0;
     let mut limited_resp = None;
     for i in 0..12 {
@@ -123,7 +129,10 @@ async fn rate_limits_are_shared_by_replicas_per_key_and_per_tenant() {
     for _ in 0..10 {
         assert_eq!(call(&a, None, None, "/healthz").await.0, 200);
     }
-    let other = mnemo::services::keys::create(&a.pool, "globex", false, None).await.unwrap().secret;
+    let other = mnemo::services::keys::create(&a.pool, "globex", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
     assert_eq!(call(&b, Some(&other), None, "/v1/subjects").await.0, 200);
     // The tenant config can override the server default.
     sqlx::query(
@@ -251,7 +260,8 @@ async fn status_with(app: &TestApp, c: &reqwest::Client, key: &str) -> reqwest::
 #[tokio::test]
 async fn failed_key_attempts_are_throttled_per_address_and_per_key_prefix() {
     let app = spawn_with(RuntimeConfig { auth_failures_per_minute: 3, ..RuntimeConfig::default() }).await;
-    let key = mnemo::services::keys::create(&app.pool, "acme", false, None).await.unwrap();
+    let key =
+        mnemo::services::keys::create(&app.pool, "acme", mnemo::services::keys::Scope::Tenant, None).await.unwrap();
     // One address guessing: three failures, then 429 with Retry-After, even for the right key.
     let guesser = client_from("127.0.0.2");
     for i in 0..3 {

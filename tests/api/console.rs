@@ -143,8 +143,15 @@ async fn the_console_in_a_browser() {
             .unwrap();
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let mut app = crate::common::spawn_state(Default::default(), embedder, keys).await;
-    let admin = mnemo::services::keys::create(&app.pool, "default", true, Some("ops")).await.unwrap().secret;
-    let tenant_key = mnemo::services::keys::create(&app.pool, "default", false, None).await.unwrap().secret;
+    let admin =
+        mnemo::services::keys::create(&app.pool, "default", mnemo::services::keys::Scope::Operator, Some("ops"))
+            .await
+            .unwrap()
+            .secret;
+    let tenant_key = mnemo::services::keys::create(&app.pool, "default", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
     // The seed goes through the API with the admin key.
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert("x-api-key", admin.parse().unwrap());
@@ -271,11 +278,25 @@ async fn the_console_in_a_browser() {
     text(&c, "table.history").await;
     shots.take(&c, "subject-phone").await;
 
-    // Sign out: the pages need a sign-in again.
+    // Sign out: the pages need a sign-in again, and a copy of the cookie taken before signing
+    // out is void too (the session ended server-side, not only in this browser).
+    let copied = c.get_named_cookie("mnemo_console").await.unwrap().value().to_string();
+    let copy = || {
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap()
+            .get(ui("/tenants"))
+            .header("cookie", format!("mnemo_console={copied}"))
+            .send()
+    };
+    assert_eq!(copy().await.unwrap().status(), 200, "the copy works while the session lasts");
     click(&c, Locator::Css("form.signout button"), false).await;
     c.wait().for_element(Locator::Id("api_key")).await.unwrap();
     c.goto(&ui("/tenants")).await.unwrap();
     c.wait().for_element(Locator::Id("api_key")).await.unwrap();
+    let r = copy().await.unwrap();
+    assert_eq!((r.status().as_u16(), &r.headers()["location"]), (303, &"/admin/ui/login".parse().unwrap()));
     c.close().await.unwrap();
     let _ = std::fs::remove_dir_all(&profile);
 }

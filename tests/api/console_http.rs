@@ -47,8 +47,14 @@ pub async fn sign_in(app: &TestApp, c: &reqwest::Client, key: &str, headers: &[(
 
 async fn keyed_app() -> (TestApp, String, String) {
     let app = crate::common::spawn().await;
-    let admin = mnemo::services::keys::create(&app.pool, "acme", true, Some("ops")).await.unwrap().secret;
-    let tenant = mnemo::services::keys::create(&app.pool, "acme", false, None).await.unwrap().secret;
+    let admin = mnemo::services::keys::create(&app.pool, "acme", mnemo::services::keys::Scope::Admin, Some("ops"))
+        .await
+        .unwrap()
+        .secret;
+    let tenant = mnemo::services::keys::create(&app.pool, "acme", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
     (app, admin, tenant)
 }
 
@@ -154,6 +160,71 @@ async fn a_session_ends_when_its_key_is_revoked_or_it_signs_out() {
     assert_eq!(r.status(), 303);
 }
 
+/// The finding: sign-out only cleared the browser's cookie, and a copy kept working for 8 h.
+#[tokio::test]
+async fn a_copied_cookie_is_void_after_sign_out() {
+    let (app, admin, _) = keyed_app().await;
+    let c = client();
+    let (first, _) = set_cookie(&sign_in(&app, &c, &admin, &[]).await, "mnemo_console").unwrap();
+    let (second, _) = set_cookie(&sign_in(&app, &c, &admin, &[]).await, "mnemo_console").unwrap();
+    let (first, second) = (format!("mnemo_console={first}"), format!("mnemo_console={second}"));
+    let ok = c.get(app.url("/admin/ui/tenants")).header("cookie", &first).send().await.unwrap();
+    assert_eq!(ok.status(), 200);
+    let token = hidden(&ok.text().await.unwrap(), "csrf");
+    assert_eq!(app.count("console_sessions").await, 2);
+    let r = c.post(app.url("/admin/ui/logout")).header("cookie", &first).form(&[("csrf", token.as_str())]);
+    assert_eq!(r.send().await.unwrap().status(), 303);
+    // The copy is refused everywhere: pages send it to the sign-in form, forms are not accepted.
+    for path in ["/admin/ui/tenants", "/admin/ui/t/acme/keys", "/admin/ui/t/acme/subjects"] {
+        let r = c.get(app.url(path)).header("cookie", &first).send().await.unwrap();
+        assert_eq!(r.status(), 303, "{path}");
+        assert_eq!(r.headers()["location"], "/admin/ui/login");
+    }
+    let r = c.post(app.url("/admin/ui/t/acme/keys")).header("cookie", &first).form(&[("csrf", token.as_str())]);
+    assert_eq!(r.send().await.unwrap().status(), 303);
+    let keys: i64 = app.count("api_keys").await;
+    assert_eq!(keys, 2, "the refused form created no key");
+    // Another session of the same key is not affected; the row of the ended one is gone.
+    let r = c.get(app.url("/admin/ui/tenants")).header("cookie", &second).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(app.count("console_sessions").await, 1);
+    let stored: Vec<Vec<u8>> =
+        sqlx::query_scalar("SELECT session_id FROM console_sessions").fetch_all(&app.pool).await.unwrap();
+    assert!(stored.iter().all(|id| id.len() == 32), "a digest, not the cookie");
+}
+
+/// The finding: the console refused subject ids the API accepts (over 256 bytes but not 256
+/// characters, or with a control character), so they could be neither viewed nor erased there.
+#[tokio::test]
+async fn every_subject_id_the_api_accepts_can_be_viewed_and_erased() {
+    let (app, admin, _) = keyed_app().await;
+    let subject = format!("{}\tend", "ü".repeat(200));
+    let ep = crate::common::episode(&subject, "I live in Bergen.");
+    let r = app.client.post(app.url("/v1/episodes")).header("X-API-Key", &admin).json(&ep).send().await.unwrap();
+    assert_eq!(r.status(), 201, "the API accepts it");
+    let c = client();
+    let (cookie, _) = set_cookie(&sign_in(&app, &c, &admin, &[]).await, "mnemo_console").unwrap();
+    let cookie = format!("mnemo_console={cookie}");
+    let base = format!("/admin/ui/t/acme/subjects/{}", mnemo::console::seg(&subject));
+    for page in ["", "/receipts", "/erase"] {
+        let r = c.get(app.url(&format!("{base}{page}"))).header("cookie", &cookie).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{page}");
+        assert!(r.text().await.unwrap().contains(&subject), "{page}");
+    }
+    let page = c.get(app.url(&format!("{base}/erase"))).header("cookie", &cookie).send().await.unwrap();
+    let token = hidden(&page.text().await.unwrap(), "csrf");
+    let form = [("csrf", token.as_str()), ("confirm", subject.as_str())];
+    let r = c.post(app.url(&format!("{base}/erase"))).header("cookie", &cookie).form(&form).send().await.unwrap();
+    assert_eq!(r.status(), 303);
+    assert!(r.headers()["location"].to_str().unwrap().contains("/erasures/"));
+    assert!(app.subject_rows("acme", &subject).await.iter().all(|(_, n)| *n == 0));
+    // The rule is the API's: a NUL is refused by both, and so are 257 characters.
+    for bad in ["a%00b".to_string(), mnemo::console::seg(&"ü".repeat(257))] {
+        let r = c.get(app.url(&format!("/admin/ui/t/acme/subjects/{bad}"))).header("cookie", &cookie).send().await;
+        assert_eq!(r.unwrap().status(), 400, "{bad}");
+    }
+}
+
 /// This machine's first non-loopback IPv4 address (no packet is sent), if it has one.
 pub fn non_loopback_ip() -> Option<std::net::IpAddr> {
     let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
@@ -205,7 +276,7 @@ async fn without_any_key_the_console_is_served_on_loopback_only() {
         assert!(r.text().await.unwrap().contains("loopback only"));
     }
     // Once a key exists the console needs a sign-in from anywhere, and the open session is void.
-    mnemo::services::keys::create(&app.pool, "default", true, None).await.unwrap();
+    mnemo::services::keys::create(&app.pool, "default", mnemo::services::keys::Scope::Admin, None).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     let r = c.get(format!("{remote}/admin/ui/login")).send().await.unwrap();
     assert_eq!(r.status(), 200);
@@ -229,7 +300,10 @@ async fn tenant_pages_keep_the_apis_residency_rule() {
         ..Default::default()
     };
     let app = crate::common::spawn_with(config).await;
-    let admin = mnemo::services::keys::create(&app.pool, "acme", true, None).await.unwrap().secret;
+    let admin = mnemo::services::keys::create(&app.pool, "acme", mnemo::services::keys::Scope::Operator, None)
+        .await
+        .unwrap()
+        .secret;
     crate::common::set_config(&app, "pinned", serde_json::json!({"region": "us"})).await;
     let c = client();
     let (cookie, _) = set_cookie(&sign_in(&app, &c, &admin, &[]).await, "mnemo_console").unwrap();

@@ -269,7 +269,10 @@ async fn tenants_keys_and_rate_limits_are_the_http_apis() {
         ..RuntimeConfig::default()
     })
     .await;
-    let alpha = mnemo::services::keys::create(&app.pool, "alpha", false, None).await.unwrap().secret;
+    let alpha = mnemo::services::keys::create(&app.pool, "alpha", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
     let list = request(1, "tools/list", json!({}));
     // A tenant key may not pick another tenant.
     let (s, _, b) = mcp::post_with(&app, Some(&alpha), &list, &[("X-Tenant-ID", "beta")]).await;
@@ -447,8 +450,14 @@ async fn python_mcp_client_suite_passes() {
         return;
     };
     let app = crate::common::spawn_with(with_mcp(McpConfig { allow_forget: true, ..Default::default() })).await;
-    let alpha = mnemo::services::keys::create(&app.pool, "alpha", false, None).await.unwrap().secret;
-    let beta = mnemo::services::keys::create(&app.pool, "beta", false, None).await.unwrap().secret;
+    let alpha = mnemo::services::keys::create(&app.pool, "alpha", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
+    let beta = mnemo::services::keys::create(&app.pool, "beta", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
     let statewave =
         crate::common::spawn_with(with_mcp(McpConfig { toolset: Toolset::Statewave, ..Default::default() })).await;
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/compat/mcp");

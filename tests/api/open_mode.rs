@@ -44,7 +44,8 @@ async fn revoking_the_last_key_never_reopens_the_server() {
     let open_cookie = open_console_cookie(&app).await;
     assert_eq!(console_status(&app, &open_cookie).await, 200);
 
-    let key = mnemo::services::keys::create(&app.pool, "acme", true, None).await.unwrap();
+    let key =
+        mnemo::services::keys::create(&app.pool, "acme", mnemo::services::keys::Scope::Admin, None).await.unwrap();
     tokio::time::sleep(PAST_KEYS_TTL).await;
     assert_eq!(status(&app, &base, "/admin/tenants").await, 401);
     assert_eq!(console_status(&app, &open_cookie).await, 303, "the open session ended with the first key");
@@ -75,7 +76,8 @@ async fn a_server_on_every_address_stays_closed_when_its_keys_are_revoked() {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let signing = mnemo::receipts::signing::SigningKeys::empty();
     let app = spawn_bound(db, Default::default(), embedder, signing, "0.0.0.0:0").await;
-    let key = mnemo::services::keys::create(&app.pool, "default", false, None).await.unwrap();
+    let key =
+        mnemo::services::keys::create(&app.pool, "default", mnemo::services::keys::Scope::Tenant, None).await.unwrap();
     // The startup rule reads the same question: a database that held a key passes it.
     let mut conn = app.app_pool.acquire().await.unwrap();
     assert!(mnemo::db::keys::ever_stored(&mut conn).await.unwrap());
@@ -168,14 +170,20 @@ async fn listed_hosts_are_served_and_keyed_servers_check_hosts_only_when_listed(
     assert_eq!(send(get("mnemo.internal:8100")).await.0, 200);
     assert_eq!(send(get("evil.example")).await.0, 403);
     // With a key and the list set, the list still holds.
-    let key = mnemo::services::keys::create(&app.pool, "default", false, None).await.unwrap().secret;
+    let key = mnemo::services::keys::create(&app.pool, "default", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
     assert_eq!(send(get("evil.example").header("X-API-Key", &key)).await.0, 403);
     assert_eq!(send(get("mnemo.internal").header("X-API-Key", &key)).await.0, 200);
 
     // With a key and no list (a deployment behind a proxy that passes its public name), any
     // name is served: a rebound page has no key to send.
     let keyed = spawn().await;
-    let key = mnemo::services::keys::create(&keyed.pool, "default", false, None).await.unwrap().secret;
+    let key = mnemo::services::keys::create(&keyed.pool, "default", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
     let req = keyed.client.get(keyed.url("/v1/subjects")).header("Host", "mnemo.example.com");
     assert_eq!(send(req.try_clone().unwrap()).await.0, 401);
     assert_eq!(send(req.header("X-API-Key", &key)).await.0, 200);

@@ -256,8 +256,14 @@ async fn a_subject_with_uncompiled_episodes_is_not_imported_into() {
 #[tokio::test]
 async fn export_and_import_are_tenant_scoped() {
     let app = spawn().await;
-    let alpha = mnemo::services::keys::create(&app.pool, "alpha", false, None).await.unwrap().secret;
-    let admin = mnemo::services::keys::create(&app.pool, "ops", true, None).await.unwrap().secret;
+    let alpha = mnemo::services::keys::create(&app.pool, "alpha", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
+    let admin = mnemo::services::keys::create(&app.pool, "ops", mnemo::services::keys::Scope::Operator, None)
+        .await
+        .unwrap()
+        .secret;
     let r = app
         .client
         .post(app.url("/v1/episodes"))

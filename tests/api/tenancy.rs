@@ -294,8 +294,14 @@ async fn mcp_tools_act_only_within_the_keys_tenant() {
     };
     let app = crate::common::spawn_with(config(Toolset::Mnemo)).await;
     let statewave = crate::common::spawn_replica(&app, config(Toolset::Statewave)).await;
-    let alpha = mnemo::services::keys::create(&app.pool, "alpha", false, None).await.unwrap().secret;
-    let beta = mnemo::services::keys::create(&app.pool, "beta", false, None).await.unwrap().secret;
+    let alpha = mnemo::services::keys::create(&app.pool, "alpha", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
+    let beta = mnemo::services::keys::create(&app.pool, "beta", mnemo::services::keys::Scope::Tenant, None)
+        .await
+        .unwrap()
+        .secret;
     let (a, b) = (Some(alpha.as_str()), Some(beta.as_str()));
     let said = json!({"subject_id": "user:1", "text": "My name is Kari and I live in Bergen.", "compile": true});
     mcp::ok(&app, a, "remember", said).await;

@@ -1,5 +1,5 @@
 //! Sign-in with an admin API key (or, with no key configured, a loopback-only open session),
-//! and sign-out.
+//! and sign-out, which ends the session server-side.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -7,14 +7,14 @@ use std::net::{IpAddr, SocketAddr};
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Form;
+use axum::{Extension, Form};
 use maud::{html, Markup};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::console::guard::{current, is_https, is_open, operator_fp};
 use crate::console::session::{self, Session, Who};
-use crate::console::{html, layout, see_other, PageResult};
+use crate::console::{html, layout, see_other, Ctx, PageError, PageResult};
 use crate::services::keys;
 use crate::state::AppState;
 
@@ -91,6 +91,10 @@ pub async fn submit(
     };
     let minutes = st.config.console_session_minutes;
     let s = Session::new(who, chrono::Utc::now().timestamp(), minutes);
+    let expires = chrono::DateTime::from_timestamp(s.exp, 0).unwrap_or_else(chrono::Utc::now);
+    let mut tx = crate::db::scope::begin(&st.pool, s.home_tenant()).await?;
+    crate::db::console_sessions::insert(&mut tx, s.home_tenant(), &s.id(), expires).await?;
+    tx.commit().await?;
     let secure = is_https(&headers);
     let mut resp = see_other("/admin/ui/tenants");
     let cookies = [
@@ -126,7 +130,9 @@ async fn identify(
         }
     }
     Ok(match keys::lookup(&st.pool, presented).await? {
-        Some(k) if k.admin => Ok(Who::Key { key_id: k.key_id, tenant: k.tenant }),
+        Some(k) if k.scope != keys::Scope::Tenant => {
+            Ok(Who::Key { key_id: k.key_id, tenant: k.tenant, operator: k.scope == keys::Scope::Operator })
+        }
         Some(_) => Err("This key is not an admin key: the console needs an admin key."),
         None => {
             st.auth_throttle.failed(Some(peer), presented);
@@ -135,11 +141,20 @@ async fn identify(
     })
 }
 
-/// Ends the session (the cookie is cleared; signed sessions also end at their expiry).
-pub async fn logout(headers: HeaderMap) -> Response {
+/// Ends the session server-side (a copy of the cookie is void from now on, on every server),
+/// and clears the cookie.
+pub async fn logout(
+    State(st): State<AppState>,
+    Extension(ctx): Extension<Ctx>,
+    headers: HeaderMap,
+) -> Result<Response, PageError> {
+    let s = &ctx.session;
+    let mut tx = crate::db::scope::begin(&st.pool, s.home_tenant()).await?;
+    crate::db::console_sessions::delete(&mut tx, s.home_tenant(), &s.id()).await?;
+    tx.commit().await?;
     let mut resp = see_other("/admin/ui/login");
     if let Ok(v) = session::set_cookie(session::COOKIE, "", 0, is_https(&headers)).parse() {
         resp.headers_mut().append(header::SET_COOKIE, v);
     }
-    resp.into_response()
+    Ok(resp.into_response())
 }

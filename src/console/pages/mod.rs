@@ -15,7 +15,7 @@ pub mod tenants;
 pub mod webhooks;
 
 use crate::console::PageError;
-use crate::model::text::valid_tenant_id;
+use crate::model::text::{valid_tenant_id, valid_text_id};
 
 /// A tenant id from the path, checked as the API checks the header.
 pub fn tenant(raw: &str) -> Result<&str, PageError> {
@@ -26,11 +26,12 @@ pub fn tenant(raw: &str) -> Result<&str, PageError> {
     }
 }
 
-/// A subject id from the path, checked as the API checks it.
+/// A subject id from the path, by the API's own rule ([`valid_text_id`]), so every subject the
+/// API holds can be viewed and erased here.
 pub fn subject(raw: &str) -> Result<&str, PageError> {
-    if !raw.is_empty() && raw.len() <= 256 && !raw.chars().any(char::is_control) {
+    if valid_text_id(raw) {
         Ok(raw)
     } else {
-        Err(PageError::bad("A subject id is 1-256 printable characters."))
+        Err(PageError::bad("A subject id is 1-256 characters without NUL."))
     }
 }

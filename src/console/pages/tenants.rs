@@ -1,4 +1,4 @@
-//! Every tenant mnemo has seen.
+//! Every tenant mnemo has seen (an admin key's session: its own tenant).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -14,6 +14,13 @@ pub async fn list(State(st): State<AppState>, Extension(ctx): Extension<Ctx>) ->
     let mut tenants = tenant_config::list_tenants(&st.pool).await?;
     if !tenants.iter().any(|(t, _)| t == crate::model::text::DEFAULT_TENANT) {
         tenants.insert(0, (crate::model::text::DEFAULT_TENANT.to_string(), chrono::Utc::now()));
+    }
+    // An admin key's session sees its own tenant only.
+    if let Some(own) = ctx.session.bound_tenant() {
+        tenants.retain(|(t, _)| t == own);
+        if tenants.is_empty() {
+            tenants.push((own.to_string(), chrono::Utc::now()));
+        }
     }
     let body = html! {
         h1 { "Tenants" }

@@ -306,7 +306,11 @@ fn read_memory(v: &Value, path: &str, preserve_ids: bool) -> Result<DocMemory, D
     let confidence = match r.map.get("confidence") {
         None => 1.0,
         Some(Value::Number(n)) => {
-            n.as_f64().filter(|f| f.is_finite()).ok_or_else(|| r.err("confidence", "out of range"))?
+            // Refused, not clamped: a confidence of 1e308 is a broken or hostile file, and a clamped
+            // 1.0 would rank it above every honest memory.
+            n.as_f64()
+                .filter(|f| (0.0..=1.0).contains(f))
+                .ok_or_else(|| r.err("confidence", "must be a number from 0 to 1"))?
         }
         Some(_) => return Err(r.err("confidence", "must be a number")),
     };

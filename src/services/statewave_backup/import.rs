@@ -1,7 +1,7 @@
 //! Importing one backup document: checks first (nothing is written on any refusal), vectors
 //! next (outside the transaction), then every row in one transaction.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -37,6 +37,8 @@ pub struct ImportRequest<'a> {
     pub preserve_ids: bool,
     /// The tenant used when neither the request nor the document names one.
     pub caller_tenant: &'a str,
+    /// Whether the caller may import into a tenant other than `caller_tenant` (an operator).
+    pub any_tenant: bool,
 }
 
 /// What an import wrote.
@@ -63,6 +65,9 @@ pub enum ImportError {
     /// ones without skipping those too (409).
     #[error("subject '{subject}' has {pending} episode(s) not yet compiled; compile it before importing into it")]
     PendingCompile { subject: String, pending: i64 },
+    /// The document or the request names a tenant the caller may not write into (403).
+    #[error("the document would be imported into tenant '{0}': only an operator may import into another tenant")]
+    OtherTenant(String),
     /// The embedder failed (502).
     #[error("embedding failed: {0:#}")]
     Embed(anyhow::Error),
@@ -77,8 +82,11 @@ pub async fn import(
     req: ImportRequest<'_>,
     progress: &dyn Progress,
 ) -> Result<Imported, ImportError> {
-    let doc = document::read(req.document, req.target_subject_id, req.target_tenant_id, req.preserve_ids)?;
+    let mut doc = document::read(req.document, req.target_subject_id, req.target_tenant_id, req.preserve_ids)?;
     let tenant = doc.tenant_id.clone().unwrap_or_else(|| req.caller_tenant.to_string());
+    if tenant != req.caller_tenant && !req.any_tenant {
+        return Err(ImportError::OtherTenant(tenant));
+    }
     let subject = doc.subject_id.clone();
     let ids = Ids::assign(&doc, req.preserve_ids)?;
     if req.preserve_ids {
@@ -113,6 +121,7 @@ pub async fn import(
         db::backup::lock_preserved_ids(&mut tx).await?;
         check_free(&mut tx, &ids).await?;
     }
+    drop_foreign_sources(&mut tx, &tenant, &mut doc, &ids).await?;
     let n = doc.episodes.len() as i64;
     let cursor = db::compile::cursor(&mut tx, &tenant, &subject).await?;
     let last_seq = if n > 0 { db::backup::reserve_seqs(&mut tx, &tenant, &subject, n).await? } else { cursor };
@@ -179,6 +188,45 @@ impl Ids {
         };
         Ok(Ids { episodes, memories, remap })
     }
+}
+
+/// Drops the `source_episode_ids` that name an episode of another subject or tenant. The format
+/// allows dangling references (an id no episode has: kept, as Statewave keeps them), and ones to
+/// the document's own episodes or to episodes the subject already has are kept; a memory must
+/// never cite someone else's episode.
+async fn drop_foreign_sources(
+    conn: &mut sqlx::PgConnection,
+    tenant: &str,
+    doc: &mut Document,
+    ids: &Ids,
+) -> Result<(), ImportError> {
+    let written: HashSet<Uuid> = ids.episodes.iter().copied().collect();
+    let outside = |s: &Uuid| !ids.remap.contains_key(s) && !written.contains(s);
+    let cited: Vec<Uuid> = doc
+        .memories
+        .iter()
+        .flat_map(|m| m.source_episode_ids.iter().copied().filter(outside))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if cited.is_empty() {
+        return Ok(());
+    }
+    let own: HashSet<Uuid> =
+        db::backup::subject_episode_ids(conn, tenant, &doc.subject_id, &cited).await?.into_iter().collect();
+    let foreign: HashSet<Uuid> =
+        db::backup::episode_ids_in_use(conn, &cited).await?.into_iter().filter(|id| !own.contains(id)).collect();
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    let mut dropped = 0usize;
+    for m in &mut doc.memories {
+        let before = m.source_episode_ids.len();
+        m.source_episode_ids.retain(|s| !foreign.contains(s));
+        dropped += before - m.source_episode_ids.len();
+    }
+    tracing::info!(dropped, "import: dropped source references to other subjects' or tenants' episodes");
+    Ok(())
 }
 
 /// Preserved ids must be free in the whole database, as in Statewave (where they are global
