@@ -9,7 +9,10 @@ use crate::console_http::{client, hidden, set_cookie, sign_in};
 #[tokio::test]
 async fn an_episode_is_erased_from_the_console_with_its_certificate() {
     let app = crate::common::spawn().await;
-    let admin = mnemo::services::keys::create(&app.pool, "acme", true, Some("ops")).await.unwrap().secret;
+    let admin = mnemo::services::keys::create(&app.pool, "acme", mnemo::services::keys::Scope::Admin, Some("ops"))
+        .await
+        .unwrap()
+        .secret;
     let api = |path: &str| app.client.post(app.url(path)).header("X-API-Key", &admin).header("X-Tenant-ID", "acme");
     for text in ["I live in Bergen.", "I like green tea."] {
         let r = api("/v1/episodes").json(&crate::common::episode("user:1", text)).send().await.unwrap();
