@@ -52,13 +52,53 @@ struct Signals {
     joined: Regex,
     /// Signal 5, third parties only: an explicit directive phrase, any verb.
     told: Regex,
-    /// Signal 5: an object that leaves the conversation.
-    outward: Regex,
+    /// Signal 5: an address, link or number something can be sent to.
+    address: Regex,
+    /// Signal 5: credentials, or everything of a kind.
+    sensitive: Regex,
+    /// Signal 5: "to/with/on …" followed by an address.
+    destination: Regex,
     /// A sentence that only qualifies the instruction before it.
     continuation: Regex,
     /// What follows a verb-shaped word used as a noun ("Order #12 has shipped", "Update: …").
     noun_use: Regex,
 }
+
+/// Addresses, links, account and phone numbers: where something sent away goes.
+const ADDRESS: &str = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\bhttps?://|\bwww\.|\b[\w-]+\.(?:com|net|org|io|ai|dev|app|co|me|xyz|ru|cn|info|biz|example|site|online|top)\b|(?-i:\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b)|\+\d[\d\s().-]{7,}\d|\(\d{3}\)\s?\d{3}[\s.-]\d{4}|\b\d{3}[.-]\d{3}[.-]\d{4}\b|\b\d{10,}\b";
+
+/// Verbs that move something from the conversation to someone else (base forms).
+const TRANSFER_VERBS: [&str; 29] = [
+    "send",
+    "forward",
+    "email",
+    "e-mail",
+    "mail",
+    "transfer",
+    "wire",
+    "pay",
+    "post",
+    "upload",
+    "share",
+    "publish",
+    "leak",
+    "exfiltrate",
+    "export",
+    "dump",
+    "copy",
+    "reveal",
+    "disclose",
+    "give",
+    "provide",
+    "tell",
+    "text",
+    "message",
+    "dm",
+    "include",
+    "submit",
+    "transmit",
+    "redirect",
+];
 
 /// Verbs that act on the world or make the agent say something (base forms).
 const ACTING_VERBS: &str = "get|send|forward|e-?mail|mail|transfer|wire|pay|deposit|withdraw|delete|remove|erase|wipe|\
@@ -96,16 +136,34 @@ fn build() -> Result<Signals, regex::Error> {
     let told = Regex::new(
         r"(?i)^[\s\W]*(?:(?:please|pls|kindly|also|and|then|now|first)\s+)?(?:remember\s+to|make\s+sure\s+(?:to|you)|be\s+sure\s+to|don['’]t\s+forget\s+to|do\s+not\s+forget\s+to|you\s+(?:must|need\s+to|have\s+to|are\s+required\s+to|are\s+to|shall))\s+\w+",
     )?;
-    let outward = Regex::new(
-        r"(?i)[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\bhttps?://|\bwww\.|\b[\w-]+\.(?:com|net|org|io|ai|dev|app|co|me|xyz|ru|cn|info|biz|example|site|online|top)\b|(?-i:\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b)|\+\d[\d\s().-]{7,}\d|\(\d{3}\)\s?\d{3}[\s.-]\d{4}|\b\d{3}[.-]\d{3}[.-]\d{4}\b|\b\d{10,}\b|\b(?:passwords?|passcodes?|passphrases?|credentials?|api[\s_-]?keys?|tokens?|secrets?|security\s+codes?|verification\s+codes?|2fa|otp|pin\s+(?:codes?|numbers?)|ssn|social\s+security|credit\s+cards?|card\s+numbers?|cvv|bank\s+(?:details|accounts?)|account\s+numbers?|iban|routing\s+numbers?|private\s+keys?|seed\s+phrases?|wallet)\b|\b(?:all|every|each|any)\s+(?:of\s+)?(?:the\s+|my\s+|your\s+|their\s+|his\s+|her\s+)?(?:emails?|e-mails?|messages?|files?|documents?|contacts?|data|conversations?|chats?|history|records?|transactions?|photos?|notes?|memories|details)\b",
+    // An object that leaves the conversation: an address, a link, an account or phone number…
+    let address = Regex::new(&format!(r"(?i){ADDRESS}"))?;
+    // … or what must never leave it: credentials, or everything of a kind ("all emails").
+    let sensitive = Regex::new(
+        r"(?i)\b(?:passwords?|passcodes?|passphrases?|credentials?|api[\s_-]?keys?|tokens?|secrets?|security\s+codes?|verification\s+codes?|2fa|otp|pin\s+(?:codes?|numbers?)|ssn|social\s+security|credit\s+cards?|card\s+numbers?|cvv|bank\s+(?:details|accounts?)|account\s+numbers?|iban|routing\s+numbers?|private\s+keys?|seed\s+phrases?|wallet)\b|\b(?:all|every|each|any)\s+(?:of\s+)?(?:the\s+|my\s+|your\s+|their\s+|his\s+|her\s+)?(?:emails?|e-mails?|messages?|files?|documents?|contacts?|data|conversations?|chats?|history|records?|transactions?|photos?|notes?|memories|details)\b",
     )?;
+    // Where a transferred thing goes: "to x@y.example", "with www.z.example", "on the site …".
+    let destination =
+        Regex::new(&format!(r"(?i)\b(?:to|with|into|onto|on|in)\s+(?:[^\s.!?]+\s+){{0,6}}?(?:{ADDRESS})"))?;
     let noun_use = Regex::new(
-        r"(?i)^(?:\s*[:#(]|\s+(?:is|was|has|had|are|were|will|would|should|can|could|may|might|did|does|number|no\.?|id|status|confirmation|summary|details|history|from|by|of)\b)",
+        r"(?i)^(?:\s*[:#(]|\s+(?:is|was|has|had|are|were|will|would|should|can|could|may|might|did|does|number|no\.?|id|status|summary|details|history|from|by|of)\b)",
     )?;
     let continuation = Regex::new(
         r"(?i)^\W*(?:(?:the|its|their|this|that|each|every)\s+\w+(?:\s+\w+)?\s+(?:should|must|shall|has\s+to|needs\s+to)\s+be\b|(?:then|after\s+that|afterwards|also|make\s+sure|be\s+sure|remember\s+to)\b)",
     )?;
-    Ok(Signals { overrides, other_subject, strong, imperative, joined, told, outward, noun_use, continuation })
+    Ok(Signals {
+        overrides,
+        other_subject,
+        strong,
+        imperative,
+        joined,
+        told,
+        address,
+        sensitive,
+        destination,
+        noun_use,
+        continuation,
+    })
 }
 
 /// True when `sentence` is an instruction aimed at the agent (see the module doc).
@@ -126,17 +184,46 @@ pub fn aimed_at_agent(sentence: &str, speaker: Speaker) -> bool {
     if speaker == Speaker::Agent {
         return false;
     }
-    if s.joined.is_match(sentence) && s.outward.is_match(sentence) {
+    if s.joined.is_match(sentence) && s.destination.is_match(sentence) {
         return true;
     }
-    clause_starts(sentence).into_iter().any(|start| {
+    let imperative_at = |start: usize| -> Option<&str> {
         let clause = &sentence[start..];
-        let Some(verb) = s.imperative.captures(clause).and_then(|c| c.name("v")) else {
-            return false;
-        };
-        !s.noun_use.is_match(&clause[verb.end()..]) && (speaker == Speaker::ThirdParty || s.outward.is_match(clause))
-    }) || (speaker == Speaker::ThirdParty
-        && clause_starts(sentence).into_iter().any(|start| s.told.is_match(&sentence[start..])))
+        let verb = s.imperative.captures(clause)?.name("v")?;
+        (!s.noun_use.is_match(&clause[verb.end()..])).then(|| verb.as_str())
+    };
+    let mut starts = clause_starts(sentence);
+    // "Delete all files and email the log to …": a second imperative joined to a first.
+    if imperative_at(0).is_some() {
+        starts.extend(sentence.match_indices(" and ").map(|(i, m)| i + m.len()));
+    }
+    starts.iter().any(|&start| {
+        let Some(verb) = imperative_at(start) else { return false };
+        let clause = &sentence[start..];
+        match speaker {
+            Speaker::ThirdParty => true,
+            // The user asks for things all the time ("update our records: the email is now
+            // x@y.example", "email me at …"); what is aimed elsewhere is sending something
+            // away ("… to x@evil.example") or exposing a secret.
+            _ => {
+                let verb = verb.to_lowercase();
+                let moves = TRANSFER_VERBS.contains(&verb.as_str());
+                (moves && s.destination.is_match(clause))
+                    || (moves
+                        && verb != "tell"
+                        && verb != "give"
+                        && s.sensitive.is_match(clause)
+                        && !to_the_user(clause))
+            }
+        }
+    }) || (speaker == Speaker::ThirdParty && starts.iter().any(|&start| s.told.is_match(&sentence[start..])))
+}
+
+/// Whether a clause sends its object back to the speaker ("send me my password reset link").
+fn to_the_user(clause: &str) -> bool {
+    let lower = clause.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    words.iter().take(4).any(|w| matches!(*w, "me" | "us" | "myself" | "ourselves"))
 }
 
 /// Where an imperative may start in a sentence: its start, and after a label or a joined clause

@@ -110,3 +110,32 @@ fn shared_dev_turns_are_left_as_they_are() {
     }
     assert!(rate <= 0.002, "{} of {} ordinary turns changed", changed.len(), turns.len());
 }
+
+#[test]
+fn the_update_eval_turns_are_ordinary_talk() {
+    // Every turn of tests/eval/updates.json is a user telling their own news, or a look-alike
+    // the compiler must not take for an update; none is an injection to drop from a summary
+    // (the look-alikes of kind "instruction" excepted).
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("tests/eval/updates.json")).unwrap()).unwrap();
+    let mut flagged = Vec::new();
+    for case in doc["cases"].as_array().unwrap() {
+        for session in case["sessions"].as_array().unwrap() {
+            for turn in session.as_array().unwrap() {
+                // A turn is the user's text, or a message with its role.
+                let (t, who) = match turn.as_str() {
+                    Some(t) => (t, Speaker::Party),
+                    None if turn["role"] == "assistant" => (turn["content"].as_str().unwrap(), Speaker::Agent),
+                    None => (turn["content"].as_str().unwrap(), Speaker::Party),
+                };
+                for s in found(t, who) {
+                    flagged.push(format!("{} ({}): {s}", case["name"], case["kind"]));
+                }
+            }
+        }
+    }
+    for f in &flagged {
+        eprintln!("flagged: {f}");
+    }
+    assert!(flagged.iter().all(|f| f.contains("instruction")), "{flagged:#?}");
+}
