@@ -52,8 +52,6 @@ struct Signals {
     joined: Regex,
     /// Signal 5, third parties only: an explicit directive phrase, any verb.
     told: Regex,
-    /// Signal 5: an address, link or number something can be sent to.
-    address: Regex,
     /// Signal 5: credentials, or everything of a kind.
     sensitive: Regex,
     /// Signal 5: "to/with/on …" followed by an address.
@@ -136,9 +134,7 @@ fn build() -> Result<Signals, regex::Error> {
     let told = Regex::new(
         r"(?i)^[\s\W]*(?:(?:please|pls|kindly|also|and|then|now|first)\s+)?(?:remember\s+to|make\s+sure\s+(?:to|you)|be\s+sure\s+to|don['’]t\s+forget\s+to|do\s+not\s+forget\s+to|you\s+(?:must|need\s+to|have\s+to|are\s+required\s+to|are\s+to|shall))\s+\w+",
     )?;
-    // An object that leaves the conversation: an address, a link, an account or phone number…
-    let address = Regex::new(&format!(r"(?i){ADDRESS}"))?;
-    // … or what must never leave it: credentials, or everything of a kind ("all emails").
+    // What must never leave the conversation: credentials, or everything of a kind ("all emails").
     let sensitive = Regex::new(
         r"(?i)\b(?:passwords?|passcodes?|passphrases?|credentials?|api[\s_-]?keys?|tokens?|secrets?|security\s+codes?|verification\s+codes?|2fa|otp|pin\s+(?:codes?|numbers?)|ssn|social\s+security|credit\s+cards?|card\s+numbers?|cvv|bank\s+(?:details|accounts?)|account\s+numbers?|iban|routing\s+numbers?|private\s+keys?|seed\s+phrases?|wallet)\b|\b(?:all|every|each|any)\s+(?:of\s+)?(?:the\s+|my\s+|your\s+|their\s+|his\s+|her\s+)?(?:emails?|e-mails?|messages?|files?|documents?|contacts?|data|conversations?|chats?|history|records?|transactions?|photos?|notes?|memories|details)\b",
     )?;
@@ -158,7 +154,6 @@ fn build() -> Result<Signals, regex::Error> {
         imperative,
         joined,
         told,
-        address,
         sensitive,
         destination,
         noun_use,
