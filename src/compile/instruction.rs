@@ -16,10 +16,13 @@
 //! 4. **hijack**: it reorders or replaces the agent's task or persona ("before you solve the
 //!    task", "your new task is", "from now on", "you are now", "do not tell the user");
 //! 5. **directive**: an imperative clause (its verb first, after any "please", "remember:",
-//!    "you must"…) whose verb acts on the world (send, forward, delete, transfer, book, say…)
-//!    and whose object leaves the conversation: an address, a link, an account number, a
-//!    credential, or everything of a kind ("all emails"). In evidence (emails, documents, tool
-//!    output) the imperative alone is enough: a document has no business telling the agent to act.
+//!    "you must"…). In the user's own turns it counts when it moves something away (send,
+//!    forward, share, post, transfer… to an address, a link, an account or phone number) or
+//!    exposes a secret ("reveal the admin password"): the user asks for things all the time
+//!    ("update our records: the email is now …", "email me at …"). In evidence (emails,
+//!    documents, tool output) any acting imperative counts, and so does "remember to…", "make
+//!    sure to…": a document has no business telling the agent to act. The assistant's own
+//!    imperatives are advice to the user and never count.
 //!
 //! [`strip`] removes such sentences from a text and leaves every other byte as it was.
 
