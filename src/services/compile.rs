@@ -16,21 +16,21 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::compile::claims::{parse_claim, Cardinality, Registry};
-use crate::compile::forget;
 use crate::compile::link::{link_by_similarity, link_drafts, Current, SIMILARITY_THRESHOLD};
 use crate::compile::llm::prompt::CurrentFact;
 use crate::compile::llm::Compiler;
-use crate::compile::pipeline::{compile_episode, time_anchor, EpisodeInput, MemoryDraft};
+use crate::compile::pipeline::{compile_episode, EpisodeInput, MemoryDraft};
 use crate::compile::scope::related;
 use crate::compile::supersede::{resolve, MemoryView, Rule};
-use crate::compile::text::{episode_text, user_statements};
+use crate::compile::text::episode_text;
 use crate::db;
 use crate::db::compile::{MemoryRows, RecordRow, LABEL_SEPARATOR};
 use crate::embed::Embedder;
-use crate::model::memory::{Memory, MemoryKind};
+use crate::model::memory::Memory;
 use crate::model::voice::Trust;
 use crate::policy::suggest::suggest_labels;
 use crate::services::episodes::new_id;
+use crate::services::forget;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::state::AppState;
 use crate::telemetry::{self, MemoryOp};
@@ -266,7 +266,7 @@ async fn compile_in(
     db::compile::insert_episode_embeddings(&mut tx, tenant, subject_id, &ep_ids, &ep_vecs, &model).await?;
 
     apply_supersession(&mut tx, &registry, tenant, subject_id, &ids, job_id).await?;
-    apply_forget_requests(&mut tx, tenant, subject_id, &inputs, &drafts, &ids, job_id).await?;
+    forget::apply_requests(&mut tx, tenant, subject_id, &inputs, &drafts, &ids, job_id).await?;
     db::terms::count_batch(&mut tx, tenant, subject_id, &ids, cursor, last_seq).await?;
 
     db::compile::advance_cursor(&mut tx, tenant, subject_id, last_seq).await?;
@@ -294,72 +294,6 @@ fn offered_facts(rows: Vec<(Uuid, String, Value)>, registry: &Registry) -> Vec<C
             content,
         })
         .collect()
-}
-
-/// Retires what the user's requests to forget name ([`crate::compile::forget`]): every current
-/// memory made before the request that mentions the thing or holds a value given for it is
-/// superseded by the request's own summary, from the request's time on.
-async fn apply_forget_requests(
-    conn: &mut sqlx::PgConnection,
-    tenant: &str,
-    subject_id: &str,
-    inputs: &[EpisodeInput],
-    drafts: &[MemoryDraft],
-    ids: &[Uuid],
-    job_id: Option<&str>,
-) -> Result<(), CompileError> {
-    let asked: Vec<(&EpisodeInput, Vec<String>)> = inputs
-        .iter()
-        .filter_map(|e| {
-            let things: Vec<String> =
-                user_statements(&e.payload, e.voice).iter().flat_map(|s| forget::requests(s)).collect();
-            (!things.is_empty()).then_some((e, things))
-        })
-        .collect();
-    if asked.is_empty() {
-        return Ok(());
-    }
-    let active = db::compile::active_texts(conn, tenant, subject_id).await?;
-    let mut losers = Vec::new();
-    let mut valid_to = Vec::new();
-    let mut records = Vec::new();
-    for (ep, things) in asked {
-        let at = time_anchor(ep);
-        let by = drafts
-            .iter()
-            .zip(ids)
-            .find(|(d, _)| d.source_episode_id == ep.id && d.kind == MemoryKind::EpisodeSummary)
-            .map(|(_, id)| *id);
-        for thing in things {
-            let mut target = forget::Target::new(&thing);
-            for (_, content, _, _) in &active {
-                target.learn_values(content);
-            }
-            for statement in inputs.iter().filter(|e| e.seq < ep.seq).flat_map(|e| user_statements(&e.payload, e.voice))
-            {
-                target.learn_values(&statement);
-            }
-            for (id, content, order_at, sources) in &active {
-                let earlier = *order_at <= at && !sources.contains(&ep.id);
-                if earlier && !losers.contains(id) && target.reaches(content) {
-                    losers.push(*id);
-                    valid_to.push(at.max(*order_at));
-                    records.push(RecordRow {
-                        superseded: *id,
-                        superseding: by,
-                        rule: "forgotten".into(),
-                        claim_key: None,
-                        score: None,
-                        threshold: None,
-                        details: json!({"request_episode_id": ep.id}),
-                    });
-                }
-            }
-        }
-    }
-    db::compile::supersede(conn, tenant, subject_id, &losers, &valid_to).await?;
-    db::compile::insert_records(conn, tenant, subject_id, job_id, &records).await?;
-    Ok(())
 }
 
 async fn apply_supersession(

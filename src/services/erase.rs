@@ -67,14 +67,7 @@ async fn erase_in(
     subject_id: &str,
 ) -> anyhow::Result<Erased> {
     let mut tx = db::scope::begin(pool, tenant).await?;
-    // Every writer of subject rows waits for the erasure: compile (subject lock), job
-    // submission (submit lock), receipt emission (the tenant's chain head), ingest (the
-    // subject's counter row, held even when it did not exist, then deleted first below).
-    // Always taken in this order.
-    db::compile::lock_subject(&mut tx, tenant, subject_id).await?;
-    db::jobs::lock_submit(&mut tx, tenant, subject_id).await?;
-    db::receipts::lock_head(&mut tx, tenant).await?;
-    let had_counter = db::erase::hold_counter(&mut tx, tenant, subject_id).await?;
+    let had_counter = hold_writers(&mut tx, tenant, subject_id).await?;
     db::erase::allow_episode_delete(&mut tx).await?;
     let mut per_table = BTreeMap::new();
     for table in db::erase::SUBJECT_TABLES {
@@ -126,6 +119,17 @@ async fn erase_in(
     }
     tx.commit().await?;
     Ok(Erased { per_table, erasure_id, certificate: cert })
+}
+
+/// Makes every writer of the subject's rows wait for the erasure in `conn`'s transaction:
+/// compile (subject lock), job submission (submit lock), receipt emission (the tenant's chain
+/// head), ingest (the subject's counter row, held even when it did not exist). Always taken in
+/// this order, by subject and item erasure alike. Returns whether the subject had a counter.
+pub async fn hold_writers(conn: &mut sqlx::PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<bool> {
+    db::compile::lock_subject(&mut *conn, tenant, subject_id).await?;
+    db::jobs::lock_submit(&mut *conn, tenant, subject_id).await?;
+    db::receipts::lock_head(&mut *conn, tenant).await?;
+    db::erase::hold_counter(conn, tenant, subject_id).await
 }
 
 /// A stored certificate of the tenant, parsed, with its signature check.

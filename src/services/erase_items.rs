@@ -110,12 +110,9 @@ async fn erase_in(
 ) -> anyhow::Result<Result<ItemsErased, NotFound>> {
     let (asked_episodes, asked_memories) = (distinct(&items.episode_ids), distinct(&items.memory_ids));
     let mut tx = db::scope::begin(pool, tenant).await?;
-    // The locks subject erasure takes, in its order (`erase::erase_in`): no compile derives a
-    // memory from an episode being erased, no receipt naming one is appended meanwhile.
-    db::compile::lock_subject(&mut tx, tenant, subject_id).await?;
-    db::jobs::lock_submit(&mut tx, tenant, subject_id).await?;
-    db::receipts::lock_head(&mut tx, tenant).await?;
-    let had_counter = db::erase::hold_counter(&mut tx, tenant, subject_id).await?;
+    // The locks subject erasure takes: no compile derives a memory from an episode being
+    // erased, no receipt naming one is appended meanwhile.
+    let had_counter = crate::services::erase::hold_writers(&mut tx, tenant, subject_id).await?;
 
     let episodes = db::erase_items::episodes_of(&mut tx, tenant, subject_id, &asked_episodes).await?;
     let memories = db::erase_items::memories_of(&mut tx, tenant, subject_id, &asked_memories, &episodes).await?;

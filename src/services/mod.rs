@@ -9,6 +9,7 @@ pub mod dump;
 pub mod episodes;
 pub mod erase;
 pub mod erase_items;
+pub mod forget;
 pub mod group_commit;
 pub mod handoff;
 pub mod health;
