@@ -30,6 +30,7 @@ pub mod episodes;
 pub mod erase;
 pub mod erase_items;
 pub mod erasures;
+pub mod functions;
 pub mod health;
 pub mod jobs;
 pub mod keys;

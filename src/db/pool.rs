@@ -74,7 +74,10 @@ pub async fn connect_app(opts: PgConnectOptions, max_connections: u32) -> sqlx::
     Ok(pool)
 }
 
-/// Applies pending migrations.
+/// Applies pending migrations, then installs the SQL function files that changed
+/// ([`super::functions::install`]).
 pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
-    MIGRATOR.run(pool).await
+    MIGRATOR.run(pool).await?;
+    super::functions::install(pool).await?;
+    Ok(())
 }

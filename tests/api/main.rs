@@ -42,6 +42,7 @@ mod receipts;
 mod scale_out;
 mod sessions;
 mod sharding;
+mod sql_functions;
 mod telemetry;
 mod templates;
 mod tenancy;

@@ -1,0 +1,414 @@
+-- Stage 1 of a context call on a large subject: every lane's candidates, the turns around them,
+-- the backing of turns and summaries and the session snapshot, in one statement
+-- (db::context::candidates).
+CREATE OR REPLACE FUNCTION public.mnemo_context(p_tenant text, p_subject text, p_as_of timestamp with time zone, p_words text, p_vector text, p_model text, p_session text, p_days timestamp with time zone[], p_approx_from bigint, p_around boolean, p_sources boolean, p_iterative boolean, p_lanes integer[], p_lex_state text DEFAULT NULL::text, p_lex_mterms text[] DEFAULT NULL::text[], p_lex_eterms text[] DEFAULT NULL::text[], p_lex_mem uuid[] DEFAULT NULL::uuid[], p_lex_mem_score double precision[] DEFAULT NULL::double precision[], p_lex_ep uuid[] DEFAULT NULL::uuid[], p_lex_ep_score double precision[] DEFAULT NULL::double precision[])
+ RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, lex double precision, sem double precision, visible boolean, contradicted boolean, "position" integer, prev_id uuid)
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+#variable_conflict use_column
+DECLARE
+    -- p_lanes: lexical, semantic, recent facts, recent episodes, session episodes, date episodes,
+    -- approximate candidates (the constants of db::context).
+    v_lex integer := p_lanes[1];
+    v_sem integer := p_lanes[2];
+    v_facts integer := p_lanes[3];
+    v_recent integer := p_lanes[4];
+    v_session integer := p_lanes[5];
+    v_dates integer := p_lanes[6];
+    v_approx integer := p_lanes[7];
+    v_version bigint;
+    v_vec vector;
+    v_dims integer;
+    v_big boolean;
+    v_large boolean;
+    v_mem_lx uuid[];
+    v_mem_lx_score float8[];
+    v_ep_lx uuid[];
+    v_ep_lx_score float8[];
+    v_mem uuid[];
+    v_ep uuid[];
+    v_more uuid[];
+    v_all uuid[];
+    v_asked uuid[];
+    v_snap session_snapshots%ROWTYPE;
+    v_has_snap boolean := false;
+    v_lex_state text;
+    v_lex_used boolean;
+    v_mq tsquery;
+    v_mterms text[];
+    v_eq tsquery;
+    v_eterms text[];
+BEGIN
+    PERFORM set_config('mnemo.tenant', p_tenant, true);
+    v_version := COALESCE((SELECT t.version FROM tenant_versions t WHERE t.tenant_id = p_tenant), 0);
+    -- From 1,000 episodes rows are looked up by id one at a time (see the header of migration
+    -- 0029). The subject has that many as of the call when its latest turn recorded by then,
+    -- read down the (tenant, subject, seq) index, has a seq of 1,000 or more.
+    v_large := COALESCE((SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                           AND e.created_at <= p_as_of ORDER BY e.seq DESC LIMIT 1), 0) >= 1000;
+    -- The task's lexemes per source (without the subject's common terms), and whether the
+    -- lexical lanes the server computed on its index of the subject (`p_lex_*`) are this call's:
+    -- the index is of the subject's state now and its terms are these, in this order.
+    SELECT t.q, t.terms INTO v_mq, v_mterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'memory') t;
+    SELECT t.q, t.terms INTO v_eq, v_eterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'episode') t;
+    v_lex_state := mnemo_lexical_state(p_tenant, p_subject);
+    IF p_lex_state IS NOT NULL THEN
+        v_lex_used := p_lex_state = v_lex_state
+            AND COALESCE(v_mterms, '{}') = COALESCE(p_lex_mterms, '{}')
+            AND COALESCE(v_eterms, '{}') = COALESCE(p_lex_eterms, '{}');
+    END IF;
+    RETURN QUERY SELECT 0::smallint, NULL::uuid, v_lex_state, NULL::text, NULL::text, NULL::float8,
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+        NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+        NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, v_version,
+        NULL::float8, NULL::float8, v_lex_used, NULL::boolean, NULL::integer, NULL::uuid;
+
+    IF p_session IS NOT NULL THEN
+        SELECT * INTO v_snap FROM session_snapshots s
+        WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject AND s.session_id = p_session
+          AND s.created_at <= p_as_of
+        ORDER BY s.position DESC LIMIT 1;
+        v_has_snap := FOUND;
+    END IF;
+    IF v_has_snap THEN
+        RETURN QUERY SELECT 4::smallint, v_snap.id, NULL::text, NULL::text, v_snap.summary, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, v_snap.pinned, NULL::jsonb,
+            NULL::text, NULL::text[], NULL::text[], v_snap.created_at, NULL::timestamptz, NULL::boolean,
+            NULL::text, NULL::jsonb, NULL::jsonb, v_snap.session_id, NULL::timestamptz, v_snap.covers_through,
+            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, v_snap.position, v_snap.prev_id;
+    END IF;
+
+    IF p_vector IS NOT NULL THEN
+        v_vec := p_vector::vector;
+        v_dims := vector_dims(v_vec);
+        PERFORM set_config('hnsw.ef_search', v_approx::text, true);
+        IF p_iterative THEN
+            PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
+        END IF;
+        -- The subject's latest turn recorded by the call's instant, read down the (tenant,
+        -- subject, seq) index: it has a turn of seq >= N by then iff that turn's seq >= N.
+        v_big := p_approx_from <= 0 OR COALESCE((
+            SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+              AND e.created_at <= p_as_of ORDER BY e.seq DESC LIMIT 1), 0) >= p_approx_from;
+    ELSE
+        v_big := false;
+    END IF;
+
+    -- Memories.
+    IF v_mq IS NOT NULL AND v_lex_used THEN
+        v_mem_lx := p_lex_mem;
+        v_mem_lx_score := p_lex_mem_score;
+    ELSIF v_mq IS NOT NULL THEN
+        SELECT array_agg(b.id), array_agg(b.score) INTO v_mem_lx, v_mem_lx_score
+        FROM mnemo_memory_bm25(p_subject, p_as_of, v_mq, v_mterms, v_lex) b;
+    END IF;
+    SELECT array_agg(u.id) INTO v_mem FROM (
+        SELECT unnest(v_mem_lx) AS id
+        UNION (SELECT m.id FROM memories m
+               WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.claim_single AND m.superseded_at IS NULL
+                 AND m.recorded_at <= p_as_of AND m.status <> 'tombstoned'
+                 AND (m.asserted_valid_to IS NULL OR m.asserted_valid_to > p_as_of))
+        UNION (SELECT m.id FROM memories m
+               WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.claim_single AND m.superseded_at > p_as_of
+                 AND m.recorded_at <= p_as_of AND m.status <> 'tombstoned'
+                 AND (m.asserted_valid_to IS NULL OR m.asserted_valid_to > p_as_of))
+        UNION (SELECT f.id FROM (
+                 (SELECT m.id, m.valid_from FROM memories m
+                  WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.kind IN ('profile_fact', 'procedure')
+                    AND m.superseded_at IS NULL AND m.recorded_at <= p_as_of AND m.status <> 'tombstoned'
+                    AND (m.asserted_valid_to IS NULL OR m.asserted_valid_to > p_as_of)
+                  ORDER BY m.valid_from DESC, m.id DESC LIMIT v_facts)
+                 UNION ALL (SELECT m.id, m.valid_from FROM memories m
+                  WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.kind IN ('profile_fact', 'procedure')
+                    AND m.superseded_at > p_as_of AND m.recorded_at <= p_as_of AND m.status <> 'tombstoned'
+                    AND (m.asserted_valid_to IS NULL OR m.asserted_valid_to > p_as_of))) f
+               ORDER BY f.valid_from DESC, f.id DESC LIMIT v_facts)) u;
+    IF v_vec IS NOT NULL AND NOT v_big THEN
+        SELECT array_agg(c.id) INTO v_more FROM (
+            SELECT m.id FROM memories m
+            WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.recorded_at <= p_as_of
+              AND (m.superseded_at IS NULL OR m.superseded_at > p_as_of) AND m.status <> 'tombstoned'
+              AND (m.asserted_valid_to IS NULL OR m.asserted_valid_to > p_as_of) AND m.embedding_model = p_model
+            ORDER BY m.embedding <=> v_vec, m.id LIMIT v_sem) c;
+        v_mem := v_mem || COALESCE(v_more, '{}');
+    END IF;
+    IF v_vec IS NOT NULL AND v_big THEN
+        EXECUTE format(
+            'SELECT array_agg(c.id) FROM (SELECT c.id FROM (SELECT m.id, m.embedding <=> $4 AS d FROM memories m '
+            'WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.recorded_at <= $3 '
+            'AND (m.superseded_at IS NULL OR m.superseded_at > $3) AND m.status <> ''tombstoned'' '
+            'AND (m.asserted_valid_to IS NULL OR m.asserted_valid_to > $3) AND m.embedding_model = %L '
+            'ORDER BY m.embedding::vector(%s) <=> $4::vector(%s) LIMIT %s) c ORDER BY c.d, c.id LIMIT %s) c',
+            p_model, v_dims, v_dims, v_approx, v_sem)
+        INTO v_more USING p_tenant, p_subject, p_as_of, v_vec;
+        v_mem := v_mem || COALESCE(v_more, '{}');
+    END IF;
+    v_mem := COALESCE(v_mem, '{}');
+    IF v_has_snap THEN
+        -- The summaries made only of turns the snapshot covers: its summary stands for them.
+        IF v_large THEN
+            v_mem := ARRAY(
+                SELECT m.id FROM (SELECT DISTINCT x FROM unnest(v_mem) x) u(id)
+                CROSS JOIN LATERAL (SELECT m.* FROM memories m
+                    WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
+                WHERE NOT (m.kind = 'episode_summary' AND cardinality(m.source_episode_ids) > 0
+                           AND NOT EXISTS (
+                               SELECT 1 FROM unnest(m.source_episode_ids) s(sid)
+                               WHERE NOT EXISTS (
+                                   SELECT 1 FROM episodes c
+                                   WHERE c.tenant_id = p_tenant AND c.subject_id = p_subject AND c.id = s.sid
+                                     AND c.session_id = v_snap.session_id AND c.seq <= v_snap.covers_through
+                                     AND NOT (c.id = ANY (v_snap.pinned))))));
+
+        ELSE
+            v_mem := ARRAY(
+                SELECT m.id FROM memories m
+                WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem)
+                  AND NOT (m.kind = 'episode_summary' AND cardinality(m.source_episode_ids) > 0
+                           AND NOT EXISTS (
+                               SELECT 1 FROM unnest(m.source_episode_ids) s(sid)
+                               WHERE NOT EXISTS (
+                                   SELECT 1 FROM episodes c
+                                   WHERE c.tenant_id = p_tenant AND c.subject_id = p_subject AND c.id = s.sid
+                                     AND c.session_id = v_snap.session_id AND c.seq <= v_snap.covers_through
+                                     AND NOT (c.id = ANY (v_snap.pinned))))));
+
+        END IF;
+    END IF;
+
+    -- Episodes.
+    IF v_eq IS NOT NULL AND v_lex_used THEN
+        v_ep_lx := p_lex_ep;
+        v_ep_lx_score := p_lex_ep_score;
+    ELSIF v_eq IS NOT NULL THEN
+        SELECT array_agg(b.id), array_agg(b.score) INTO v_ep_lx, v_ep_lx_score
+        FROM mnemo_episode_bm25(p_subject, p_as_of, v_eq, v_eterms, v_lex) b;
+    END IF;
+    SELECT array_agg(u.id) INTO v_ep FROM (
+        SELECT unnest(v_ep_lx) AS id
+        UNION (SELECT e.id FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                 AND e.created_at <= p_as_of
+               ORDER BY e.occurred_at DESC, e.created_at DESC, e.id DESC LIMIT v_recent)) u;
+    IF cardinality(p_days) > 0 THEN
+        SELECT array_agg(c.id) INTO v_more FROM (
+            SELECT day.id FROM unnest(p_days) d, LATERAL (
+                SELECT e.id, e.occurred_at FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                  AND e.created_at <= p_as_of AND e.occurred_at >= d AND e.occurred_at < d + interval '1 day'
+                ORDER BY e.occurred_at, e.id LIMIT v_dates) day
+            ORDER BY day.occurred_at, day.id LIMIT v_dates) c;
+        v_ep := v_ep || COALESCE(v_more, '{}');
+    END IF;
+    IF v_vec IS NOT NULL AND NOT v_big THEN
+        SELECT array_agg(c.episode_id) INTO v_more FROM (
+            SELECT x.episode_id FROM episode_embeddings x
+            WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.created_at <= p_as_of
+              AND x.embedding_model = p_model
+            ORDER BY x.embedding <=> v_vec, x.episode_id LIMIT v_sem) c;
+        v_ep := v_ep || COALESCE(v_more, '{}');
+    END IF;
+    IF p_session IS NOT NULL THEN
+        SELECT array_agg(c.id) INTO v_more FROM (
+            SELECT e.id FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+              AND e.created_at <= p_as_of AND e.session_id = p_session
+            ORDER BY e.occurred_at DESC, e.created_at DESC, e.id DESC LIMIT v_session) c;
+        v_ep := v_ep || COALESCE(v_more, '{}');
+    END IF;
+    IF v_vec IS NOT NULL AND v_big THEN
+        -- An embedding row is written after its episode, so `created_at <= as_of` implies the
+        -- episode is visible too.
+        EXECUTE format(
+            'SELECT array_agg(c.episode_id) FROM (SELECT c.episode_id FROM (SELECT x.episode_id, '
+            'x.embedding <=> $4 AS d FROM episode_embeddings x WHERE x.tenant_id = $1 AND x.subject_id = $2 '
+            'AND x.created_at <= $3 AND x.embedding_model = %L '
+            'ORDER BY x.embedding::vector(%s) <=> $4::vector(%s) LIMIT %s) c ORDER BY c.d, c.episode_id LIMIT %s) c',
+            p_model, v_dims, v_dims, v_approx, v_sem)
+        INTO v_more USING p_tenant, p_subject, p_as_of, v_vec;
+        v_ep := v_ep || COALESCE(v_more, '{}');
+    END IF;
+    v_ep := COALESCE(v_ep, '{}');
+
+    -- The turns around the lanes' episodes, the source turns of single-turn summaries and the
+    -- snapshot's pinned turns, without the turns the snapshot covers (up to its cursor, in its
+    -- session, not pinned).
+    IF v_large THEN
+        v_more := NULL;
+        IF p_sources THEN
+            SELECT array_agg(m.source_episode_ids[1]) INTO v_more FROM (SELECT DISTINCT x FROM unnest(v_mem) x) u(id)
+            CROSS JOIN LATERAL (SELECT m.kind, m.source_episode_ids FROM memories m
+                WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
+            WHERE m.kind = 'episode_summary' AND cardinality(m.source_episode_ids) = 1;
+        END IF;
+        v_more := COALESCE(v_more, '{}');
+        IF v_has_snap THEN
+            v_more := v_more || v_snap.pinned;
+        END IF;
+        -- Each lane episode is looked up by id once: what the filter reads comes with its seq,
+        -- and each neighbour, found by seq, brings its own.
+        v_all := ARRAY(
+            WITH lane AS MATERIALIZED (
+                SELECT e.id, e.seq, e.created_at, e.session_id FROM (SELECT DISTINCT x FROM unnest(v_ep) x) u(id)
+                CROSS JOIN LATERAL (SELECT e.id, e.seq, e.created_at, e.session_id FROM episodes e
+                    WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e),
+            near AS (
+                SELECT n.id, n.seq, n.created_at, n.session_id
+                FROM (SELECT DISTINCT s FROM lane, unnest(ARRAY[lane.seq - 1, lane.seq + 1]) s WHERE p_around) q(seq)
+                CROSS JOIN LATERAL (SELECT n.id, n.seq, n.created_at, n.session_id FROM episodes n
+                    WHERE n.tenant_id = p_tenant AND n.subject_id = p_subject AND n.seq = q.seq LIMIT 1) n),
+            other AS (
+                SELECT e.id, e.seq, e.created_at, e.session_id FROM (SELECT DISTINCT x FROM unnest(v_more) x) u(id)
+                CROSS JOIN LATERAL (SELECT e.id, e.seq, e.created_at, e.session_id FROM episodes e
+                    WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e),
+            every AS (SELECT * FROM lane UNION SELECT * FROM near UNION SELECT * FROM other)
+            SELECT every.id FROM every
+            WHERE every.created_at <= p_as_of
+              AND NOT (v_has_snap AND every.session_id IS NOT DISTINCT FROM v_snap.session_id
+                       AND every.seq <= v_snap.covers_through AND NOT (every.id = ANY (v_snap.pinned)))
+            ORDER BY every.id);
+    ELSE
+        v_all := v_ep;
+        IF p_around THEN
+            SELECT array_agg(n.id) INTO v_more FROM episodes n
+            WHERE n.tenant_id = p_tenant AND n.subject_id = p_subject AND n.created_at <= p_as_of
+              AND n.seq = ANY (ARRAY(SELECT DISTINCT s FROM episodes e, unnest(ARRAY[e.seq - 1, e.seq + 1]) s
+                                     WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = ANY (v_ep)));
+            v_all := v_all || COALESCE(v_more, '{}');
+        END IF;
+        IF p_sources THEN
+            SELECT array_agg(m.source_episode_ids[1]) INTO v_more FROM memories m
+            WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem)
+              AND m.kind = 'episode_summary' AND cardinality(m.source_episode_ids) = 1;
+            v_all := v_all || COALESCE(v_more, '{}');
+        END IF;
+        IF v_has_snap THEN
+            v_all := v_all || v_snap.pinned;
+        END IF;
+        v_all := ARRAY(
+            SELECT e.id FROM episodes e
+            WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.created_at <= p_as_of
+              AND e.id = ANY (v_all)
+              AND NOT (v_has_snap AND e.session_id IS NOT DISTINCT FROM v_snap.session_id
+                       AND e.seq <= v_snap.covers_through AND NOT (e.id = ANY (v_snap.pinned))));
+    END IF;
+
+    IF v_large THEN
+        RETURN QUERY
+        SELECT 1::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
+               m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status, m.sensitivity_labels,
+               m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
+               NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+               COALESCE(lx.score, 0)::float8,
+               CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (1 - (m.embedding <=> v_vec))::float8 END,
+               NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+        FROM (SELECT DISTINCT x FROM unnest(v_mem) x) u(id)
+        CROSS JOIN LATERAL (SELECT m.* FROM memories m
+            WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
+        LEFT JOIN unnest(v_mem_lx, v_mem_lx_score) lx(id, score) ON lx.id = m.id
+        ORDER BY m.id;
+    ELSE
+        RETURN QUERY
+        SELECT 1::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
+               m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status, m.sensitivity_labels,
+               m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
+               NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+               COALESCE(v_mem_lx_score[array_position(v_mem_lx, m.id)], 0)::float8,
+               CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (1 - (m.embedding <=> v_vec))::float8 END,
+               NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+        FROM memories m
+        WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem);
+    END IF;
+
+    -- Without a task vector no episode has a semantic score: its embedding row is not read.
+    IF v_large THEN
+        IF v_vec IS NULL THEN
+            RETURN QUERY
+            SELECT 2::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
+                   NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
+                   e.created_at, NULL::timestamptz, NULL::boolean,
+                   e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
+                   COALESCE(lx.score, 0)::float8,
+                   NULL::float8,
+                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+            FROM unnest(v_all) u(id)
+            CROSS JOIN LATERAL (SELECT e.* FROM episodes e
+                WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e
+            LEFT JOIN unnest(v_ep_lx, v_ep_lx_score) lx(id, score) ON lx.id = e.id
+            ORDER BY e.id;
+        ELSE
+            RETURN QUERY
+            SELECT 2::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
+                   NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
+                   e.created_at, NULL::timestamptz, NULL::boolean,
+                   e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
+                   COALESCE(lx.score, 0)::float8,
+                   CASE WHEN v_vec IS NOT NULL AND x.embedding_model = p_model THEN (1 - (x.embedding <=> v_vec))::float8 END,
+                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+            FROM unnest(v_all) u(id)
+            CROSS JOIN LATERAL (SELECT e.* FROM episodes e
+                WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e
+            LEFT JOIN unnest(v_ep_lx, v_ep_lx_score) lx(id, score) ON lx.id = e.id
+            LEFT JOIN episode_embeddings x ON x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = e.id
+              AND x.created_at <= p_as_of
+            ORDER BY e.id;
+        END IF;
+    ELSE
+        IF v_vec IS NULL THEN
+            RETURN QUERY
+            SELECT 2::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
+                   NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
+                   e.created_at, NULL::timestamptz, NULL::boolean,
+                   e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
+                   COALESCE(v_ep_lx_score[array_position(v_ep_lx, e.id)], 0)::float8,
+                   NULL::float8,
+                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+            FROM episodes e
+            WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = ANY (v_all);
+        ELSE
+            RETURN QUERY
+            SELECT 2::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
+                   NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
+                   e.created_at, NULL::timestamptz, NULL::boolean,
+                   e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
+                   COALESCE(v_ep_lx_score[array_position(v_ep_lx, e.id)], 0)::float8,
+                   CASE WHEN v_vec IS NOT NULL AND x.embedding_model = p_model THEN (1 - (x.embedding <=> v_vec))::float8 END,
+                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+            FROM episodes e
+            LEFT JOIN episode_embeddings x ON x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = e.id
+              AND x.created_at <= p_as_of
+            WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = ANY (v_all);
+        END IF;
+    END IF;
+
+    -- With the server's lanes, the server also has what the backing check reads (its index of
+    -- the subject's memories holds each one's sources, visibility and contradiction record).
+    IF v_lex_used IS NOT TRUE THEN
+        IF v_large THEN
+            SELECT array_agg(DISTINCT a) INTO v_asked FROM (
+                SELECT unnest(v_all) AS a
+                UNION ALL
+                SELECT unnest(m.source_episode_ids) FROM (SELECT DISTINCT x FROM unnest(v_mem) x) u(id)
+                CROSS JOIN LATERAL (SELECT m.kind, m.source_episode_ids FROM memories m
+                    WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
+                WHERE m.kind = 'episode_summary'
+            ) q;
+        ELSE
+            SELECT array_agg(DISTINCT a) INTO v_asked FROM (
+                SELECT unnest(v_all) AS a
+                UNION ALL
+                SELECT unnest(m.source_episode_ids) FROM memories m
+                WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem) AND m.kind = 'episode_summary'
+            ) q;
+        END IF;
+    END IF;
+    IF v_asked IS NOT NULL THEN
+        RETURN QUERY
+        SELECT 3::smallint, b.episode_id, NULL::text, NULL::text, NULL::text, NULL::float8, NULL::timestamptz,
+               NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb, NULL::text,
+               NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+               NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+               NULL::float8, NULL::float8, b.visible, b.contradicted, NULL::integer, NULL::uuid
+        FROM mnemo_episode_backing(p_subject, p_as_of, v_asked) b;
+    END IF;
+END
+$function$
+;

@@ -1,0 +1,170 @@
+-- Stage 1 of a context call on a small subject: the rows that changed since the fingerprint the
+-- caller holds, and what depends on the call (distances, task terms, snapshot), for
+-- services::context::lanes.
+CREATE OR REPLACE FUNCTION public.mnemo_context_small(p_tenant text, p_subject text, p_as_of timestamp with time zone, p_words text, p_vector text, p_model text, p_session text, p_known text, p_known_xmin bigint)
+ RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, lex double precision, sem double precision, visible boolean, contradicted boolean, "position" integer, prev_id uuid, lexemes text[], dist double precision, recorded_at timestamp with time zone)
+ LANGUAGE plpgsql
+ STABLE
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+#variable_conflict use_column
+DECLARE
+    v_vec vector;
+    v_snap session_snapshots%ROWTYPE;
+    v_has_snap boolean := false;
+    v_mterms text[];
+    v_eterms text[];
+    v_version bigint;
+    v_count bigint;
+    v_last text;
+    v_print text;
+    v_memories text := 'all';
+    v_episodes text := 'all';
+    v_after bigint := 0;
+BEGIN
+    PERFORM set_config('mnemo.tenant', p_tenant, true);
+    RETURN QUERY SELECT 0::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+        NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+        NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
+        COALESCE((SELECT t.version FROM tenant_versions t WHERE t.tenant_id = p_tenant), 0),
+        NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+        NULL::text[], NULL::float8, NULL::timestamptz;
+
+    IF p_session IS NOT NULL THEN
+        SELECT * INTO v_snap FROM session_snapshots s
+        WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject AND s.session_id = p_session
+          AND s.created_at <= p_as_of
+        ORDER BY s.position DESC LIMIT 1;
+        v_has_snap := FOUND;
+    END IF;
+    IF v_has_snap THEN
+        RETURN QUERY SELECT 4::smallint, v_snap.id, NULL::text, NULL::text, v_snap.summary, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, v_snap.pinned, NULL::jsonb,
+            NULL::text, NULL::text[], NULL::text[], v_snap.created_at, NULL::timestamptz, NULL::boolean,
+            NULL::text, NULL::jsonb, NULL::jsonb, v_snap.session_id, NULL::timestamptz, v_snap.covers_through,
+            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, v_snap.position, v_snap.prev_id,
+            NULL::text[], NULL::float8, NULL::timestamptz;
+    END IF;
+
+    -- The task's lexemes per source, as `mnemo_task_query` makes them (without the subject's
+    -- common terms of that source), the words parsed once for both.
+    SELECT array_agg(l ORDER BY l) FILTER (WHERE NOT common_m), array_agg(l ORDER BY l) FILTER (WHERE NOT common_e)
+    INTO v_mterms, v_eterms
+    FROM (SELECT w.l,
+                 EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject
+                           AND s.source = 'memory' AND s.lexeme = w.l AND s.common_since <= p_as_of) AS common_m,
+                 EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject
+                           AND s.source = 'episode' AND s.lexeme = w.l AND s.common_since <= p_as_of) AS common_e
+          FROM unnest(tsvector_to_array(to_tsvector('english', p_words))) w(l)) t;
+    RETURN QUERY
+    SELECT 12::smallint, NULL::uuid, s.source, NULL::text, NULL::text, NULL::float8,
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+        NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+        NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+        NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+        s.terms, NULL::float8, NULL::timestamptz
+    FROM (VALUES ('memory', v_mterms), ('episode', v_eterms)) s(source, terms);
+
+    IF p_vector IS NOT NULL THEN
+        v_vec := p_vector::vector;
+        RETURN QUERY
+        SELECT 13::smallint, m.id, 'memory'::text, NULL::text, NULL::text, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+            NULL::text[], (m.embedding <=> v_vec)::float8, NULL::timestamptz
+        FROM memories m
+        WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.embedding_model = p_model;
+        RETURN QUERY
+        SELECT 13::smallint, x.episode_id, 'episode'::text, NULL::text, NULL::text, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+            NULL::text[], (x.embedding <=> v_vec)::float8, NULL::timestamptz
+        FROM episode_embeddings x
+        WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.embedding_model = p_model
+          AND x.created_at <= p_as_of;
+    END IF;
+
+    -- The fingerprint: memory version / number of episodes / latest episode's id.
+    v_version := COALESCE((SELECT v.version FROM subject_versions v
+                           WHERE v.tenant_id = p_tenant AND v.subject_id = p_subject), 0);
+    v_count := (SELECT count(*) FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject);
+    v_last := COALESCE((SELECT e.id::text FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                        ORDER BY e.seq DESC LIMIT 1), '-');
+    v_print := format('%s/%s/%s', v_version, v_count, v_last);
+    IF p_known IS NOT NULL THEN
+        IF split_part(p_known, '/', 1) = v_version::text THEN
+            v_memories := 'kept';
+        ELSIF p_known_xmin IS NOT NULL THEN
+            v_memories := 'changed';
+        END IF;
+        IF split_part(p_known, '/', 2) = v_count::text AND split_part(p_known, '/', 3) = v_last THEN
+            v_episodes := 'kept';
+        ELSIF split_part(p_known, '/', 3) <> '-' THEN
+            v_after := (SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                          AND e.id = split_part(p_known, '/', 3)::uuid);
+            IF v_after IS NOT NULL AND split_part(p_known, '/', 2) = (
+                SELECT count(*) FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                  AND e.seq <= v_after)::text THEN
+                v_episodes := 'after';
+            ELSE
+                v_after := 0;
+            END IF;
+        END IF;
+    END IF;
+    RETURN QUERY SELECT 14::smallint, NULL::uuid, v_print, v_memories, v_episodes, NULL::float8,
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+        NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+        NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+        NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+        NULL::text[], NULL::float8, NULL::timestamptz;
+    IF v_memories = 'changed' THEN
+        RETURN QUERY SELECT 15::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, l.ids, NULL::jsonb,
+            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+            l.versions, NULL::float8, NULL::timestamptz
+        FROM (SELECT COALESCE(array_agg(m.id ORDER BY m.id), '{}') AS ids,
+                     COALESCE(array_agg(m.xmin::text || CASE WHEN EXISTS (
+                         SELECT 1 FROM supersession_records r
+                         WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
+                           AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction')
+                         THEN ':t' ELSE ':f' END ORDER BY m.id), '{}') AS versions
+              FROM memories m WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject) l;
+    END IF;
+    IF v_memories <> 'kept' THEN
+        RETURN QUERY
+        SELECT 10::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
+               m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status,
+               m.sensitivity_labels, m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
+               NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, m.xmin::text::bigint,
+               NULL::float8, NULL::float8, NULL::boolean,
+               EXISTS (SELECT 1 FROM supersession_records r
+                       WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
+                         AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction'),
+               NULL::integer, NULL::uuid, tsvector_to_array(m.content_tsv), NULL::float8, m.recorded_at
+        FROM memories m
+        WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject
+          AND (v_memories = 'all' OR m.xmin::text::bigint > p_known_xmin);
+    END IF;
+
+    IF v_episodes = 'kept' THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT 11::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
+           NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
+           e.created_at, NULL::timestamptz, NULL::boolean,
+           e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
+           NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+           tsvector_to_array(e.search_tsv), NULL::float8, NULL::timestamptz
+    FROM episodes e
+    WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.seq > v_after;
+END
+$function$
+;
