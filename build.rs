@@ -1,6 +1,8 @@
 //! Build steps: `sqlx::migrate!` embeds the migrations at compile time, and the SQL function
 //! files (`sql/functions/*.sql`) are embedded through a generated list; rebuild when either
 //! folder changes.
+#![allow(clippy::expect_used)] // a build script reports failure by panicking
+
 use std::fmt::Write as _;
 
 fn main() {
