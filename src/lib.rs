@@ -2,9 +2,10 @@
 //! mnemo: a self-hosted memory service for AI agents, speaking the Statewave v1 HTTP API.
 
 pub mod compile;
-pub mod config;
+pub mod cli;
 pub mod console;
-pub mod context;
+pub mod api;
+pub mod bundle;
 pub mod db;
 pub mod embed;
 pub mod error;
@@ -14,7 +15,6 @@ pub mod lexemes;
 pub mod mcp;
 pub mod metrics;
 pub mod model;
-pub mod openapi;
 pub mod patterns;
 pub mod pg;
 pub mod policy;
@@ -25,18 +25,73 @@ pub mod sessions;
 pub mod state;
 pub mod telemetry;
 pub mod templates;
-pub mod transfer;
 
 use std::future::Future;
+use std::time::Duration;
 
+use axum::extract::DefaultBodyLimit;
 use axum::Router;
+use tower::ServiceBuilder;
+use tower_http::timeout::TimeoutLayer;
 use tokio::net::TcpListener;
 
 pub use state::{AppState, RuntimeConfig};
 
-/// The application router for a state.
+/// CORS for the configured origins; None (no CORS headers at all) when none are configured.
+fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+    use axum::http::{header, HeaderName, HeaderValue, Method};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return None;
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE])
+            .allow_headers([
+                header::CONTENT_TYPE,
+                header::AUTHORIZATION,
+                HeaderName::from_static("x-api-key"),
+                HeaderName::from_static("x-tenant-id"),
+                HeaderName::from_static("x-request-id"),
+            ])
+            .expose_headers([HeaderName::from_static("x-request-id"), header::RETRY_AFTER]),
+    )
+}
+
+/// The application router for a state: the doors (REST, MCP, console) and the middleware stack.
 pub fn app(state: AppState) -> Router {
-    http::router(state)
+    let cfg = state.config.clone();
+    let routes = http::routes()
+        // MCP is served beside the documented routes (it is not part of the OpenAPI document).
+        .merge(crate::mcp::routes(&state))
+        .fallback(http::middleware::not_found);
+    let routes = routes.layer(
+        ServiceBuilder::new()
+            .layer(axum::middleware::from_fn(crate::mcp::challenge))
+            .layer(axum::middleware::from_fn_with_state(state.clone(), http::auth::authenticate))
+            .layer(TimeoutLayer::with_status_code(
+                axum::http::StatusCode::REQUEST_TIMEOUT,
+                Duration::from_secs(cfg.request_timeout_secs),
+            ))
+            .layer(DefaultBodyLimit::max(cfg.max_body_bytes)),
+    );
+    // The console authenticates with its own session cookie, so it sits outside the key middleware.
+    let routes = routes.merge(crate::console::routes(&state));
+    // Host, Origin and Content-Type, for API, MCP and console alike, before anything else runs.
+    let routes = routes.layer(axum::middleware::from_fn_with_state(state.clone(), http::origin::check));
+    let routes = http::layers::observed(routes);
+    // Outermost, so preflight requests are answered before authentication.
+    let routes = match cors_layer(&cfg.cors_origins) {
+        Some(cors) => routes.layer(cors),
+        None => routes,
+    };
+    routes.with_state(state)
 }
 
 /// Resolves on Ctrl-C or SIGTERM: the `shutdown` that `mnemo serve` hands to [`serve`].

@@ -7,14 +7,14 @@ use clap::Parser;
 use sha2::{Digest, Sha256};
 use sqlx::postgres::PgConnectOptions;
 
-use mnemo::config::{
+use mnemo::cli::{
     AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, KeysAction, KeysArgs, LogFormat, McpBridgeArgs, PgAction, PgArgs,
     ReembedArgs, ServeArgs, SubjectsAction, SubjectsArgs,
 };
 use mnemo::pg::{Cluster, StartOutcome};
 use mnemo::progress::Reporter;
 use mnemo::receipts::signing::SigningKeys;
-use mnemo::transfer::{ExportArgs, ImportArgs};
+use mnemo::cli::transfer::{ExportArgs, ImportArgs};
 use mnemo::{db, AppState, RuntimeConfig};
 
 /// Resolves the database: the given URL, or the embedded cluster. The cluster is returned only
@@ -154,8 +154,8 @@ async fn serve_with(
             region: args.region.clone().filter(|r| !r.is_empty()),
             rate_limit_rpm: args.rate_limit_rpm,
         },
-        cors_origins: mnemo::config::comma_list(&args.cors_origins),
-        allowed_hosts: mnemo::config::comma_list(&args.allowed_hosts),
+        cors_origins: mnemo::cli::comma_list(&args.cors_origins),
+        allowed_hosts: mnemo::cli::comma_list(&args.allowed_hosts),
         webhooks,
         mcp: args.mcp.to_config(),
         compiler: args.compiler.to_compiler()?,
@@ -214,7 +214,7 @@ async fn export(args: ExportArgs) -> anyhow::Result<()> {
     let db = args.db.clone();
     with_database(&db, |pool| async move {
         let mut out = std::io::BufWriter::new(std::io::stdout());
-        let rows = mnemo::transfer::export(&pool, &args, &mut out, &Reporter::stderr()).await?;
+        let rows = mnemo::cli::transfer::export(&pool, &args, &mut out, &Reporter::stderr()).await?;
         let what = args.subject.as_deref().map_or_else(|| "every subject".to_string(), |s| format!("subject {s}"));
         eprintln!("exported {what} of tenant {}: {rows} rows", args.tenant);
         anyhow::Ok(())
@@ -226,7 +226,7 @@ async fn import(args: ImportArgs) -> anyhow::Result<()> {
     let embedder = mnemo::embed::build(&args.embed.to_config(&args.db.data_dir))?;
     let db = args.db.clone();
     with_database(&db, |pool| async move {
-        let imported = mnemo::transfer::import(&pool, &embedder, &args, &Reporter::stderr()).await?;
+        let imported = mnemo::cli::transfer::import(&pool, &embedder, &args, &Reporter::stderr()).await?;
         println!("{}", serde_json::to_string_pretty(&imported)?);
         anyhow::Ok(())
     })
@@ -388,7 +388,7 @@ async fn main() -> std::process::ExitCode {
         Command::Subjects(a) => subjects(a).await,
         Command::Keys(a) => keys(a).await,
         Command::Mcp(a) => mcp_bridge(a).await,
-        Command::Openapi => serde_json::to_string_pretty(&mnemo::openapi::document())
+        Command::Openapi => serde_json::to_string_pretty(&mnemo::http::openapi::document())
             .map(|s| println!("{s}"))
             .map_err(anyhow::Error::from),
     };

@@ -1,6 +1,5 @@
 //! Shared application state handed to every handler.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -9,12 +8,14 @@ use sqlx::PgPool;
 use tokio::sync::Notify;
 
 use crate::embed::Embedder;
-use crate::lexemes::{LexemesAt, Lexer};
+use crate::lexemes::LexemesAt;
+use crate::services::lexer::Lexer;
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::{SubjectCache, TaskVectorCache};
 use crate::services::group_commit::GroupCommit;
 use crate::services::read_replica::ReadReplica;
 use crate::services::tenant_settings::SettingsCache;
+use crate::services::episodes::KnownTenants;
 use crate::services::webhooks::Webhooks;
 
 /// Settings the HTTP layer needs at run time.
@@ -46,16 +47,16 @@ pub struct RuntimeConfig {
     /// Origins allowed by CORS (empty: CORS off); browsers' requests from them pass the Origin check.
     pub cors_origins: Vec<String>,
     /// Host names served besides loopback ones (`MNEMO_ALLOWED_HOSTS`); empty: the Host header is
-    /// checked only while the server is open (see [`crate::http::origin`]).
+    /// checked only while the server is open (the HTTP layer's Host and Origin check).
     pub allowed_hosts: Vec<String>,
     /// Webhook settings (off without a URL).
     pub webhooks: crate::services::webhooks::WebhookConfig,
     /// The MCP endpoint's tool set, forget switch and allowed origins.
-    pub mcp: crate::mcp::McpConfig,
+    pub mcp: McpConfig,
     /// Seconds between the start of shutdown (readiness fails) and the listener closing.
     pub shutdown_drain_secs: u64,
     /// Header-read (and idle) timeout, connection cap and shutdown grace of the listener.
-    pub connections: crate::http::conn::ConnLimits,
+    pub connections: ConnLimits,
     /// Which compiler turns episodes into memories (heuristic unless `MNEMO_COMPILER=llm`).
     pub compiler: crate::compile::llm::Compiler,
     /// How long an admin console session lasts, in minutes.
@@ -193,41 +194,33 @@ impl AppState {
         self
     }
 
+    /// What a context call (or a handoff) uses of the server.
+    pub fn context_deps(&self) -> crate::services::context_call::Deps<'_> {
+        crate::services::context_call::Deps {
+            pool: &self.pool,
+            reads: self.reads.as_deref(),
+            embedder: &self.embedder,
+            task_vectors: &self.task_vectors,
+            subjects: &self.subjects,
+            tenant_settings: &self.tenant_settings,
+            signing_keys: &self.signing_keys,
+        }
+    }
+
     /// The pool for a read that must see every write acknowledged before it: the replica when
     /// one is configured and caught up, else the primary.
     pub async fn read_pool(&self) -> sqlx::Result<&PgPool> {
-        match &self.reads {
-            Some(r) => r.choose(&self.pool).await,
-            None => Ok(&self.pool),
-        }
+        self.context_deps().read_pool().await
     }
 
     /// Uses these receipt-signing keys.
     pub fn with_signing_keys(mut self, keys: SigningKeys) -> Self {
         let parts = Arc::make_mut(&mut self.0);
-        if let Some(derived) = crate::console::derive_key(&keys) {
+        if let Some(derived) = crate::receipts::signing::derive_key(&keys) {
             parts.console_key = Arc::new(derived);
         }
         parts.signing_keys = Arc::new(keys);
         self
-    }
-}
-
-/// Tenants already recorded in the `tenants` table by this process (saves a write per request).
-#[derive(Default)]
-pub struct KnownTenants(Mutex<HashSet<String>>);
-
-impl KnownTenants {
-    /// True if this process already recorded the tenant.
-    pub fn contains(&self, tenant: &str) -> bool {
-        self.0.lock().map(|s| s.contains(tenant)).unwrap_or(false)
-    }
-
-    /// Remembers a recorded tenant.
-    pub fn insert(&self, tenant: &str) {
-        if let Ok(mut s) = self.0.lock() {
-            s.insert(tenant.to_string());
-        }
     }
 }
 
@@ -270,5 +263,49 @@ impl AppState {
     /// The API, MCP and the console all ask this one question.
     pub async fn keyed(&self) -> sqlx::Result<bool> {
         Ok(self.config.api_key_sha256.is_some() || self.keys_present.any(&self.pool).await?)
+    }
+}
+
+/// Which tool names and argument shapes `/mcp` serves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Toolset {
+    /// mnemo's own tools: remember, recall, search_memories, timeline (and forget and erase when
+    /// allowed).
+    #[default]
+    Mnemo,
+    /// Statewave's MCP tool names with the HTTP API's request fields as arguments.
+    Statewave,
+}
+
+/// MCP settings.
+#[derive(Debug, Clone, Default)]
+pub struct McpConfig {
+    /// The tool set served.
+    pub toolset: Toolset,
+    /// Adds the `forget` and `erase` tools (mnemo tool set only).
+    pub allow_forget: bool,
+    /// Browser origins allowed on `/mcp` besides the server's own, loopback and CORS ones (`*` for any).
+    pub allowed_origins: Vec<String>,
+}
+
+/// Limits of the connections one listener serves.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnLimits {
+    /// A connection that has not sent a whole request head this long after it opened, or after
+    /// its previous response, is closed.
+    pub header_read_timeout: Duration,
+    /// Most connections open at once.
+    pub max_connections: usize,
+    /// After the listener closes, how long connections may take to finish their requests.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ConnLimits {
+    fn default() -> Self {
+        ConnLimits {
+            header_read_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+            shutdown_grace: Duration::from_secs(30),
+        }
     }
 }

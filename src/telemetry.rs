@@ -18,7 +18,13 @@ use tracing_subscriber::filter::FilterFn;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
-use crate::config::LogFormat;
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
 
 /// `gen_ai.provider.name` of every memory span.
 pub const PROVIDER: &str = "mnemo";

@@ -21,24 +21,15 @@ use axum::Router;
 use maud::Markup;
 use tower_http::timeout::TimeoutLayer;
 
-use crate::receipts::signing::{hmac_hex, SigningKeys};
 use crate::state::AppState;
 
 pub use guard::Ctx;
 
 /// Where the console lives.
-pub const BASE: &str = "/admin/ui";
+pub const BASE: &str = crate::api::CONSOLE_BASE;
 
 const CSS: &str = include_str!("assets/console.css");
 const JS: &str = include_str!("assets/console.js");
-
-/// The console key derived from the first receipt-signing key (None without keys).
-pub fn derive_key(keys: &SigningKeys) -> Option<[u8; 32]> {
-    let id = keys.ids().into_iter().next()?;
-    let hex = hmac_hex(keys, &id, b"mnemo console session key v1")?;
-    let bytes = hex::decode(hex).ok()?;
-    bytes.try_into().ok()
-}
 
 /// The console's routes (merged beside the API's, outside its key middleware).
 pub fn routes(state: &AppState) -> Router<AppState> {
@@ -92,7 +83,7 @@ pub const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; 
 
 /// An HTML answer with the console's CSP. Its referrer policy is `same-origin`, not the API's
 /// `no-referrer`: under `no-referrer` a browser sends `Origin: null` with the page's own form
-/// posts, which the Origin check ([`crate::http::origin`]) refuses like any foreign origin.
+/// posts, which the Origin check (the HTTP layer's `origin` check) refuses like any foreign origin.
 pub fn html(status: StatusCode, page: Markup) -> Response {
     let headers = [
         (header::CONTENT_TYPE, "text/html; charset=utf-8"),

@@ -310,7 +310,7 @@ pub async fn insert_records(
     if records.is_empty() {
         return Ok(());
     }
-    let ids: Vec<Uuid> = records.iter().map(|_| crate::services::episodes::new_id()).collect();
+    let ids: Vec<Uuid> = records.iter().map(|_| crate::model::id::new_id()).collect();
     let superseded: Vec<Uuid> = records.iter().map(|r| r.superseded).collect();
     let superseding: Vec<Option<Uuid>> = records.iter().map(|r| r.superseding).collect();
     let rules: Vec<String> = records.iter().map(|r| r.rule.clone()).collect();

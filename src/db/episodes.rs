@@ -7,6 +7,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::lexemes::Tsvector;
+use crate::model::episode::Stamp;
 use crate::model::episode::{Episode, NewEpisode};
 
 /// An episode row with one more column (`seq` or the idempotency key), flat as `query_as!`
@@ -43,16 +44,6 @@ impl<T> EpisodeWith<T> {
         };
         (e, self.extra)
     }
-}
-
-/// What Postgres adds to a new episode: its instants as stored (`occurred_at` defaults to the
-/// statement's `now()`, and both are kept to the microsecond). The rest of the row is what was
-/// sent, so it is not read back (see [`NewEpisode::stored`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Stamp {
-    pub id: Uuid,
-    pub occurred_at: DateTime<Utc>,
-    pub created_at: DateTime<Utc>,
 }
 
 /// Inserts an episode with the subject's next seq in one statement that also applies the

@@ -8,8 +8,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope, FieldError};
-use crate::http::extract::{valid_tenant_id, Caller, JsonBody};
-use crate::http::schema::CommonErrors;
+use crate::api::extract::{valid_tenant_id, Caller, JsonBody};
+use crate::api::schema::CommonErrors;
 use crate::model::tenant_config::ConfigDoc;
 use crate::model::time::isoformat;
 use crate::services::tenant_config::{self as svc, PatchError, TenantConfigPatch};

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
-use crate::http::extract::{header_tenant, tenant_mismatch, Caller, DEFAULT_TENANT};
+use crate::api::extract::{header_tenant, tenant_mismatch, Caller, DEFAULT_TENANT};
 use crate::services::access::{self, Refusal};
 use crate::services::keys::{self, Scope};
 use crate::state::AppState;

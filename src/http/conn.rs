@@ -14,7 +14,6 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::ConnectInfo;
 use axum::Router;
@@ -27,27 +26,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tower::ServiceExt;
 
-/// Limits of the connections one listener serves.
-#[derive(Debug, Clone, Copy)]
-pub struct ConnLimits {
-    /// A connection that has not sent a whole request head this long after it opened, or after
-    /// its previous response, is closed.
-    pub header_read_timeout: Duration,
-    /// Most connections open at once.
-    pub max_connections: usize,
-    /// After the listener closes, how long connections may take to finish their requests.
-    pub shutdown_grace: Duration,
-}
-
-impl Default for ConnLimits {
-    fn default() -> Self {
-        ConnLimits {
-            header_read_timeout: Duration::from_secs(30),
-            max_connections: 1024,
-            shutdown_grace: Duration::from_secs(30),
-        }
-    }
-}
+pub use crate::state::ConnLimits;
 
 /// Serves `router` on `listener` until `stop` resolves, then shuts down within the grace period.
 pub async fn run<F>(mut listener: TcpListener, router: Router, limits: ConnLimits, stop: F)

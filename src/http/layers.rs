@@ -41,7 +41,7 @@ where
                 HeaderValue::from_static("nosniff"),
             ))
             .layer(SetResponseHeaderLayer::overriding(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")))
-            // Console pages set their own (see `crate::console::html`).
+            // Console pages set their own (the console's `html`).
             .layer(SetResponseHeaderLayer::if_not_present(
                 header::REFERRER_POLICY,
                 HeaderValue::from_static("no-referrer"),

@@ -119,9 +119,9 @@ pub async fn version() -> Json<Version> {
     Json(Version { version: env!("CARGO_PKG_VERSION"), api_contract: "v1", server: "mnemo" })
 }
 
-/// The OpenAPI 3 document of this server (generated from the handlers; see `crate::openapi`).
+/// The OpenAPI 3 document of this server (generated from the handlers; see `crate::http::openapi`).
 #[utoipa::path(get, path = "/openapi.json", tag = "meta", summary = "This document", security(()),
     responses((status = 200, description = "OpenAPI document", body = Object)))]
 pub async fn openapi() -> Json<serde_json::Value> {
-    Json(crate::openapi::document())
+    Json(crate::http::openapi::document())
 }

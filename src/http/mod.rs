@@ -8,18 +8,16 @@ pub mod compile;
 pub mod conn;
 pub mod context;
 pub mod episodes;
-pub mod extract;
 pub mod labels;
 pub mod layers;
 pub mod memories;
 pub mod meta;
 pub mod middleware;
+pub mod openapi;
 pub mod origin;
 pub mod path;
 pub mod policy;
-pub mod query;
 pub mod receipts;
-pub mod schema;
 pub mod sessions;
 pub mod subjects;
 pub mod templates;
@@ -27,13 +25,8 @@ pub mod timeline;
 pub mod webhooks;
 pub mod working_memory;
 
-use std::time::Duration;
-
-use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, patch, post, put, MethodRouter};
 use axum::Router;
-use tower::ServiceBuilder;
-use tower_http::timeout::TimeoutLayer;
 
 use crate::state::AppState;
 
@@ -100,61 +93,8 @@ pub fn endpoints() -> Vec<(&'static str, &'static str)> {
     route_table().into_iter().map(|(m, p, _)| (m, p)).collect()
 }
 
-/// CORS for the configured origins; None (no CORS headers at all) when none are configured.
-fn cors_layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
-    use axum::http::{header, HeaderName, HeaderValue, Method};
-    use tower_http::cors::{AllowOrigin, CorsLayer};
-    if origins.is_empty() {
-        return None;
-    }
-    let allow = if origins.iter().any(|o| o == "*") {
-        AllowOrigin::any()
-    } else {
-        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
-    };
-    Some(
-        CorsLayer::new()
-            .allow_origin(allow)
-            .allow_methods([Method::GET, Method::POST, Method::PUT, Method::PATCH, Method::DELETE])
-            .allow_headers([
-                header::CONTENT_TYPE,
-                header::AUTHORIZATION,
-                HeaderName::from_static("x-api-key"),
-                HeaderName::from_static("x-tenant-id"),
-                HeaderName::from_static("x-request-id"),
-            ])
-            .expose_headers([HeaderName::from_static("x-request-id"), header::RETRY_AFTER]),
-    )
-}
-
-/// Builds the router with every route and the middleware stack.
-pub fn router(state: AppState) -> Router {
-    let cfg = state.config.clone();
-    let routes = route_table()
-        .into_iter()
-        .fold(Router::new(), |r, (_, path, handler)| r.route(path, handler))
-        // MCP is served beside the documented routes (it is not part of the OpenAPI document).
-        .merge(crate::mcp::routes(&state))
-        .fallback(middleware::not_found);
-    let routes = routes.layer(
-        ServiceBuilder::new()
-            .layer(axum::middleware::from_fn(crate::mcp::challenge))
-            .layer(axum::middleware::from_fn_with_state(state.clone(), auth::authenticate))
-            .layer(TimeoutLayer::with_status_code(
-                axum::http::StatusCode::REQUEST_TIMEOUT,
-                Duration::from_secs(cfg.request_timeout_secs),
-            ))
-            .layer(DefaultBodyLimit::max(cfg.max_body_bytes)),
-    );
-    // The console authenticates with its own session cookie, so it sits outside the key middleware.
-    let routes = routes.merge(crate::console::routes(&state));
-    // Host, Origin and Content-Type, for API, MCP and console alike, before anything else runs.
-    let routes = routes.layer(axum::middleware::from_fn_with_state(state.clone(), origin::check));
-    let routes = layers::observed(routes);
-    // Outermost, so preflight requests are answered before authentication.
-    let routes = match cors_layer(&cfg.cors_origins) {
-        Some(cors) => routes.layer(cors),
-        None => routes,
-    };
-    routes.with_state(state)
+/// The REST routes (the table above), without middleware: `crate::app` composes them with the
+/// other doors and the layers.
+pub fn routes() -> Router<AppState> {
+    route_table().into_iter().fold(Router::new(), |r, (_, path, handler)| r.route(path, handler))
 }

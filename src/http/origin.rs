@@ -12,7 +12,7 @@
 //! - **Content-Type**: a POST, PUT, PATCH or DELETE with a body (or a Content-Type) outside the
 //!   console must be JSON (`application/json`, `application/*+json`): a cross-site form or a
 //!   `text/plain` fetch cannot set it without a CORS preflight. The console's forms carry their
-//!   own CSRF token instead ([`crate::console::guard`]).
+//!   own CSRF token instead (the console's `guard`).
 //!
 //! Probes and the other public paths are exempt: they reveal nothing and must answer load
 //! balancers whatever name they use.
@@ -167,7 +167,7 @@ pub async fn check(State(st): State<AppState>, req: Request, next: Next) -> Resp
             return ApiError::client(StatusCode::FORBIDDEN, "host_not_allowed", message).into_response();
         }
     }
-    let is_mcp = path == crate::mcp::PATH;
+    let is_mcp = path == crate::api::MCP_PATH;
     if let Some(origin) = req.headers().get(header::ORIGIN) {
         let ok = origin.to_str().is_ok_and(|o| {
             host.as_deref().is_some_and(|h| same_origin(o, h))
@@ -183,7 +183,7 @@ pub async fn check(State(st): State<AppState>, req: Request, next: Next) -> Resp
         }
     }
     let changes_state = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
-    if changes_state && !path.starts_with(crate::console::BASE) && has_body(req.headers()) {
+    if changes_state && !path.starts_with(crate::api::CONSOLE_BASE) && has_body(req.headers()) {
         let ct = req.headers().get(header::CONTENT_TYPE).map(|v| v.to_str().unwrap_or("\u{fffd}"));
         if !ct.is_some_and(is_json) {
             let message = match ct {

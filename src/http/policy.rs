@@ -10,9 +10,9 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::body::valid;
-use crate::http::extract::{Caller, JsonBody};
-use crate::http::query::{query, TargetTenant};
-use crate::http::schema::CommonErrors;
+use crate::api::extract::{Caller, JsonBody};
+use crate::api::query::{query, TargetTenant};
+use crate::api::schema::CommonErrors;
 use crate::input::rules::{chars, no_nul, NOT_TEXT, REQUIRED};
 use crate::services::policy as svc;
 use crate::state::AppState;

@@ -10,10 +10,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::db;
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::extract::Tenant;
-use crate::http::query::{instant, int, length, query};
-use crate::http::schema::responses::Receipt;
-use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::api::extract::Tenant;
+use crate::api::query::{instant, int, length, query};
+use crate::api::schema::responses::Receipt;
+use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::input::rules::between;
 use crate::model::time::isoformat;
 use crate::receipts::canonical::parse_stored;

@@ -9,11 +9,11 @@ use utoipa::{IntoParams, ToSchema};
 use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
 use crate::error::ApiResult;
 use crate::http::body::valid;
-use crate::http::context::refused;
-use crate::http::extract::{JsonBody, Tenant};
+use crate::api::context::refused;
+use crate::api::extract::{JsonBody, Tenant};
 use crate::http::path::subject_id_path;
-use crate::http::query::{choice, length, paged, query};
-use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::api::query::{choice, length, paged, query};
+use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::input::rules::{between, chars, no_nul, ONE_OF};
 use crate::model::time::{isoformat, now_micros};
 
@@ -328,7 +328,7 @@ pub async fn handoff(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<HandoffView>> {
     let req: handoff::HandoffRequest = valid::<HandoffRequest>(body)?.into();
-    match build_handoff(&st, &tenant, &req).await {
+    match build_handoff(&st.context_deps(), &tenant, &req).await {
         Ok(h) => Ok(Json(h.view(&req))),
         Err(e) => Err(refused(e)),
     }

@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::extract::{JsonBody, Tenant};
-use crate::http::schema::{CommonErrors, TenantHeader};
+use crate::api::extract::{JsonBody, Tenant};
+use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::input::rules::bounded;
 use crate::input::rules::no_nul_in_json;
 use crate::input::{self, Leaves, EXTRA};

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::query::{length, paged, query};
-use crate::http::schema::CommonErrors;
+use crate::api::query::{length, paged, query};
+use crate::api::schema::CommonErrors;
 use crate::services::webhooks::admin::{self as svc, EventView, RetryRefused, WebhookStats};
 use crate::state::AppState;
 

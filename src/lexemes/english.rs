@@ -1,5 +1,5 @@
 //! The lexemes Postgres' `english` text-search configuration makes of single words: of a task's
-//! content words (`services::query_terms::content_words`), so a server can rank a large
+//! content words (`bundle::terms::content_words`), so a server can rank a large
 //! subject's lexical lanes before its call (`services::context::lexical`), and of the words of an
 //! episode's text ([`super::english_tsvector`]).
 //!

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{json, Map, Value};
 
 use crate::error::{ApiError, FieldError};
-use crate::http::context::DEFAULT_MAX_TOKENS;
+use crate::api::context::DEFAULT_MAX_TOKENS;
 use crate::input::rules::DATETIME_REFUSED;
 use crate::input::{self, field_names, Leaves};
 use crate::services::context::ContextRequest;
@@ -217,7 +217,7 @@ impl ContextArgs {
 
 /// The caller-identity gate's refusal, as the HTTP API words it.
 pub fn context_refused(e: CallError) -> ApiError {
-    crate::http::context::refused(e)
+    crate::api::context::refused(e)
 }
 
 /// A successful result: `text` blocks for the model, `structured` for programs.

@@ -8,7 +8,7 @@ use serde_json::json;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::http::subjects::{items_not_found, EraseItems, ItemErasure, MAX_ITEMS};
+use crate::api::subjects::{items_not_found, EraseItems, ItemErasure, MAX_ITEMS};
 use crate::input::rules::{bounded, list_len};
 use crate::mcp::args::{ok, parse, ToolResult};
 use crate::services::erase_items;

@@ -25,35 +25,14 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 
 use crate::error::ApiError;
+pub use crate::state::{McpConfig, Toolset};
 use crate::state::AppState;
 
 /// Where the MCP endpoint is mounted.
-pub const PATH: &str = "/mcp";
+pub const PATH: &str = crate::api::MCP_PATH;
 /// The protected-resource metadata document (RFC 9728), at the root and path-suffixed forms.
 pub const METADATA_PATHS: [&str; 2] =
     ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"];
-
-/// Which tool names and argument shapes `/mcp` serves.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Toolset {
-    /// mnemo's own tools: remember, recall, search_memories, timeline (and forget and erase when
-    /// allowed).
-    #[default]
-    Mnemo,
-    /// Statewave's MCP tool names with the HTTP API's request fields as arguments.
-    Statewave,
-}
-
-/// MCP settings.
-#[derive(Debug, Clone, Default)]
-pub struct McpConfig {
-    /// The tool set served.
-    pub toolset: Toolset,
-    /// Adds the `forget` and `erase` tools (mnemo tool set only).
-    pub allow_forget: bool,
-    /// Browser origins allowed on `/mcp` besides the server's own, loopback and CORS ones (`*` for any).
-    pub allowed_origins: Vec<String>,
-}
 
 /// The `/mcp` route and the metadata documents.
 pub fn routes(state: &AppState) -> Router<AppState> {
@@ -63,7 +42,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .with_sse_retry(None)
-        // Host and Origin are checked for every route by `crate::http::origin::check`.
+        // Host and Origin are checked for every route by the HTTP layer (`http::origin`).
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(state.config.max_body_bytes);

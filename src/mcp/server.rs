@@ -12,7 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use crate::http::extract::Caller;
+use crate::api::extract::Caller;
 use crate::mcp::{args, statewave, tools, Toolset};
 use crate::state::AppState;
 

@@ -9,10 +9,10 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::http::compile::{compile_error, CompileJob, CompileResult};
-use crate::http::context::ContextBundle;
-use crate::http::extract::Caller;
-use crate::http::memories::SearchResults;
-use crate::http::timeline::TimelineStatus;
+use crate::api::context::ContextBundle;
+use crate::api::extract::Caller;
+use crate::api::memories::SearchResults;
+use crate::api::timeline::TimelineStatus;
 use crate::mcp::args::{self, ok_json, parse_named, ContextArgs, OneOf, ToolResult, DATA_NOTICE};
 use crate::mcp::statewave_args::{Compile, Context, Ingest, Search, Timeline};
 use crate::mcp::statewave_schema;
@@ -93,7 +93,7 @@ async fn context(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
         caller_type: r.caller_type,
     };
     let (bundle, receipt_id) =
-        context_call(st, tenant, &c.req, c.emit_receipt, &c.meta).await.map_err(args::context_refused)?;
+        context_call(&st.context_deps(), tenant, &c.req, c.emit_receipt, &c.meta).await.map_err(args::context_refused)?;
     let body = ContextBundle::new(bundle, c.req.subject_id, c.req.task, receipt_id);
     Ok(ok_json(&[DATA_NOTICE], serde_json::to_value(body).map_err(anyhow::Error::from)?))
 }
@@ -109,7 +109,7 @@ async fn get_timeline(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
         filter: EpisodeFilter { since: t.since, until: t.until, kinds: t.kinds },
     };
     let page = timeline::page(&st.pool, tenant, &query).await?;
-    let body = crate::http::timeline::Timeline::new(query.subject_id, page);
+    let body = crate::api::timeline::Timeline::new(query.subject_id, page);
     Ok(ok_json(&[DATA_NOTICE], serde_json::to_value(body).map_err(anyhow::Error::from)?))
 }
 

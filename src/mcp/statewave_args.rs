@@ -5,8 +5,8 @@ use serde::de::{self, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use crate::http::query::MAX_OFFSET;
-use crate::http::timeline::TimelineStatus;
+use crate::api::query::MAX_OFFSET;
+use crate::api::timeline::TimelineStatus;
 use crate::input::rules::{between, no_nul_in_json, ONE_OF};
 use crate::input::rules::{bounded, required};
 use crate::mcp::args::instant;

@@ -178,10 +178,10 @@ mod tests {
 
     use super::*;
     use crate::http::compile::CompileRequest;
-    use crate::http::context::ContextRequest;
-    use crate::http::episodes::CreateEpisode;
-    use crate::http::memories::SearchParams;
-    use crate::http::timeline::TimelineParams;
+    use crate::api::context::ContextRequest;
+    use crate::api::episodes::CreateEpisode;
+    use crate::api::memories::SearchParams;
+    use crate::api::timeline::TimelineParams;
 
     fn body_fields<T: PartialSchema>() -> Vec<String> {
         let v = serde_json::to_value(T::schema()).unwrap_or_default();

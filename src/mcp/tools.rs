@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
 use crate::http::compile::compile_error;
-use crate::http::extract::Caller;
+use crate::api::extract::Caller;
 use crate::input::rules::between;
 use crate::input::rules::bounded;
 use crate::mcp::args::{self, instant, ok, ok_json, parse, ContextArgs, ToolResult, DATA_NOTICE};
@@ -257,7 +257,7 @@ async fn recall(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
     let mut c = ContextArgs::new(r.subject_id, r.task, r.max_tokens, r.session_id, r.as_of);
     c.meta = ReceiptMeta { caller_id: r.caller_id, caller_type: r.caller_type, ..ReceiptMeta::default() };
     let (bundle, receipt_id) =
-        context_call(st, tenant, &c.req, c.emit_receipt, &c.meta).await.map_err(args::context_refused)?;
+        context_call(&st.context_deps(), tenant, &c.req, c.emit_receipt, &c.meta).await.map_err(args::context_refused)?;
     let structured = json!({
         "subject_id": c.req.subject_id,
         "task": c.req.task,
@@ -322,7 +322,7 @@ async fn recent(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
         filter: Default::default(),
     };
     let page = timeline::page(&st.pool, tenant, &query).await?;
-    let body = crate::http::timeline::Timeline::new(query.subject_id, page);
+    let body = crate::api::timeline::Timeline::new(query.subject_id, page);
     Ok(ok_json(&[DATA_NOTICE], serde_json::to_value(body).map_err(anyhow::Error::from)?))
 }
 

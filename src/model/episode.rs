@@ -60,7 +60,7 @@ impl NewEpisode {
     /// keeps an object's values (the last of a repeated key, as `Map` does), and a `Map` lists
     /// keys in its own sorted order whatever order they were stored in. Its numbers keep their
     /// value, except that `numeric` has no negative zero (`-0.0` is read back as `0.0`).
-    pub fn stored(mut self, stamp: &crate::db::episodes::Stamp) -> Episode {
+    pub fn stored(mut self, stamp: &Stamp) -> Episode {
         for map in [&mut self.payload, &mut self.metadata, &mut self.provenance] {
             map.values_mut().for_each(positive_zeros);
         }
@@ -95,4 +95,14 @@ impl NewEpisode {
 pub enum Inserted {
     New,
     Existing,
+}
+
+/// What Postgres adds to a new episode: its instants as stored (`occurred_at` defaults to the
+/// statement's `now()`, and both are kept to the microsecond). The rest of the row is what was
+/// sent, so it is not read back (see [`NewEpisode::stored`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp {
+    pub id: Uuid,
+    pub occurred_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
 }

@@ -1,6 +1,7 @@
 //! Wire and row types shared by services, the store and the HTTP layer.
 
 pub mod episode;
+pub mod id;
 pub mod memory;
 pub mod tenant_config;
 pub mod text;

@@ -176,6 +176,14 @@ pub fn verify(body: &Value, keys: &SigningKeys) -> Verification {
     }
 }
 
+/// The console key derived from the first receipt-signing key (None without keys).
+pub fn derive_key(keys: &SigningKeys) -> Option<[u8; 32]> {
+    let id = keys.ids().into_iter().next()?;
+    let hex = hmac_hex(keys, &id, b"mnemo console session key v1")?;
+    let bytes = hex::decode(hex).ok()?;
+    bytes.try_into().ok()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {

@@ -29,7 +29,7 @@ use crate::embed::Embedder;
 use crate::model::memory::Memory;
 use crate::model::voice::Trust;
 use crate::policy::suggest::suggest_labels;
-use crate::services::episodes::new_id;
+use crate::model::id::new_id;
 use crate::services::forget;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::state::AppState;

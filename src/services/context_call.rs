@@ -5,13 +5,44 @@
 //! version matches, else they are loaded (one more transaction) and cached. See
 //! [`crate::services::tenant_settings`].
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
+use sqlx::PgPool;
 
 use crate::policy::eval::PolicyMode;
 use crate::services::context::{self, candidates, Bundle, ContextRequest, PolicyContext};
 use crate::services::receipts::{build_body, emit, should_emit, ReceiptMeta};
-use crate::state::AppState;
+use crate::embed::Embedder;
+use crate::receipts::signing::SigningKeys;
+use crate::services::context::{SubjectCache, TaskVectorCache};
+use crate::services::read_replica::ReadReplica;
+use crate::services::tenant_settings::SettingsCache;
 use crate::telemetry::{self, MemoryOp};
+
+/// What a context call uses of the server: the primary and the replica, the embedder, the
+/// caches and the receipt-signing keys.
+#[derive(Clone, Copy)]
+pub struct Deps<'a> {
+    pub pool: &'a PgPool,
+    pub reads: Option<&'a ReadReplica>,
+    pub embedder: &'a Arc<dyn Embedder>,
+    pub task_vectors: &'a TaskVectorCache,
+    pub subjects: &'a SubjectCache,
+    pub tenant_settings: &'a SettingsCache,
+    pub signing_keys: &'a SigningKeys,
+}
+
+impl<'a> Deps<'a> {
+    /// Where a read that needs no receipt goes: the replica when it has caught up, else the
+    /// primary.
+    pub async fn read_pool(&self) -> sqlx::Result<&'a PgPool> {
+        match self.reads {
+            Some(r) => r.choose(self.pool).await,
+            None => Ok(self.pool),
+        }
+    }
+}
 
 /// Why a context call was refused.
 #[derive(Debug)]
@@ -38,7 +69,7 @@ pub fn identity_missing(config: &Value, meta: &ReceiptMeta) -> bool {
 /// Applies the gate, assembles the bundle and emits a receipt when the decision says so.
 /// A receipt that cannot be written never fails the call: the receipt id is then None.
 pub async fn context_call(
-    st: &AppState,
+    st: &Deps<'_>,
     tenant: &str,
     req: &ContextRequest,
     emit_receipt: Option<bool>,
@@ -50,7 +81,7 @@ pub async fn context_call(
 }
 
 async fn call_in(
-    st: &AppState,
+    st: &Deps<'_>,
     tenant: &str,
     req: &ContextRequest,
     emit_receipt: Option<bool>,
@@ -60,8 +91,8 @@ async fn call_in(
     // A call that emits no receipt may read on the replica. One that emits a receipt reads on
     // the primary, which the receipt's replay will be checked against: asked for one, it goes
     // there at once; told by the tenant's config (`receipts: always`), it reads again there.
-    let mut pool = if emit_receipt == Some(true) { &st.pool } else { st.read_pool().await? };
-    let probe = match context::probe(&st.embedder, &st.task_vectors, tenant, req).await {
+    let mut pool = if emit_receipt == Some(true) { st.pool } else { st.read_pool().await? };
+    let probe = match context::probe(st.embedder, st.task_vectors, tenant, req).await {
         Ok(p) => p,
         Err(e) => {
             let settings = st.tenant_settings.current(pool, tenant).await?;
@@ -72,7 +103,7 @@ async fn call_in(
         }
     };
     let (settings, found) = loop {
-        let (found, version) = candidates::retrieve(pool, &probe, &req.options, &st.subjects).await?;
+        let (found, version) = candidates::retrieve(pool, &probe, &req.options, st.subjects).await?;
         let settings = match st.tenant_settings.get(tenant, version) {
             Some(s) => s,
             None => st.tenant_settings.current(pool, tenant).await?,
@@ -80,8 +111,8 @@ async fn call_in(
         if identity_missing(&settings.config, meta) {
             return Err(CallError::CallerIdentityRequired);
         }
-        if !std::ptr::eq(pool, &st.pool) && should_emit(&settings.config, emit_receipt) {
-            pool = &st.pool;
+        if !std::ptr::eq(pool, st.pool) && should_emit(&settings.config, emit_receipt) {
+            pool = st.pool;
             continue;
         }
         break (settings, found);
@@ -99,7 +130,7 @@ async fn call_in(
     if should_emit(config, emit_receipt) {
         let req = ContextRequest { policy, ..req.clone() };
         let body = build_body(tenant, &req, &bundle, meta, "retrieval", st.embedder.model_id());
-        match emit(&st.pool, &st.signing_keys, config, tenant, body).await {
+        match emit(st.pool, st.signing_keys, config, tenant, body).await {
             Ok(id) => receipt_id = Some(id),
             Err(e) => tracing::error!(error = %format!("{e:#}"), "receipt write failed"),
         }

@@ -1,6 +1,6 @@
 //! Recording episodes, singly or in atomic batches.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
@@ -8,26 +8,31 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::db;
-use crate::db::episodes::Stamp;
-use crate::lexemes::{Lexer, Tsvector};
+use crate::model::episode::Stamp;
+use crate::lexemes::Tsvector;
+use crate::services::lexer::Lexer;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
+use crate::model::id::new_id;
 use crate::services::group_commit::GroupCommit;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
-use crate::state::KnownTenants;
 use crate::telemetry::{self, MemoryOp};
 
-static IDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
+/// Tenants already recorded in the `tenants` table by this process (saves a write per request).
+#[derive(Default)]
+pub struct KnownTenants(Mutex<HashSet<String>>);
 
-/// A new time-ordered id (a ULID carried in a UUID), strictly increasing within this process
-/// so rows written in one transaction (same `now()`) keep their input order.
-pub fn new_id() -> Uuid {
-    let mut guard = match IDS.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    let generated = guard.generate();
-    // Overflow within one millisecond (2^80 ids) cannot happen in practice; fall back to random.
-    Uuid::from(generated.unwrap_or_else(|_| ulid::Ulid::new()))
+impl KnownTenants {
+    /// True if this process already recorded the tenant.
+    pub fn contains(&self, tenant: &str) -> bool {
+        self.0.lock().map(|s| s.contains(tenant)).unwrap_or(false)
+    }
+
+    /// Remembers a recorded tenant.
+    pub fn insert(&self, tenant: &str) {
+        if let Ok(mut s) = self.0.lock() {
+            s.insert(tenant.to_string());
+        }
+    }
 }
 
 /// Records the tenant in its own transaction (once per process), so a rolled-back ingest

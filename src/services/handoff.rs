@@ -14,14 +14,13 @@ use crate::db;
 use crate::model::memory::MemoryKind;
 use crate::model::time::{isoformat, now_micros};
 use crate::policy::eval::{apply, evaluate_memories, receipt_policy, PolicyMode, PolicyOutcome, REDACTION_MARKER};
-use crate::services::context_call::{identity_missing, CallError};
+use crate::services::context_call::{identity_missing, CallError, Deps};
 use crate::services::policy;
 use crate::services::receipts::{body_frame, emit, should_emit, Frame, ReceiptMeta};
 use crate::services::sessions::load;
 use crate::sessions::handoff::{build, Brief, FactLine, Inputs, ResolutionItem};
 use crate::sessions::health::{self, Factor, Health, HealthState};
 use crate::sessions::sla::{self, Thresholds};
-use crate::state::AppState;
 
 /// Facts read for a brief (it shows at most 8; the rest leave room for policy drops).
 const FACT_POOL: i64 = 50;
@@ -113,8 +112,8 @@ impl Handoff {
 
 /// Builds the brief under the tenant's caller-identity gate and policy; emits a receipt when
 /// the decision says so (a receipt that cannot be written never fails the call).
-pub async fn handoff(st: &AppState, tenant: &str, req: &HandoffRequest) -> Result<Handoff, CallError> {
-    let mut tx = db::scope::begin(&st.pool, tenant).await?;
+pub async fn handoff(st: &Deps<'_>, tenant: &str, req: &HandoffRequest) -> Result<Handoff, CallError> {
+    let mut tx = db::scope::begin(st.pool, tenant).await?;
     let config: Value = db::tenants::config(&mut tx, tenant).await?;
     if identity_missing(&config, &req.meta) {
         return Err(CallError::CallerIdentityRequired);
@@ -196,7 +195,7 @@ pub async fn handoff(st: &AppState, tenant: &str, req: &HandoffRequest) -> Resul
         if let Some(s) = &snapshot {
             body["snapshot_id"] = json!(s.id.to_string());
         }
-        match emit(&st.pool, &st.signing_keys, &config, tenant, body).await {
+        match emit(st.pool, st.signing_keys, &config, tenant, body).await {
             Ok(id) => receipt_id = Some(id),
             Err(e) => tracing::error!(error = %format!("{e:#}"), "handoff receipt write failed"),
         }

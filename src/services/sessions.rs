@@ -8,7 +8,7 @@ use crate::compile::pipeline::source_label;
 use crate::db;
 use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
 use crate::model::voice::{Trust, Voice};
-use crate::services::episodes::new_id;
+use crate::model::id::new_id;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::sessions::health::{self, state_rank, Health};
 use crate::sessions::sla::{self, SlaSummary, Thresholds};

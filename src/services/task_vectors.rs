@@ -8,7 +8,7 @@ use quick_cache::sync::Cache;
 use crate::embed::Embedder;
 use pgvector::Vector;
 
-use crate::context::tokens::{memo_key, MemoKey};
+use crate::bundle::tokens::{memo_key, MemoKey};
 use crate::services::compile::embed_texts;
 
 /// Task vectors by (model, task): repeated tasks are embedded once. Bounded, evicting the

@@ -8,7 +8,7 @@ use crate::error::FieldError;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::services::episodes;
 use crate::services::group_commit::GroupCommit;
-use crate::state::KnownTenants;
+use crate::services::episodes::KnownTenants;
 use crate::templates::Template;
 
 /// The `source` of episodes created from templates.

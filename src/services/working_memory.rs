@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::db;
 use crate::db::working_memory::{LoggedEpisode, SessionRow, SnapshotRow, SnapshotWrite};
-use crate::services::episodes::new_id;
+use crate::model::id::new_id;
 
 /// Longest summary, in chars.
 pub const MAX_SUMMARY_CHARS: usize = 32_768;

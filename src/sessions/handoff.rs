@@ -6,7 +6,7 @@ use serde::Serialize;
 use super::health::{Factor, Health};
 use super::sla::SlaSummary;
 use super::{clip, Session, Turn};
-use crate::context::tokens;
+use crate::bundle::tokens;
 use crate::model::time::isoformat;
 
 /// At most this many facts in `key_facts`, attempted steps, and other-session lines.

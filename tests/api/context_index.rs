@@ -165,7 +165,7 @@ async fn an_indexed_subject_answers_as_postgres_ranks_it_after_every_change() {
     keeps.compile_all(s).await;
     // Ranked by the server: every task with content words but the one with a word outside ASCII.
     let stemmed =
-        TASKS.iter().filter(|t| t.is_ascii() && mnemo::services::query_terms::tsquery_for(t).is_some()).count();
+        TASKS.iter().filter(|t| t.is_ascii() && mnemo::bundle::terms::tsquery_for(t).is_some()).count();
     let stemmed = stemmed as u64;
 
     // The first calls find no index: Postgres ranks, and the server builds one.
@@ -268,8 +268,8 @@ async fn the_servers_lexemes_are_the_english_configurations() {
     let mut words: Vec<String> = TASKS
         .iter()
         .chain(WORDS.iter())
-        .flat_map(|t| mnemo::services::query_terms::content_words(t))
-        .chain(turns(0, 200, 9).iter().flat_map(|t| mnemo::services::query_terms::content_words(t)))
+        .flat_map(|t| mnemo::bundle::terms::content_words(t))
+        .chain(turns(0, 200, 9).iter().flat_map(|t| mnemo::bundle::terms::content_words(t)))
         .collect();
     for w in [
         "generously",

@@ -1179,7 +1179,7 @@ async fn setup() -> (Fuzzer, Known, Value, Vec<Operation>) {
     let mut fuzzer = Fuzzer::new().await;
     let known = seed(&fuzzer.app).await;
     fuzzer.resync().await;
-    let doc = mnemo::openapi::document();
+    let doc = mnemo::http::openapi::document();
     let ops = operations(&doc);
     assert!(ops.len() >= 20, "only {} operations documented", ops.len());
     (fuzzer, known, doc, ops)

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 fn every_route_is_documented_and_nothing_else() {
     let routes: BTreeSet<(String, String)> =
         mnemo::http::endpoints().into_iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
-    let documented: BTreeSet<(String, String)> = mnemo::openapi::documented().into_iter().collect();
+    let documented: BTreeSet<(String, String)> = mnemo::http::openapi::documented().into_iter().collect();
     let undocumented: Vec<_> = routes.difference(&documented).collect();
     let stale: Vec<_> = documented.difference(&routes).collect();
     assert!(
@@ -21,7 +21,7 @@ fn committed_file_matches_the_code() {
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("openapi.json");
     let committed: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert!(
-        committed == mnemo::openapi::document(),
+        committed == mnemo::http::openapi::document(),
         "openapi.json is out of date: run `cargo run -- openapi > openapi.json`"
     );
 }

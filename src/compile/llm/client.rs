@@ -164,7 +164,7 @@ impl ChatClient {
         })?;
         let usage = |k: &str| parsed["usage"][k].as_u64();
         let tokens_in = usage("prompt_tokens").unwrap_or_else(|| estimate(messages));
-        let tokens_out = usage("completion_tokens").unwrap_or_else(|| crate::context::tokens::count(content) as u64);
+        let tokens_out = usage("completion_tokens").unwrap_or_else(|| crate::bundle::tokens::count(content) as u64);
         Ok(Reply { content: content.to_string(), tokens_in, tokens_out })
     }
 }
@@ -190,7 +190,7 @@ fn mentions_schema(body: &str) -> bool {
 
 /// cl100k count of the prompt, for servers that report no usage.
 fn estimate(messages: &[Value]) -> u64 {
-    messages.iter().filter_map(|m| m["content"].as_str()).map(|c| crate::context::tokens::count(c) as u64 + 4).sum()
+    messages.iter().filter_map(|m| m["content"].as_str()).map(|c| crate::bundle::tokens::count(c) as u64 + 4).sum()
 }
 
 #[cfg(test)]

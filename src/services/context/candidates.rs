@@ -19,7 +19,7 @@ pub use crate::db::context::Found as Candidates;
 
 /// The starts (UTC midnight) of the days `task` names, as of `as_of`.
 pub fn day_starts(task: &str, as_of: DateTime<Utc>) -> Vec<DateTime<Utc>> {
-    crate::services::query_terms::task_dates(task, as_of)
+    crate::bundle::terms::task_dates(task, as_of)
         .into_iter()
         .filter_map(|d| d.and_hms_opt(0, 0, 0))
         .map(|t| t.and_utc())
@@ -56,7 +56,7 @@ pub async fn found(
     };
     let lexical = match (&index, &probe.tsquery) {
         (Some(index), Some(words)) => {
-            let words = crate::services::query_terms::words_of(words);
+            let words = crate::bundle::terms::words_of(words);
             let limit = usize::try_from(probe.ranked_lane.clamp(1, MAX_RANKED_LANE)).unwrap_or(1);
             index.lanes(&words, probe.as_of, limit)
         }

@@ -34,7 +34,7 @@ use crate::embed::Embedder;
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
 pub use crate::services::policy::PolicyContext;
-use crate::services::query_terms::tsquery_for;
+use crate::bundle::terms::tsquery_for;
 pub use crate::services::task_vectors::TaskVectorCache;
 pub use options::{RetrievalOptions, Tuning};
 pub use output::provenance;
@@ -129,7 +129,7 @@ pub async fn probe<'a>(
     let opts = req.options;
     let vector = if opts.semantic && embedder.is_semantic() {
         let text = if opts.unnamed_task_vector {
-            crate::services::query_terms::embedding_text(&req.task)
+            crate::bundle::terms::embedding_text(&req.task)
         } else {
             std::borrow::Cow::Borrowed(req.task.as_str())
         };

@@ -1,6 +1,6 @@
 //! Which retrieval techniques a context call runs, and the ranking's constants.
 
-use crate::context::score::{Weights, WEIGHTS};
+use crate::bundle::score::{Weights, WEIGHTS};
 use crate::db;
 
 /// Switches for each retrieval technique.

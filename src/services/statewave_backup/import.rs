@@ -22,7 +22,7 @@ use crate::model::voice::{Trust, Voice};
 use crate::policy::suggest::suggest_labels;
 use crate::progress::Progress;
 use crate::services::compile::{embed_texts, registry_for};
-use crate::services::episodes::new_id;
+use crate::model::id::new_id;
 
 /// Texts embedded per call (progress moves once per batch).
 const EMBED_BATCH: usize = 256;

@@ -1,9 +1,13 @@
-//! Command-line and environment configuration. Every flag has a `MNEMO_` variable.
+//! The command line: every command, flag and `MNEMO_` variable, and what they configure.
+
+pub mod transfer;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use crate::telemetry::LogFormat;
 
 /// mnemo: memory for AI agents, Statewave v1 compatible.
 #[derive(Debug, Parser)]
@@ -25,9 +29,9 @@ pub enum Command {
     /// Re-embed every memory and episode whose vector came from another model (resumable).
     Reembed(ReembedArgs),
     /// Write a subject to stdout: `mnemo export --tenant T --subject S [--format statewave] > file`.
-    Export(crate::transfer::ExportArgs),
+    Export(crate::cli::transfer::ExportArgs),
     /// Read a file into one subject, all or nothing: `mnemo import FILE [--tenant T] [--preserve-ids]`.
-    Import(Box<crate::transfer::ImportArgs>),
+    Import(Box<crate::cli::transfer::ImportArgs>),
     /// Exit 0 when the server at MNEMO_ADDR answers /healthz (for container healthchecks).
     Healthcheck(HealthcheckArgs),
     /// Print the OpenAPI document (the committed openapi.json is this output).
@@ -378,13 +382,6 @@ pub struct DbArgs {
 fn default_db_connections() -> u32 {
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
     u32::try_from(cores.saturating_mul(2)).unwrap_or(u32::MAX).max(4)
-}
-
-/// Log line format.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum LogFormat {
-    Text,
-    Json,
 }
 
 /// Settings of `mnemo serve`.

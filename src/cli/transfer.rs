@@ -12,7 +12,7 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use sqlx::PgPool;
 
-use crate::config::{DbArgs, EmbedArgs};
+use crate::cli::{DbArgs, EmbedArgs};
 use crate::embed::Embedder;
 use crate::progress::Progress;
 use crate::services::dump;

@@ -26,13 +26,13 @@ macro_rules! paged {
         $vis struct $name {
             $($(#[$fm])* $fvis $field: $ty,)*
             /// Page size.
-            #[serde(default = "crate::http::query::int::<50>")]
+            #[serde(default = "crate::api::query::int::<50>")]
             #[garde(custom(crate::input::rules::between(1, 200)))]
-            #[param(minimum = 1, maximum = 200, default = crate::http::query::int::<50>)]
+            #[param(minimum = 1, maximum = 200, default = crate::api::query::int::<50>)]
             pub limit: i64,
             /// Rows to skip.
             #[serde(default)]
-            #[garde(custom(crate::input::rules::between(0, crate::http::query::MAX_OFFSET)))]
+            #[garde(custom(crate::input::rules::between(0, crate::api::query::MAX_OFFSET)))]
             #[param(minimum = 0, maximum = 2147483647, default = 0)]
             pub offset: i64,
         }

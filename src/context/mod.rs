@@ -1,8 +1,0 @@
-//! Context bundles, the pure parts: token counts, line formats and assembly, packing under
-//! the budget, the score. Retrieval lives in `services::context` and `db::context`.
-
-pub mod excerpt;
-pub mod pack;
-pub mod render;
-pub mod score;
-pub mod tokens;
