@@ -1,11 +1,11 @@
 #![recursion_limit = "256"]
 //! mnemo: a self-hosted memory service for AI agents, speaking the Statewave v1 HTTP API.
 
-pub mod compile;
-pub mod cli;
-pub mod console;
 pub mod api;
 pub mod bundle;
+pub mod cli;
+pub mod compile;
+pub mod console;
 pub mod db;
 pub mod embed;
 pub mod error;
@@ -31,9 +31,9 @@ use std::time::Duration;
 
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
+use tokio::net::TcpListener;
 use tower::ServiceBuilder;
 use tower_http::timeout::TimeoutLayer;
-use tokio::net::TcpListener;
 
 pub use state::{AppState, RuntimeConfig};
 

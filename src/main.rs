@@ -7,6 +7,7 @@ use clap::Parser;
 use sha2::{Digest, Sha256};
 use sqlx::postgres::PgConnectOptions;
 
+use mnemo::cli::transfer::{ExportArgs, ImportArgs};
 use mnemo::cli::{
     AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, KeysAction, KeysArgs, LogFormat, McpBridgeArgs, PgAction, PgArgs,
     ReembedArgs, ServeArgs, SubjectsAction, SubjectsArgs,
@@ -14,7 +15,6 @@ use mnemo::cli::{
 use mnemo::pg::{Cluster, StartOutcome};
 use mnemo::progress::Reporter;
 use mnemo::receipts::signing::SigningKeys;
-use mnemo::cli::transfer::{ExportArgs, ImportArgs};
 use mnemo::{db, AppState, RuntimeConfig};
 
 /// Resolves the database: the given URL, or the embedded cluster. The cluster is returned only

@@ -9,13 +9,13 @@ use tokio::sync::Notify;
 
 use crate::embed::Embedder;
 use crate::lexemes::LexemesAt;
-use crate::services::lexer::Lexer;
 use crate::receipts::signing::SigningKeys;
 use crate::services::context::{SubjectCache, TaskVectorCache};
+use crate::services::episodes::KnownTenants;
 use crate::services::group_commit::GroupCommit;
+use crate::services::lexer::Lexer;
 use crate::services::read_replica::ReadReplica;
 use crate::services::tenant_settings::SettingsCache;
-use crate::services::episodes::KnownTenants;
 use crate::services::webhooks::Webhooks;
 
 /// Settings the HTTP layer needs at run time.
@@ -78,7 +78,7 @@ impl Default for RuntimeConfig {
             api_key_sha256: None,
             allow_query_api_key: false,
             auth_failures_per_minute: 20,
-            max_body_bytes: 1024 * 1024,
+            max_body_bytes: crate::api::limits::DEFAULT_MAX_BODY_BYTES,
             request_timeout_secs: 30,
             compile_batch_size: 500,
             job_stale_secs: 60,

@@ -1,19 +1,17 @@
 //! `POST /v1/context`: the request and the bundle (REST and MCP).
 
-use axum::http::StatusCode;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use utoipa::ToSchema;
+use crate::api::limits::{MAX_BUDGET_TOKENS, MAX_TASK_CHARS};
 use crate::error::ApiError;
 use crate::input::rules::{between, chars, datetime, no_nul};
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
 use crate::services::context::{provenance, Bundle, SessionInfo};
 use crate::services::context_call::CallError;
-
-/// Default budget when the request names none.
-pub const DEFAULT_MAX_TOKENS: i64 = 4000;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
 
 /// `POST /v1/context`. Unknown fields are ignored; optional fields may be `null` (absent).
 #[derive(Debug, Deserialize, ToSchema, garde::Validate)]
@@ -21,11 +19,11 @@ pub struct ContextRequest {
     #[garde(custom(chars(1, 256)), custom(no_nul))]
     #[schema(min_length = 1, max_length = 256)]
     pub subject_id: String,
-    #[garde(custom(chars(1, 4000)), custom(no_nul))]
+    #[garde(custom(chars(1, MAX_TASK_CHARS)), custom(no_nul))]
     #[schema(min_length = 1, max_length = 4000)]
     pub task: String,
     #[serde(default)]
-    #[garde(custom(between(1, 128_000)))]
+    #[garde(custom(between(1, MAX_BUDGET_TOKENS)))]
     #[schema(minimum = 1, maximum = 128000, default = 4000)]
     pub max_tokens: Option<i64>,
     #[serde(default)]

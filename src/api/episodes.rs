@@ -1,11 +1,11 @@
 //! `POST /v1/episodes` (single and batch): request and response bodies (REST and MCP).
 
+use crate::input::rules::{chars, datetime, list_len, no_nul};
+use crate::model::episode::{Episode, MAX_IDEMPOTENCY_KEY};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
-use crate::input::rules::{chars, datetime, list_len, no_nul};
-use crate::model::episode::{Episode, MAX_IDEMPOTENCY_KEY};
 
 /// Maximum episodes in one batch (`EpisodeBatchRequest::episodes`).
 pub const MAX_BATCH: usize = 100;

@@ -1,11 +1,11 @@
 //! `GET /v1/memories/search` and labels: parameters and results (REST and MCP).
 
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 use crate::api::query::{int, length, yes};
 use crate::input::rules::{between, chars, list_len, no_nul};
 use crate::model::memory::Memory;
 use crate::services::memories::SearchMode;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 /// Search results and the mode that produced them.
 #[derive(Debug, Serialize, ToSchema)]
@@ -24,7 +24,7 @@ pub struct SearchParams {
     #[param(min_length = 1, max_length = 256)]
     pub subject_id: String,
     /// Query text.
-    #[garde(custom(length(0, 4000)))]
+    #[garde(custom(length(0, crate::api::limits::MAX_QUERY_CHARS)))]
     #[param(max_length = 4000)]
     pub q: Option<String>,
     /// Memory kind.

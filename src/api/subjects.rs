@@ -1,16 +1,16 @@
 //! Subjects, erasures and item erasure: request and response bodies (REST, MCP, console).
 
+use crate::api::schema::responses::{AnyErasureCertificate, ErasureCertificate, ItemErasureCertificate};
+use crate::db::subjects::SubjectSummary;
+use crate::error::{ApiError, FieldError};
+use crate::input::rules::list_len;
+use crate::receipts::certificate::CertificateCheck;
+use crate::services::erase_items::{self, Items, ItemsErased};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 use uuid::Uuid;
-use crate::db::subjects::SubjectSummary;
-use crate::error::{ApiError, FieldError};
-use crate::api::schema::responses::{AnyErasureCertificate, ErasureCertificate, ItemErasureCertificate};
-use crate::input::rules::list_len;
-use crate::receipts::certificate::CertificateCheck;
-use crate::services::erase_items::{self, Items, ItemsErased};
 
 /// One page of subjects and how many there are.
 #[derive(Debug, Serialize, ToSchema)]

@@ -1,12 +1,12 @@
 //! `GET /v1/timeline`: the parameters and the page (REST and MCP).
 
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 use crate::api::query::{int, length, MAX_OFFSET};
 use crate::input::rules::between;
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
 use crate::services::timeline::Page;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 /// One page of a subject's episodes and memories.
 #[derive(Debug, Serialize, ToSchema)]

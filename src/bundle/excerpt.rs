@@ -12,8 +12,8 @@ use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-use crate::bundle::tokens::{memo_key, MemoKey};
 use crate::bundle::terms::content_words;
+use crate::bundle::tokens::{memo_key, MemoKey};
 
 const ELLIPSIS: &str = "…";
 

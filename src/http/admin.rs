@@ -7,9 +7,9 @@ use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult, Envelope, FieldError};
 use crate::api::extract::{valid_tenant_id, Caller, JsonBody};
 use crate::api::schema::CommonErrors;
+use crate::error::{ApiError, ApiResult, Envelope, FieldError};
 use crate::model::tenant_config::ConfigDoc;
 use crate::model::time::isoformat;
 use crate::services::tenant_config::{self as svc, PatchError, TenantConfigPatch};

@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::error::ApiError;
 use crate::api::extract::{header_tenant, tenant_mismatch, Caller, DEFAULT_TENANT};
+use crate::error::ApiError;
 use crate::services::access::{self, Refusal};
 use crate::services::keys::{self, Scope};
 use crate::state::AppState;

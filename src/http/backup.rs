@@ -12,12 +12,12 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::body::valid;
 use crate::api::extract::{Caller, JsonBody};
-use crate::http::path::subject_id_path;
 use crate::api::query::{query, TargetTenant};
 use crate::api::schema::CommonErrors;
+use crate::error::{ApiError, ApiResult, Envelope};
+use crate::http::body::valid;
+use crate::http::path::subject_id_path;
 use crate::input::rules::{chars, no_nul, tenant_id, NOT_OBJECT, REQUIRED};
 use crate::progress::Silent;
 use crate::services::statewave_backup::{self as svc, ExportDocument, ImportError, ImportRequest, Imported};

@@ -7,11 +7,11 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::api::extract::{JsonBody, Tenant};
+use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::db;
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::body::valid;
-use crate::api::extract::{JsonBody, Tenant};
-use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::input::rules::{chars, no_nul};
 use crate::model::memory::Memory;
 use crate::services::compile::{compile_batch_for, CompileError};

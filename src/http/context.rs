@@ -3,11 +3,12 @@
 use axum::extract::State;
 use axum::Json;
 
-use crate::api::context::{DEFAULT_MAX_TOKENS, ContextRequest, ContextBundle, refused};
+use crate::api::context::{refused, ContextBundle, ContextRequest};
+use crate::api::extract::{JsonBody, Tenant};
+use crate::api::limits::DEFAULT_BUDGET_TOKENS;
+use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::error::ApiResult;
 use crate::http::body::valid;
-use crate::api::extract::{JsonBody, Tenant};
-use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::services::context::{self as assemble};
 use crate::services::context_call::context_call;
 use crate::services::receipts::ReceiptMeta;
@@ -34,7 +35,7 @@ pub async fn context(
     let req = assemble::ContextRequest {
         subject_id: body.subject_id,
         task: body.task,
-        max_tokens: body.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize,
+        max_tokens: body.max_tokens.unwrap_or(DEFAULT_BUDGET_TOKENS) as usize,
         session_id: body.session_id,
         as_of: body.as_of.map(crate::model::time::truncate_micros),
         options: Default::default(),

@@ -5,11 +5,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
-use crate::api::episodes::{CreateEpisode, EpisodeBatchRequest, EpisodeBatch};
-use crate::error::{ApiResult, Envelope};
-use crate::http::body::valid;
+use crate::api::episodes::{CreateEpisode, EpisodeBatch, EpisodeBatchRequest};
 use crate::api::extract::{JsonBody, Tenant};
 use crate::api::schema::{CommonErrors, TenantHeader};
+use crate::error::{ApiResult, Envelope};
+use crate::http::body::valid;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::services::episodes as svc;
 use crate::state::AppState;

@@ -6,13 +6,13 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::api::extract::{Caller, JsonBody};
+use crate::api::query::{int, length, query, target_tenant, TargetTenant, MAX_OFFSET};
+use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::db::labels::SuggestedFilter;
 use crate::error::{ApiError, ApiResult, Envelope};
 use crate::http::body::valid;
-use crate::api::extract::{Caller, JsonBody};
 use crate::http::path::memory_id_path;
-use crate::api::query::{int, length, query, target_tenant, TargetTenant, MAX_OFFSET};
-use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::input::rules::{between, chars, list_len, no_nul};
 use crate::model::memory::MemoryKind;
 use crate::model::time::isoformat;

@@ -4,13 +4,13 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::Json;
 
-use crate::api::memories::{SearchResults, SearchParams, SetLabels};
-use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::body::valid;
 use crate::api::extract::{JsonBody, Tenant};
-use crate::http::path::memory_id_path;
+use crate::api::memories::{SearchParams, SearchResults, SetLabels};
 use crate::api::query::query;
 use crate::api::schema::{CommonErrors, TenantHeader};
+use crate::error::{ApiError, ApiResult, Envelope};
+use crate::http::body::valid;
+use crate::http::path::memory_id_path;
 use crate::model::memory::Memory;
 use crate::policy::labels::{normalise_labels, MAX_LABELS};
 use crate::services::memories::{self as svc, search as run_search, KindFilter, SearchQuery};

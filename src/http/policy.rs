@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult, Envelope};
-use crate::http::body::valid;
 use crate::api::extract::{Caller, JsonBody};
 use crate::api::query::{query, TargetTenant};
 use crate::api::schema::CommonErrors;
+use crate::error::{ApiError, ApiResult, Envelope};
+use crate::http::body::valid;
 use crate::input::rules::{chars, no_nul, NOT_TEXT, REQUIRED};
 use crate::services::policy as svc;
 use crate::state::AppState;

@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::db;
-use crate::error::{ApiError, ApiResult, Envelope};
 use crate::api::extract::Tenant;
 use crate::api::query::{instant, int, length, query};
 use crate::api::schema::responses::Receipt;
 use crate::api::schema::{CommonErrors, TenantHeader};
+use crate::db;
+use crate::error::{ApiError, ApiResult, Envelope};
 use crate::input::rules::between;
 use crate::model::time::isoformat;
 use crate::receipts::canonical::parse_stored;

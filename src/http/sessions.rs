@@ -6,17 +6,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::api::context::refused;
+use crate::api::extract::{JsonBody, Tenant};
+use crate::api::query::{choice, length, paged, query};
+use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::db::resolutions::{ResolutionRow, ResolutionWrite};
 use crate::error::ApiResult;
 use crate::http::body::valid;
-use crate::api::context::refused;
-use crate::api::extract::{JsonBody, Tenant};
 use crate::http::path::subject_id_path;
-use crate::api::query::{choice, length, paged, query};
-use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::input::rules::{between, chars, no_nul, ONE_OF};
 use crate::model::time::{isoformat, now_micros};
 
+use crate::api::limits::{DEFAULT_BUDGET_TOKENS, MAX_HANDOFF_TOKENS};
 use crate::services::handoff::{self, handoff as build_handoff, HandoffView};
 use crate::services::receipts::ReceiptMeta;
 use crate::services::sessions as svc;
@@ -25,9 +26,6 @@ use crate::sessions::sla::{SlaSummary, Thresholds};
 use crate::state::AppState;
 
 const STATUSES: [&str; 3] = ["open", "resolved", "unresolved"];
-/// Default and largest handoff budget.
-const HANDOFF_DEFAULT_TOKENS: i64 = 4000;
-const HANDOFF_MAX_TOKENS: i64 = 16_000;
 
 /// `POST /v1/handoff`. Unknown fields are ignored; optional fields may be `null` (absent).
 #[derive(Debug, Deserialize, ToSchema, garde::Validate)]
@@ -44,7 +42,7 @@ pub struct HandoffRequest {
     #[schema(max_length = 256, default = "escalation")]
     pub reason: Option<String>,
     #[serde(default)]
-    #[garde(custom(between(1, HANDOFF_MAX_TOKENS)))]
+    #[garde(custom(between(1, MAX_HANDOFF_TOKENS)))]
     #[schema(minimum = 1, maximum = 16000, default = 4000)]
     pub max_tokens: Option<i64>,
     #[serde(default)]
@@ -78,7 +76,7 @@ impl From<HandoffRequest> for handoff::HandoffRequest {
             subject_id: b.subject_id,
             session_id: b.session_id,
             reason: b.reason.filter(|s| !s.is_empty()).unwrap_or_else(|| "escalation".to_string()),
-            max_tokens: b.max_tokens.unwrap_or(HANDOFF_DEFAULT_TOKENS) as usize,
+            max_tokens: b.max_tokens.unwrap_or(DEFAULT_BUDGET_TOKENS) as usize,
             emit_receipt: b.emit_receipt,
             meta: ReceiptMeta {
                 query_id: b.query_id,

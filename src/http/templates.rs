@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, ApiResult, Envelope};
 use crate::api::extract::{JsonBody, Tenant};
 use crate::api::schema::{CommonErrors, TenantHeader};
+use crate::error::{ApiError, ApiResult, Envelope};
 use crate::input::rules::bounded;
 use crate::input::rules::no_nul_in_json;
 use crate::input::{self, Leaves, EXTRA};

@@ -3,11 +3,11 @@
 use axum::extract::{RawQuery, State};
 use axum::Json;
 
-use crate::api::timeline::{Timeline, TimelineParams, TimelineStatus};
-use crate::error::ApiResult;
 use crate::api::extract::Tenant;
 use crate::api::query::query;
 use crate::api::schema::{CommonErrors, TenantHeader};
+use crate::api::timeline::{Timeline, TimelineParams, TimelineStatus};
+use crate::error::ApiResult;
 use crate::services::timeline::{self, PageQuery};
 use crate::state::AppState;
 

@@ -6,9 +6,9 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, ApiResult, Envelope};
 use crate::api::query::{length, paged, query};
 use crate::api::schema::CommonErrors;
+use crate::error::{ApiError, ApiResult, Envelope};
 use crate::services::webhooks::admin::{self as svc, EventView, RetryRefused, WebhookStats};
 use crate::state::AppState;
 

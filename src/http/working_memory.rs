@@ -10,13 +10,13 @@ use serde_json::{json, Map, Value};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use crate::api::extract::{JsonBody, Tenant};
+use crate::api::query::{int, length, query, MAX_OFFSET};
+use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::db::working_memory::{LoggedEpisode, SessionRow, SnapshotRow};
 use crate::error::{ApiError, ApiResult, Envelope, FieldError};
 use crate::http::body::valid;
-use crate::api::extract::{JsonBody, Tenant};
 use crate::http::path::{subject_id_path, text_id_path};
-use crate::api::query::{int, length, query, MAX_OFFSET};
-use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::input::rules::{between, chars, no_nul, nullable};
 use crate::model::episode::Episode;
 use crate::model::time::isoformat;

@@ -8,8 +8,8 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 use serde_json::{json, Map, Value};
 
+use crate::api::limits::DEFAULT_BUDGET_TOKENS;
 use crate::error::{ApiError, FieldError};
-use crate::api::context::DEFAULT_MAX_TOKENS;
 use crate::input::rules::DATETIME_REFUSED;
 use crate::input::{self, field_names, Leaves};
 use crate::services::context::ContextRequest;
@@ -205,7 +205,7 @@ impl ContextArgs {
         let req = ContextRequest {
             subject_id,
             task,
-            max_tokens: max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize,
+            max_tokens: max_tokens.unwrap_or(DEFAULT_BUDGET_TOKENS) as usize,
             session_id,
             as_of: as_of.map(crate::model::time::truncate_micros),
             options: Default::default(),

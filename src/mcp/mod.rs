@@ -25,8 +25,8 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 
 use crate::error::ApiError;
-pub use crate::state::{McpConfig, Toolset};
 use crate::state::AppState;
+pub use crate::state::{McpConfig, Toolset};
 
 /// Where the MCP endpoint is mounted.
 pub const PATH: &str = crate::api::MCP_PATH;

@@ -7,12 +7,12 @@ use rmcp::model::Tool;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::ApiError;
-use crate::http::compile::{compile_error, CompileJob, CompileResult};
 use crate::api::context::ContextBundle;
 use crate::api::extract::Caller;
 use crate::api::memories::SearchResults;
 use crate::api::timeline::TimelineStatus;
+use crate::error::ApiError;
+use crate::http::compile::{compile_error, CompileJob, CompileResult};
 use crate::mcp::args::{self, ok_json, parse_named, ContextArgs, OneOf, ToolResult, DATA_NOTICE};
 use crate::mcp::statewave_args::{Compile, Context, Ingest, Search, Timeline};
 use crate::mcp::statewave_schema;
@@ -92,8 +92,9 @@ async fn context(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
         caller_id: r.caller_id,
         caller_type: r.caller_type,
     };
-    let (bundle, receipt_id) =
-        context_call(&st.context_deps(), tenant, &c.req, c.emit_receipt, &c.meta).await.map_err(args::context_refused)?;
+    let (bundle, receipt_id) = context_call(&st.context_deps(), tenant, &c.req, c.emit_receipt, &c.meta)
+        .await
+        .map_err(args::context_refused)?;
     let body = ContextBundle::new(bundle, c.req.subject_id, c.req.task, receipt_id);
     Ok(ok_json(&[DATA_NOTICE], serde_json::to_value(body).map_err(anyhow::Error::from)?))
 }

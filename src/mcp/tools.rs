@@ -6,9 +6,10 @@ use rmcp::model::{Tool, ToolAnnotations};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::api::extract::Caller;
+use crate::api::limits::{DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS, MAX_QUERY_CHARS, MAX_TASK_CHARS};
 use crate::error::ApiError;
 use crate::http::compile::compile_error;
-use crate::api::extract::Caller;
 use crate::input::rules::between;
 use crate::input::rules::bounded;
 use crate::mcp::args::{self, instant, ok, ok_json, parse, ContextArgs, ToolResult, DATA_NOTICE};
@@ -74,9 +75,9 @@ pub fn list(allow_forget: bool) -> Vec<Tool> {
                 "type": "object",
                 "properties": {
                     "subject_id": subject(),
-                    "task": {"type": "string", "minLength": 1, "maxLength": 4000,
+                    "task": {"type": "string", "minLength": 1, "maxLength": MAX_TASK_CHARS,
                              "description": "What you are about to do or answer; ranking follows it."},
-                    "max_tokens": {"type": "integer", "minimum": 1, "maximum": 128000, "default": 4000,
+                    "max_tokens": {"type": "integer", "minimum": 1, "maximum": MAX_BUDGET_TOKENS, "default": DEFAULT_BUDGET_TOKENS,
                                    "description": "Token budget of the text (cl100k_base)."},
                     "session_id": {"type": "string", "maxLength": 256, "description": "Current session, boosted in ranking."},
                     "as_of": {"type": "string", "format": "date-time",
@@ -97,7 +98,7 @@ pub fn list(allow_forget: bool) -> Vec<Tool> {
                 "type": "object",
                 "properties": {
                     "subject_id": subject(),
-                    "query": {"type": "string", "minLength": 1, "maxLength": 4000, "description": "What to look for."},
+                    "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS, "description": "What to look for."},
                     "kind": {"type": "string", "enum": MemoryKind::ALL,
                              "description": "Only memories of this kind."},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}
@@ -237,9 +238,9 @@ async fn compile_subject(st: &AppState, tenant: &str, subject_id: &str) -> Resul
 struct Recall {
     #[garde(custom(bounded(1, 256)))]
     subject_id: String,
-    #[garde(custom(bounded(1, 4000)))]
+    #[garde(custom(bounded(1, MAX_TASK_CHARS)))]
     task: String,
-    #[garde(custom(between(1, 128_000)))]
+    #[garde(custom(between(1, MAX_BUDGET_TOKENS)))]
     max_tokens: Option<i64>,
     #[garde(custom(bounded(0, 256)))]
     session_id: Option<String>,
@@ -256,8 +257,9 @@ async fn recall(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
     let r: Recall = parse(a)?;
     let mut c = ContextArgs::new(r.subject_id, r.task, r.max_tokens, r.session_id, r.as_of);
     c.meta = ReceiptMeta { caller_id: r.caller_id, caller_type: r.caller_type, ..ReceiptMeta::default() };
-    let (bundle, receipt_id) =
-        context_call(&st.context_deps(), tenant, &c.req, c.emit_receipt, &c.meta).await.map_err(args::context_refused)?;
+    let (bundle, receipt_id) = context_call(&st.context_deps(), tenant, &c.req, c.emit_receipt, &c.meta)
+        .await
+        .map_err(args::context_refused)?;
     let structured = json!({
         "subject_id": c.req.subject_id,
         "task": c.req.task,
@@ -280,7 +282,7 @@ async fn recall(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
 struct Search {
     #[garde(custom(bounded(1, 256)))]
     subject_id: String,
-    #[garde(custom(bounded(1, 4000)))]
+    #[garde(custom(bounded(1, MAX_QUERY_CHARS)))]
     query: String,
     #[garde(custom(bounded(0, 64)))]
     kind: Option<String>,

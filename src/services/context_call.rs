@@ -10,13 +10,13 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
-use crate::policy::eval::PolicyMode;
-use crate::services::context::{self, candidates, Bundle, ContextRequest, PolicyContext};
-use crate::services::receipts::{build_body, emit, should_emit, ReceiptMeta};
 use crate::embed::Embedder;
+use crate::policy::eval::PolicyMode;
 use crate::receipts::signing::SigningKeys;
+use crate::services::context::{self, candidates, Bundle, ContextRequest, PolicyContext};
 use crate::services::context::{SubjectCache, TaskVectorCache};
 use crate::services::read_replica::ReadReplica;
+use crate::services::receipts::{build_body, emit, should_emit, ReceiptMeta};
 use crate::services::tenant_settings::SettingsCache;
 use crate::telemetry::{self, MemoryOp};
 

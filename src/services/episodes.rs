@@ -8,12 +8,12 @@ use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 use crate::db;
-use crate::model::episode::Stamp;
 use crate::lexemes::Tsvector;
-use crate::services::lexer::Lexer;
+use crate::model::episode::Stamp;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::model::id::new_id;
 use crate::services::group_commit::GroupCommit;
+use crate::services::lexer::Lexer;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::telemetry::{self, MemoryOp};
 

@@ -37,10 +37,10 @@ use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use crate::lexemes::Tsvector;
-use crate::services::lexer::Lexer;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::model::id::new_id;
 use crate::services::episodes::{insert_new, with_stored, Announce};
+use crate::services::lexer::Lexer;
 use crate::services::webhooks::Webhooks;
 
 /// Most episodes one grouped statement carries (as many as a batch request may).

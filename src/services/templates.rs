@@ -7,8 +7,8 @@ use std::sync::Arc;
 use crate::error::FieldError;
 use crate::model::episode::{Episode, Inserted, NewEpisode};
 use crate::services::episodes;
-use crate::services::group_commit::GroupCommit;
 use crate::services::episodes::KnownTenants;
+use crate::services::group_commit::GroupCommit;
 use crate::templates::Template;
 
 /// The `source` of episodes created from templates.

@@ -164,8 +164,7 @@ async fn an_indexed_subject_answers_as_postgres_ranks_it_after_every_change() {
     ingest(&keeps, s, &turns(0, 2100, 1)).await;
     keeps.compile_all(s).await;
     // Ranked by the server: every task with content words but the one with a word outside ASCII.
-    let stemmed =
-        TASKS.iter().filter(|t| t.is_ascii() && mnemo::bundle::terms::tsquery_for(t).is_some()).count();
+    let stemmed = TASKS.iter().filter(|t| t.is_ascii() && mnemo::bundle::terms::tsquery_for(t).is_some()).count();
     let stemmed = stemmed as u64;
 
     // The first calls find no index: Postgres ranks, and the server builds one.

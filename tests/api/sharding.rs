@@ -39,7 +39,7 @@ async fn tables(pool: &PgPool) -> Vec<String> {
     names(
         pool,
         "SELECT c.relname::text FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace \
-         AND c.relkind IN ('r', 'p') AND c.relname <> '_sqlx_migrations' ORDER BY 1",
+         AND c.relkind IN ('r', 'p') AND c.relname NOT IN ('_sqlx_migrations', 'mnemo_sql_functions') ORDER BY 1",
     )
     .await
 }
@@ -85,7 +85,7 @@ async fn tenant_data_is_keyed_by_tenant_first() {
          JOIN pg_class c ON c.oid = i.indrelid JOIN pg_class ic ON ic.oid = i.indexrelid \
          LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0] \
          WHERE c.relnamespace = current_schema()::regnamespace AND (i.indisunique OR i.indisprimary) \
-           AND c.relname <> '_sqlx_migrations' ORDER BY 1, 2",
+           AND c.relname NOT IN ('_sqlx_migrations', 'mnemo_sql_functions') ORDER BY 1, 2",
     )
     .fetch_all(&pool)
     .await

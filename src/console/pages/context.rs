@@ -9,12 +9,16 @@ use axum::http::StatusCode;
 use axum::Extension;
 use maud::html;
 
+use crate::api::limits::{MAX_BUDGET_TOKENS, MAX_TASK_CHARS};
 use crate::console::{html, layout, seg, Ctx, PageError, PageResult};
 use crate::db;
 use crate::model::time::parse_datetime;
 use crate::policy::eval::PolicyMode;
 use crate::services::context::{assemble, ContextRequest, PolicyContext};
 use crate::state::AppState;
+
+/// The largest budget the form takes (the API's).
+const MAX_BUDGET: usize = MAX_BUDGET_TOKENS as usize;
 
 /// How many of the items that did not fit are shown.
 const MISSED_SHOWN: usize = 10;
@@ -29,16 +33,16 @@ pub async fn show(
     let tenant = super::tenant(&tenant)?;
     let subject = super::subject(&subject)?;
     let task = q.get("task").map(|s| s.trim()).unwrap_or_default();
-    if task.chars().count() > 4000 {
-        return Err(PageError::bad("The task is at most 4000 characters."));
+    if task.chars().count() > MAX_TASK_CHARS {
+        return Err(PageError::bad(format!("The task is at most {MAX_TASK_CHARS} characters.")));
     }
     let max_tokens: usize = match q.get("max_tokens").map(|s| s.trim()).filter(|s| !s.is_empty()) {
         None => 1000,
         Some(s) => s
             .parse()
             .ok()
-            .filter(|n| (1..=128_000).contains(n))
-            .ok_or_else(|| PageError::bad("The budget is 1-128000 tokens."))?,
+            .filter(|n| (1..=MAX_BUDGET).contains(n))
+            .ok_or_else(|| PageError::bad(format!("The budget is 1-{MAX_BUDGET} tokens.")))?,
     };
     let as_of_text = q.get("as_of").map(|s| s.trim()).unwrap_or_default();
     let as_of = match as_of_text {
@@ -86,7 +90,7 @@ pub async fn show(
             textarea id="task" name="task" rows="2" required { (task) }
             div.row {
                 div { label for="max_tokens" { "Budget (tokens)" }
-                      input id="max_tokens" name="max_tokens" type="number" min="1" max="128000" value=(max_tokens); }
+                      input id="max_tokens" name="max_tokens" type="number" min="1" max=(MAX_BUDGET) value=(max_tokens); }
                 div { label for="as_of" { "As of (ISO-8601, empty = now)" }
                       input id="as_of" name="as_of" type="text" value=(as_of_text) placeholder="2026-03-02T10:00:00Z"; }
             }

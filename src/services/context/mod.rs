@@ -29,12 +29,12 @@ use serde_json::Value;
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::bundle::terms::tsquery_for;
 use crate::db::context::Probe;
 use crate::embed::Embedder;
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
 pub use crate::services::policy::PolicyContext;
-use crate::bundle::terms::tsquery_for;
 pub use crate::services::task_vectors::TaskVectorCache;
 pub use options::{RetrievalOptions, Tuning};
 pub use output::provenance;

@@ -13,11 +13,11 @@ use uuid::Uuid;
 use super::options::{RetrievalOptions, Tuning};
 use super::signals::{smooth, speaker_named, task_words};
 use super::suppress::Shown;
-use crate::compile::text::message_roles;
 use crate::bundle::score::{rank, score_with, Kind, Signals};
+use crate::bundle::terms::task_months;
+use crate::compile::text::message_roles;
 use crate::db::context::{EpisodeCandidate, MemoryCandidate};
 use crate::model::memory::MemoryKind;
-use crate::bundle::terms::task_months;
 
 /// Cosine at or above which an item counts as related to the task (for the caveat).
 const RELATED_COSINE: f64 = 0.35;
