@@ -9,8 +9,8 @@ use sqlx::postgres::PgConnectOptions;
 
 use mnemo::cli::transfer::{ExportArgs, ImportArgs};
 use mnemo::cli::{
-    AuditArgs, Cli, Command, DbArgs, HealthcheckArgs, KeysAction, KeysArgs, LogFormat, McpBridgeArgs, PgAction, PgArgs,
-    ReembedArgs, ServeArgs, SubjectsAction, SubjectsArgs,
+    AuditArgs, Cli, Command, DbArgs, KeysAction, KeysArgs, LogFormat, McpBridgeArgs, PgAction, PgArgs, ReembedArgs,
+    ServeArgs, SubjectsAction, SubjectsArgs,
 };
 use mnemo::pg::{Cluster, StartOutcome};
 use mnemo::progress::Reporter;
@@ -234,30 +234,6 @@ async fn import(args: ImportArgs) -> anyhow::Result<()> {
 }
 
 /// Sends `GET /healthz` over a plain TCP connection and checks for a 200 status line.
-async fn healthcheck(args: HealthcheckArgs) -> anyhow::Result<()> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut addr = args.addr;
-    if addr.ip().is_unspecified() {
-        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-    }
-    let probe = async {
-        let mut stream = tokio::net::TcpStream::connect(addr).await?;
-        stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").await?;
-        let mut buf = Vec::new();
-        stream.read_to_end(&mut buf).await?;
-        anyhow::Ok(buf)
-    };
-    let buf = tokio::time::timeout(std::time::Duration::from_secs(args.timeout_secs), probe)
-        .await
-        .map_err(|_| anyhow::anyhow!("no answer from {addr} within {}s", args.timeout_secs))??;
-    let status_line = String::from_utf8_lossy(&buf).lines().next().unwrap_or_default().to_string();
-    if status_line.split_whitespace().nth(1) == Some("200") {
-        Ok(())
-    } else {
-        anyhow::bail!("unhealthy: {status_line}")
-    }
-}
-
 async fn audit(args: AuditArgs) -> anyhow::Result<()> {
     with_database(&args.db, |pool| async move {
         let report = mnemo::services::receipts::verify_chain(&pool, &args.tenant).await?;
@@ -383,7 +359,7 @@ async fn main() -> std::process::ExitCode {
         Command::Reembed(a) => reembed(a).await,
         Command::Export(a) => export(a).await,
         Command::Import(a) => import(*a).await,
-        Command::Healthcheck(a) => healthcheck(a).await,
+        Command::Healthcheck(a) => mnemo::cli::healthcheck::run(a).await,
         Command::Audit(a) => audit(a).await,
         Command::Subjects(a) => subjects(a).await,
         Command::Keys(a) => keys(a).await,
