@@ -78,7 +78,7 @@ impl Default for RuntimeConfig {
             api_key_sha256: None,
             allow_query_api_key: false,
             auth_failures_per_minute: 20,
-            max_body_bytes: crate::api::limits::DEFAULT_MAX_BODY_BYTES,
+            max_body_bytes: crate::model::limits::DEFAULT_MAX_BODY_BYTES,
             request_timeout_secs: 30,
             compile_batch_size: 500,
             job_stale_secs: 60,

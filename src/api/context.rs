@@ -1,9 +1,9 @@
 //! `POST /v1/context`: the request and the bundle (REST and MCP).
 
-use crate::api::limits::{MAX_BUDGET_TOKENS, MAX_TASK_CHARS};
 use crate::error::ApiError;
 use crate::input::rules::{between, chars, datetime, no_nul};
 use crate::model::episode::Episode;
+use crate::model::limits::{MAX_BUDGET_TOKENS, MAX_TASK_CHARS};
 use crate::model::memory::Memory;
 use crate::services::context::{provenance, Bundle, SessionInfo};
 use crate::services::context_call::CallError;

@@ -24,7 +24,7 @@ pub struct SearchParams {
     #[param(min_length = 1, max_length = 256)]
     pub subject_id: String,
     /// Query text.
-    #[garde(custom(length(0, crate::api::limits::MAX_QUERY_CHARS)))]
+    #[garde(custom(length(0, crate::model::limits::MAX_QUERY_CHARS)))]
     #[param(max_length = 4000)]
     pub q: Option<String>,
     /// Memory kind.

@@ -5,7 +5,6 @@
 pub mod context;
 pub mod episodes;
 pub mod extract;
-pub mod limits;
 pub mod memories;
 pub mod query;
 pub mod schema;

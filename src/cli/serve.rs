@@ -214,7 +214,7 @@ pub struct ServeArgs {
     #[arg(long, env = "MNEMO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Largest accepted request body, in bytes.
-    #[arg(long, env = "MNEMO_MAX_BODY_BYTES", default_value_t = crate::api::limits::DEFAULT_MAX_BODY_BYTES)]
+    #[arg(long, env = "MNEMO_MAX_BODY_BYTES", default_value_t = crate::model::limits::DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
     /// Per-request timeout, in seconds.
     #[arg(long, env = "MNEMO_REQUEST_TIMEOUT_SECS", default_value_t = 30)]

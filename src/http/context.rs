@@ -5,10 +5,10 @@ use axum::Json;
 
 use crate::api::context::{refused, ContextBundle, ContextRequest};
 use crate::api::extract::{JsonBody, Tenant};
-use crate::api::limits::DEFAULT_BUDGET_TOKENS;
 use crate::api::schema::{CommonErrors, TenantHeader};
 use crate::error::ApiResult;
 use crate::http::body::valid;
+use crate::model::limits::DEFAULT_BUDGET_TOKENS;
 use crate::services::context::{self as assemble};
 use crate::services::context_call::context_call;
 use crate::services::receipts::ReceiptMeta;

@@ -17,7 +17,7 @@ use crate::http::path::subject_id_path;
 use crate::input::rules::{between, chars, no_nul, ONE_OF};
 use crate::model::time::{isoformat, now_micros};
 
-use crate::api::limits::{DEFAULT_BUDGET_TOKENS, MAX_HANDOFF_TOKENS};
+use crate::model::limits::{DEFAULT_BUDGET_TOKENS, MAX_HANDOFF_TOKENS};
 use crate::services::handoff::{self, handoff as build_handoff, HandoffView};
 use crate::services::receipts::ReceiptMeta;
 use crate::services::sessions as svc;

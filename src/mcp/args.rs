@@ -8,10 +8,10 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 use serde_json::{json, Map, Value};
 
-use crate::api::limits::DEFAULT_BUDGET_TOKENS;
 use crate::error::{ApiError, FieldError};
 use crate::input::rules::DATETIME_REFUSED;
 use crate::input::{self, field_names, Leaves};
+use crate::model::limits::DEFAULT_BUDGET_TOKENS;
 use crate::services::context::ContextRequest;
 use crate::services::context_call::CallError;
 use crate::services::receipts::ReceiptMeta;

@@ -149,7 +149,7 @@ pub(super) struct Search {
     /// Statewave's server): a missing one is said so.
     #[garde(custom(searched_subject), custom(bounded(1, 256)))]
     pub(super) subject: Option<String>,
-    #[garde(custom(bounded(0, crate::api::limits::MAX_QUERY_CHARS)))]
+    #[garde(custom(bounded(0, crate::model::limits::MAX_QUERY_CHARS)))]
     pub(super) query: Option<String>,
     #[garde(custom(bounded(0, 64)))]
     pub(super) kind: Option<String>,
@@ -174,9 +174,9 @@ fn searched_subject(value: &Option<String>, _: &()) -> garde::Result {
 pub(super) struct Context {
     #[garde(custom(bounded(1, 256)))]
     pub(super) subject: String,
-    #[garde(custom(bounded(1, crate::api::limits::MAX_TASK_CHARS)))]
+    #[garde(custom(bounded(1, crate::model::limits::MAX_TASK_CHARS)))]
     pub(super) query: String,
-    #[garde(custom(between(1, crate::api::limits::MAX_BUDGET_TOKENS)))]
+    #[garde(custom(between(1, crate::model::limits::MAX_BUDGET_TOKENS)))]
     pub(super) max_tokens: Option<i64>,
     #[garde(custom(bounded(0, 256)))]
     pub(super) session_id: Option<String>,

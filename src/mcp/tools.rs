@@ -7,13 +7,13 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::api::extract::Caller;
-use crate::api::limits::{DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS, MAX_QUERY_CHARS, MAX_TASK_CHARS};
 use crate::error::ApiError;
 use crate::http::compile::compile_error;
 use crate::input::rules::between;
 use crate::input::rules::bounded;
 use crate::mcp::args::{self, instant, ok, ok_json, parse, ContextArgs, ToolResult, DATA_NOTICE};
 use crate::model::episode::{Inserted, NewEpisode};
+use crate::model::limits::{DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS, MAX_QUERY_CHARS, MAX_TASK_CHARS};
 use crate::model::memory::MemoryKind;
 use crate::services::compile::compile_batch_for;
 use crate::services::context::provenance;

@@ -2,6 +2,7 @@
 
 pub mod episode;
 pub mod id;
+pub mod limits;
 pub mod memory;
 pub mod tenant_config;
 pub mod text;

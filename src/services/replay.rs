@@ -185,7 +185,7 @@ async fn rebuild(deps: &ReplayDeps<'_>, tenant: &str, receipt_id: &str, current:
     let req = ContextRequest {
         subject_id: subject_id.to_string(),
         task: task.to_string(),
-        max_tokens: body["max_tokens"].as_u64().unwrap_or(crate::api::limits::DEFAULT_BUDGET_TOKENS as u64) as usize,
+        max_tokens: body["max_tokens"].as_u64().unwrap_or(crate::model::limits::DEFAULT_BUDGET_TOKENS as u64) as usize,
         session_id: body["session_id"].as_str().map(str::to_string),
         as_of: if current { None } else { as_of },
         options: Default::default(),

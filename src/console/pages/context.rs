@@ -9,9 +9,9 @@ use axum::http::StatusCode;
 use axum::Extension;
 use maud::html;
 
-use crate::api::limits::{MAX_BUDGET_TOKENS, MAX_TASK_CHARS};
 use crate::console::{html, layout, seg, Ctx, PageError, PageResult};
 use crate::db;
+use crate::model::limits::{MAX_BUDGET_TOKENS, MAX_TASK_CHARS};
 use crate::model::time::parse_datetime;
 use crate::policy::eval::PolicyMode;
 use crate::services::context::{assemble, ContextRequest, PolicyContext};
