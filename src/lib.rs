@@ -9,6 +9,7 @@ pub mod console;
 pub mod db;
 pub mod embed;
 pub mod error;
+pub mod eval;
 pub mod http;
 pub mod input;
 pub mod lexemes;

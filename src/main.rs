@@ -360,6 +360,9 @@ async fn main() -> std::process::ExitCode {
         Command::Export(a) => export(a).await,
         Command::Import(a) => import(*a).await,
         Command::Healthcheck(a) => mnemo::cli::healthcheck::run(a).await,
+        Command::Eval(a) => {
+            tokio::task::spawn_blocking(move || mnemo::cli::eval::eval(*a)).await.unwrap_or_else(|e| Err(e.into()))
+        }
         Command::Audit(a) => audit(a).await,
         Command::Subjects(a) => subjects(a).await,
         Command::Keys(a) => keys(a).await,

@@ -1,5 +1,6 @@
 //! The command line: every command, flag and `MNEMO_` variable, and what they configure.
 
+pub mod eval;
 pub mod healthcheck;
 pub mod serve;
 pub mod transfer;
@@ -48,6 +49,9 @@ pub enum Command {
     Subjects(SubjectsArgs),
     /// API keys: `mnemo keys create --tenant T [--admin | --operator]`, `revoke <key_id>`, `list`.
     Keys(KeysArgs),
+    /// Measure recall on your own conversations: `mnemo eval FILE [--url URL] [--html report.html]`
+    /// (mnemo JSONL, LoCoMo or BEAM files).
+    Eval(Box<crate::cli::eval::EvalArgs>),
     /// MCP over stdio: forwards JSON-RPC lines to a server's /mcp, with the key in MNEMO_API_KEY
     /// (for clients that can only launch a command).
     Mcp(McpBridgeArgs),

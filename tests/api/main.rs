@@ -25,6 +25,7 @@ mod episodes;
 mod erase;
 mod erase_items;
 mod eval;
+mod eval_command;
 mod eval_updates;
 mod fuzz_bodies;
 mod import_checks;
