@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use anyhow::Context as _;
-use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
 /// Where the dev set sits relative to the repository (the same path from every worktree).
@@ -43,68 +43,40 @@ pub struct Conversation {
 }
 
 /// Loads the conversations, or None when the file is absent (the caller prints why it skips).
+/// The file is read as `mnemo eval` reads LoCoMo ([`mnemo::eval::formats`]).
 pub fn load(path: &Path, only: &[String]) -> anyhow::Result<Option<Vec<Conversation>>> {
+    use mnemo::eval::formats::{read, Format};
     if !path.exists() {
         return Ok(None);
     }
-    let data: Value = serde_json::from_slice(&std::fs::read(path)?).with_context(|| path.display().to_string())?;
+    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
     let mut out = Vec::new();
-    for item in data.as_array().context("top level must be an array")? {
-        let id = item["sample_id"].as_str().context("sample_id")?.to_string();
-        if !only.is_empty() && !only.contains(&id) {
+    for c in read(&text, Some(Format::Locomo)).with_context(|| path.display().to_string())? {
+        if !only.is_empty() && !only.contains(&c.id) {
             continue;
         }
-        let conv = item["conversation"].as_object().context("conversation")?;
-        let mut turns = Vec::new();
-        for n in 1.. {
-            let Some(session) = conv.get(&format!("session_{n}")).and_then(Value::as_array) else { break };
-            let when = conv.get(&format!("session_{n}_date_time")).and_then(Value::as_str).context("session date")?;
-            let start = parse_when(when)?;
-            for (i, t) in session.iter().enumerate() {
-                let mut text = t["text"].as_str().unwrap_or_default().to_string();
-                if let Some(caption) = t.get("blip_caption").and_then(Value::as_str) {
-                    text.push_str(&format!(" [shares a photo: {caption}]"));
-                }
-                turns.push(Turn {
-                    dia_id: t["dia_id"].as_str().context("dia_id")?.trim().to_string(),
-                    speaker: t["speaker"].as_str().context("speaker")?.to_string(),
-                    text,
-                    session: format!("session_{n}"),
-                    at: start + TimeDelta::seconds(i as i64),
-                });
-            }
-        }
-        let questions = item["qa"]
-            .as_array()
-            .context("qa")?
-            .iter()
-            .filter_map(|q| {
-                let category = q["category"].as_u64()?;
-                let evidence: Vec<String> = q["evidence"]
-                    .as_array()?
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(|e| e.trim().to_string())
-                    .filter(|e| !e.is_empty())
-                    .collect();
-                let keep = (1..=4).contains(&category) && !evidence.is_empty();
-                keep.then(|| Question {
-                    text: q["question"].as_str().unwrap_or_default().to_string(),
-                    category,
-                    evidence,
-                })
+        let turns = c
+            .turns
+            .into_iter()
+            .map(|t| Turn {
+                dia_id: t.id,
+                speaker: t.role,
+                text: t.content,
+                session: t.session.unwrap_or_default(),
+                at: t.at.unwrap_or_default(),
             })
             .collect();
-        out.push(Conversation { id, turns, questions });
+        let questions = c
+            .questions
+            .into_iter()
+            .filter_map(|q| {
+                let category = CATEGORIES.iter().find(|(_, name)| *name == q.category)?.0;
+                Some(Question { text: q.text, category, evidence: q.evidence })
+            })
+            .collect();
+        out.push(Conversation { id: c.id, turns, questions });
     }
     Ok(Some(out))
-}
-
-/// "1:56 pm on 8 May, 2023" as UTC.
-fn parse_when(s: &str) -> anyhow::Result<DateTime<Utc>> {
-    let t = NaiveDateTime::parse_from_str(&s.replace(',', ""), "%I:%M %p on %d %B %Y")
-        .with_context(|| format!("session date {s:?}"))?;
-    Ok(t.and_utc())
 }
 
 /// The episode body for a turn, as the protocol sends it.
