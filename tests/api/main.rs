@@ -15,6 +15,7 @@ mod connections;
 mod console;
 mod console_erase;
 mod console_http;
+mod console_html;
 mod context;
 mod context_index;
 mod context_kept;
