@@ -27,6 +27,7 @@ mod erase;
 mod erase_items;
 mod eval;
 mod eval_updates;
+mod examples;
 mod fuzz_bodies;
 mod import_checks;
 mod instructions;
