@@ -22,6 +22,7 @@ mod context_kept;
 mod context_lanes;
 mod context_sql;
 mod definer;
+mod docs;
 mod episodes;
 mod erase;
 mod erase_items;
