@@ -159,7 +159,8 @@ pub struct DbArgs {
     #[arg(long, env = "MNEMO_DATA_DIR", default_value = "./.mnemo")]
     pub data_dir: PathBuf,
     /// Maximum connections in the pool (default: twice this machine's cores, at least 4).
-    #[arg(long, env = "MNEMO_DB_MAX_CONNECTIONS", default_value_t = default_db_connections())]
+    // The number itself stays out of the help: it differs per machine (docs/configuration.md is the help).
+    #[arg(long, env = "MNEMO_DB_MAX_CONNECTIONS", default_value_t = default_db_connections(), hide_default_value = true)]
     pub db_max_connections: u32,
 }
 

@@ -5,9 +5,9 @@ use maud::{html, Markup, DOCTYPE};
 
 use super::{seg, Ctx};
 
+/// The document head; the doctype is written by [`document`], before `<html>`.
 fn head(title: &str) -> Markup {
     html! {
-        (DOCTYPE)
         head {
             meta charset="utf-8";
             meta name="viewport" content="width=device-width, initial-scale=1";
@@ -18,14 +18,20 @@ fn head(title: &str) -> Markup {
     }
 }
 
-/// A page without navigation (sign-in, errors).
-pub fn bare(title: &str, body: Markup) -> Markup {
+/// A whole document: the doctype first (anything before it puts browsers in quirks mode).
+fn document(title: &str, body: Markup) -> Markup {
     html! {
+        (DOCTYPE)
         html lang="en" {
             (head(title))
-            body { main id="main" { (body) } }
+            (body)
         }
     }
+}
+
+/// A page without navigation (sign-in, errors).
+pub fn bare(title: &str, body: Markup) -> Markup {
+    document(title, html! { body { main id="main" { (body) } } })
 }
 
 /// The hidden CSRF field every state-changing form carries.
@@ -35,9 +41,9 @@ pub fn csrf(ctx: &Ctx) -> Markup {
 
 /// A signed-in page: header with the identity and sign-out, tenant navigation when a tenant is chosen.
 pub fn page(ctx: &Ctx, tenant: Option<&str>, title: &str, body: Markup) -> Markup {
-    html! {
-        html lang="en" {
-            (head(title))
+    document(
+        title,
+        html! {
             body {
                 a.skip href="#main" { "Skip to content" }
                 header {
@@ -63,8 +69,8 @@ pub fn page(ctx: &Ctx, tenant: Option<&str>, title: &str, body: Markup) -> Marku
                 }
                 main id="main" { (body) }
             }
-        }
-    }
+        },
+    )
 }
 
 /// A timestamp as the console shows it (UTC, seconds).

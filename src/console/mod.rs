@@ -16,7 +16,7 @@ use std::time::Duration;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 use maud::Markup;
 use tower_http::timeout::TimeoutLayer;
@@ -58,6 +58,9 @@ pub fn routes(state: &AppState) -> Router<AppState> {
         .route("/admin/ui/t/{tenant}/labels", get(labels::list))
         .route("/admin/ui/t/{tenant}/labels/{memory_id}/promote", post(labels::promote))
         .route("/admin/ui/t/{tenant}/jobs", get(jobs::list))
+        // Any other address under the console is the console's own 404 page (signed in; without a
+        // session it leads to the sign-in form like every page), not the API's JSON fallback.
+        .route("/admin/ui/{*rest}", any(page_not_found))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::tenant_access))
         .layer(axum::middleware::from_fn_with_state(state.clone(), guard::require_session));
     Router::new()
@@ -71,6 +74,11 @@ pub fn routes(state: &AppState) -> Router<AppState> {
             Duration::from_secs(state.config.request_timeout_secs),
         ))
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
+}
+
+/// The console's 404 page for an address it does not serve.
+async fn page_not_found() -> PageError {
+    PageError::Client(StatusCode::NOT_FOUND, "There is no console page at this address.".into())
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

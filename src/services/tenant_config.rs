@@ -81,7 +81,7 @@ pub struct TenantConfigPatch {
     pub auto_labeling: Setting<bool>,
     /// The voice of the tenant's own episode sources (`"slack": "user"`, `"crm": "evidence"`;
     /// at most 64). Built-in names (chat, user, assistant, agent…) can be redefined; any source
-    /// named nowhere is evidence. See the README's security section.
+    /// named nowhere is evidence. See docs/compile.md, "Who said it".
     #[serde(default)]
     #[schema(value_type = Option<BTreeMap<String, Voice>>)]
     #[garde(custom(source_names))]

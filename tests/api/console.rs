@@ -1,6 +1,6 @@
 //! The admin console in a real browser: headless Chromium driven over WebDriver (fantoccini).
 //!
-//! Needs `chromium` and `chromedriver` (scripts/bootstrap installs them). Without chromedriver
+//! Needs `chromium` and `chromedriver` (scripts/bootstrap-test installs them). Without chromedriver
 //! the test is skipped with a message, unless `MNEMO_REQUIRE_BROWSER` is set (scripts/test sets
 //! it), so CI really runs it. Screenshots of every page go to `target/console-screenshots/`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -34,9 +34,9 @@ async fn start_driver() -> Option<Driver> {
     let Some(bin) = find_on_path("chromedriver") else {
         assert!(
             std::env::var("MNEMO_REQUIRE_BROWSER").is_err(),
-            "chromedriver is missing but MNEMO_REQUIRE_BROWSER is set (run scripts/bootstrap)"
+            "chromedriver is missing but MNEMO_REQUIRE_BROWSER is set (run scripts/bootstrap-test)"
         );
-        eprintln!("SKIP: chromedriver not found; run scripts/bootstrap to install chromium and chromium-driver");
+        eprintln!("SKIP: chromedriver not found; run scripts/bootstrap-test to install chromium and chromium-driver");
         return None;
     };
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -106,7 +106,8 @@ async fn body(c: &Client) -> String {
     text(c, "body").await
 }
 
-async fn seed(app: &TestApp) -> (String, String) {
+/// Two subjects with a claim that changed, and a receipt; returns the receipt id and an instant before the change.
+pub async fn seed(app: &TestApp) -> (String, String) {
     crate::common::set_config(app, "default", json!({"receipt_signing_key_id": "k1"})).await;
     app.ingest_and_compile(
         "user:ada",

@@ -154,7 +154,7 @@ async fn run_with(config: mnemo::RuntimeConfig, embedder: Arc<dyn mnemo::embed::
     report
 }
 
-/// Floors measured when the eval was last calibrated (see the README's "Facts that change").
+/// Floors measured when the eval was last calibrated (see docs/compile.md, "Facts that change").
 fn check(report: &Report, min_applied: usize, max_wrong: usize) {
     let (u, l) = (report.total("update"), report.total("lookalike"));
     assert!(u.cases >= 150 && l.cases >= 50, "the eval needs 150 update and 50 look-alike cases");
