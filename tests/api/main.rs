@@ -36,6 +36,7 @@ mod llm_compiler;
 mod mcp;
 mod open_mode;
 mod openapi;
+mod procedures;
 mod policy;
 mod portability;
 mod receipts;
