@@ -17,6 +17,8 @@
 //! See bench/README.md for the method and results.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "bench/beam.rs"]
+mod beam;
 #[path = "bench/data.rs"]
 mod data;
 #[path = "bench/locomo.rs"]
@@ -95,6 +97,8 @@ struct Args {
     misses: bool,
     /// Also asks each question with an unbounded budget and reports where the missing evidence ranked.
     depth: bool,
+    /// beam: stop after the compile figures (no questions).
+    compile_only: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -119,6 +123,7 @@ fn parse_args() -> anyhow::Result<Args> {
         set: Vec::new(),
         misses: false,
         depth: false,
+        compile_only: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -142,6 +147,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--ablate" => a.ablate = true,
             "--misses" => a.misses = true,
             "--depth" => a.depth = true,
+            "--compile-only" => a.compile_only = true,
             "--set" => {
                 for kv in val()?.split(',').filter(|s| !s.is_empty()) {
                     let (k, v) = kv.split_once('=').with_context(|| format!("--set wants name=value, not {kv}"))?;
@@ -152,12 +158,15 @@ fn parse_args() -> anyhow::Result<Args> {
             s => bail!("unknown argument {s}"),
         }
     }
-    // LoCoMo measures semantic retrieval: MiniLM unless told otherwise.
-    if a.scenario == "locomo" && !std::env::args().any(|x| x == "--embedder") {
+    // LoCoMo and BEAM measure semantic retrieval: MiniLM unless told otherwise.
+    if ["locomo", "beam"].contains(&a.scenario.as_str()) && !std::env::args().any(|x| x == "--embedder") {
         a.embedder = "minilm".into();
     }
-    if !["compile", "context", "recall", "locomo"].contains(&a.scenario.as_str()) {
-        bail!("usage: bench compile|context|recall|locomo [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db] [--db NAME] [--grow K] [--explain] [--url URL] [--api-key K] [--data FILE] [--convs a,b] [--budgets 1000,2000,4000] [--ablate] [--set name=value,...] [--misses] [--depth]");
+    if a.scenario == "beam" && !std::env::args().any(|x| x == "--data") {
+        a.data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(beam::DEFAULT_DATA);
+    }
+    if !["compile", "context", "recall", "locomo", "beam"].contains(&a.scenario.as_str()) {
+        bail!("usage: bench compile|context|recall|locomo|beam [--embedder hash|minilm] [--n N] [--runs R] [--sizes 1000,10000] [--calls C] [--max-tokens T] [--keep-db] [--db NAME] [--grow K] [--explain] [--url URL] [--api-key K] [--data FILE] [--convs a,b] [--budgets 1000,2000,4000] [--ablate] [--set name=value,...] [--misses] [--depth] [--compile-only]");
     }
     Ok(a)
 }
@@ -847,6 +856,138 @@ async fn locomo_in_process(b: &Bench, a: &Args, convs: &[locomo::Conversation]) 
     Ok(())
 }
 
+/// The BEAM protocol in-process: ingest, compile with the server's synchronous call (its time
+/// budget and batch cap) until `has_more` is false, then every question at every budget.
+/// Reports compile messages/s and tokens/s, where compile time went, MiniLM's own throughput on
+/// the same texts in the same run, and all-evidence recall per budget and category.
+async fn beam_in_process(b: &Bench, a: &Args) -> anyhow::Result<()> {
+    let Some(chats) = beam::load(&a.data, &a.convs)? else {
+        println!("beam: skipped, {} is absent (the BEAM dev set is kept outside the repository)", a.data.display());
+        return Ok(());
+    };
+    let deps = mnemo::services::compile::CompileDeps {
+        pool: b.pool(),
+        embedder: &b.state.embedder,
+        hooks: &b.state.webhooks,
+        compiler: &b.state.config.compiler,
+    };
+    let limits = mnemo::services::compile_budget::CallLimits {
+        max_episodes: b.state.config.compile_batch_size,
+        budget: b.state.config.compile_budget(),
+    };
+    println!("\n| chat | messages | tokens | compile s | messages/s | tokens/s | calls | longest call s | memories |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut msg_of = std::collections::HashMap::new();
+    let (mut all_msgs, mut all_tokens, mut all_secs, mut all_embed) = (0usize, 0usize, 0f64, 0f64);
+    let mut embedded = 0u64;
+    let mut phases = mnemo::services::compile::Phases::default();
+    for chat in &chats {
+        let subject = format!("beam-{}", chat.id);
+        let eps: Vec<NewEpisode> = chat.messages.iter().map(|m| beam::new_episode(&subject, m)).collect();
+        for chunk in eps.chunks(INGEST_BATCH) {
+            let (rows, _) = mnemo::services::episodes::ingest_batch(
+                b.pool(),
+                &b.state.tenants,
+                &b.state.webhooks,
+                &b.state.lexer,
+                TENANT,
+                chunk.to_vec(),
+            )
+            .await?;
+            for e in rows {
+                if let Some(d) = e.metadata.get("msg_id").and_then(|d| d.as_str()) {
+                    msg_of.insert(e.id.to_string(), d.to_string());
+                }
+            }
+        }
+        let tokens: usize = chat.messages.iter().map(|m| mnemo::bundle::tokens::count(&m.content)).sum();
+        b.timed.take();
+        let t = Instant::now();
+        let (mut calls, mut longest, mut memories) = (0, 0f64, 0);
+        loop {
+            let c = Instant::now();
+            let out = mnemo::services::compile_budget::compile_within(deps, TENANT, &subject, limits, None).await?;
+            longest = longest.max(c.elapsed().as_secs_f64());
+            calls += 1;
+            memories += out.memories.len();
+            phases.add(&out.phases);
+            if !out.has_more {
+                break;
+            }
+        }
+        let secs = t.elapsed().as_secs_f64();
+        let (embed, texts) = b.timed.take();
+        let n = chat.messages.len();
+        println!(
+            "| {} | {n} | {tokens} | {secs:.1} | {:.1} | {:.0} | {calls} | {longest:.1} | {memories} |",
+            chat.id,
+            n as f64 / secs,
+            tokens as f64 / secs
+        );
+        (all_msgs, all_tokens, all_secs, all_embed) =
+            (all_msgs + n, all_tokens + tokens, all_secs + secs, all_embed + embed.as_secs_f64());
+        embedded += texts;
+    }
+    println!(
+        "\ncompile: {all_msgs} messages, {all_tokens} tokens in {all_secs:.1} s: {:.1} messages/s, {:.0} tokens/s",
+        all_msgs as f64 / all_secs,
+        all_tokens as f64 / all_secs
+    );
+    let share = |d: Duration| format!("{:.1} s ({:.0}%)", d.as_secs_f64(), 100.0 * d.as_secs_f64() / all_secs);
+    println!(
+        "where compile time went: read {}, extract {}, link {}, embed {}, insert {}, supersede {}, finish {}",
+        share(phases.read),
+        share(phases.extract),
+        share(phases.link),
+        share(phases.embed),
+        share(phases.insert),
+        share(phases.supersede),
+        share(phases.finish)
+    );
+    println!("embedder: {embedded} texts in {all_embed:.1} s ({:.1} texts/s)", embedded as f64 / all_embed.max(1e-9));
+    // The model's own throughput, same run: the first 128 messages, and a one-line text each.
+    let sample: Vec<String> = chats.iter().flat_map(|c| &c.messages).take(128).map(|m| m.content.clone()).collect();
+    let short: Vec<String> = sample.iter().map(|m| m.chars().take(120).collect()).collect();
+    for (label, texts) in [("whole messages (up to 256 tokens)", &sample), ("120-char lines", &short)] {
+        let t = Instant::now();
+        b.timed.inner.embed(texts)?;
+        let secs = t.elapsed().as_secs_f64();
+        println!("MiniLM alone, {label}: {:.1} texts/s", texts.len() as f64 / secs);
+    }
+    if a.compile_only {
+        return Ok(());
+    }
+    let cache = TaskVectorCache::default();
+    let mut tally = beam::Tally::default();
+    for chat in &chats {
+        let subject = format!("beam-{}", chat.id);
+        for q in &chat.questions {
+            for &budget in &a.budgets {
+                let req = ContextRequest {
+                    subject_id: subject.clone(),
+                    task: q.text.clone(),
+                    max_tokens: budget,
+                    session_id: None,
+                    as_of: None,
+                    options: RetrievalOptions::default(),
+                    policy: Default::default(),
+                };
+                let t = Instant::now();
+                let bundle = assemble(b.pool(), &b.state.embedder, &cache, &b.state.subjects, TENANT, &req).await?;
+                tally.latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                let view = serde_json::json!({
+                    "episodes": bundle.episodes, "facts": bundle.facts, "procedures": bundle.procedures,
+                });
+                tally.add(budget, q, &beam::shown(&view, &msg_of));
+            }
+        }
+    }
+    let (p50, p95) = locomo::latency(&tally.latencies);
+    println!("\n{}", tally.report(&a.budgets));
+    println!("context latency: p50 {p50:.1} ms, p95 {p95:.1} ms over {} calls", tally.latencies.len());
+    Ok(())
+}
+
 fn profile() -> &'static str {
     if cfg!(debug_assertions) {
         "dev (deps opt-level 2, mnemo unoptimised)"
@@ -887,6 +1028,7 @@ async fn main() -> anyhow::Result<()> {
         chrono::Utc::now().format("%Y-%m-%d %H:%M UTC"),
     );
     let result = match a.scenario.as_str() {
+        "beam" => beam_in_process(&b, &a).await,
         "compile" => compile_scenario(&b, &a).await,
         "context" => context_scenario(&b, &a).await,
         "locomo" => locomo_in_process(&b, &a, &convs).await,

@@ -144,6 +144,7 @@ async fn serve_with(
         connections: args.connection_limits(),
         console_session_minutes: args.console_session_minutes,
         compile_batch_size: args.compile_batch_size,
+        compile_budget_ms: args.compile_time_budget_ms,
         ingest_writers: usize::from(args.ingest_writers),
         lexemes_at: args.lexemes,
         context_cache_bytes: args.context_cache_mb << 20,

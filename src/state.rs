@@ -32,8 +32,11 @@ pub struct RuntimeConfig {
     pub max_body_bytes: usize,
     /// Per-request timeout in seconds.
     pub request_timeout_secs: u64,
-    /// Most episodes one compile batch reads.
+    /// Most episodes one compile call consumes.
     pub compile_batch_size: i64,
+    /// Milliseconds of work one synchronous compile call (or one slice of a job) does before it
+    /// commits and answers `has_more` (capped at half the request timeout).
+    pub compile_budget_ms: u64,
     /// A job without a heartbeat for this long is considered dead.
     pub job_stale_secs: i64,
     /// Finished jobs are deleted after this many hours.
@@ -72,6 +75,15 @@ pub struct RuntimeConfig {
     pub lexemes_at: LexemesAt,
 }
 
+impl RuntimeConfig {
+    /// The time one compile call may take: `compile_budget_ms`, at most half the request timeout
+    /// (the rest is margin for the batch under way when it runs out, and for the answer).
+    pub fn compile_budget(&self) -> Duration {
+        let cap = Duration::from_millis(self.request_timeout_secs.saturating_mul(500));
+        Duration::from_millis(self.compile_budget_ms).min(cap)
+    }
+}
+
 impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
@@ -81,6 +93,7 @@ impl Default for RuntimeConfig {
             max_body_bytes: crate::model::limits::DEFAULT_MAX_BODY_BYTES,
             request_timeout_secs: 30,
             compile_batch_size: 500,
+            compile_budget_ms: 10_000,
             job_stale_secs: 60,
             job_retention_hours: 168,
             job_poll_ms: 500,

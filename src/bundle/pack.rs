@@ -151,6 +151,26 @@ pub fn pack(task: &str, caveat: bool, current_session: Option<&str>, ranked: &[L
     }
 }
 
+/// Moves the first of `lines` flagged as standing procedures to the front, in their order, as
+/// long as their tokens stay within `share` (the rest keep their rank order): the user's
+/// standing instructions ride in every bundle without crowding out what the task needs.
+pub fn procedures_first(lines: Vec<(bool, Line)>, share: usize) -> Vec<Line> {
+    let mut first = Vec::new();
+    let mut rest = Vec::new();
+    let mut used = 0;
+    for (procedure, line) in lines {
+        let cost = if procedure { tokens::count(&line.text) + 1 } else { 0 };
+        if procedure && used + cost <= share {
+            used += cost;
+            first.push(line);
+        } else {
+            rest.push(line);
+        }
+    }
+    first.extend(rest);
+    first
+}
+
 /// Bundle with no lines and no caveat whose task is shortened as little as possible to fit.
 fn pack_task_only(task: &str, current_session: Option<&str>, max_tokens: usize) -> Packed {
     let full = render::render(task, false, current_session, &[]);
@@ -209,6 +229,19 @@ mod tests {
         check(&p, max);
         assert_eq!(p.included, vec![uuid::Uuid::from_u128(2)]);
         assert_eq!(p.text, "## Task\nT\n\n## About this user\n- Likes tea\n");
+    }
+
+    #[test]
+    fn procedures_lead_within_their_share() {
+        let lines = vec![
+            (false, line(1, Section::Facts, "- f")),
+            (true, line(2, Section::Procedures, "- Always format dates as MM/DD/YYYY")),
+            (false, line(3, Section::History, "- h")),
+            (true, line(4, Section::Procedures, &format!("- {}", "long rule ".repeat(40)))),
+            (true, line(5, Section::Procedures, "- Keep answers short")),
+        ];
+        let ids: Vec<u128> = procedures_first(lines, 30).iter().map(|l| l.id.as_u128()).collect();
+        assert_eq!(ids, vec![2, 5, 1, 3, 4]);
     }
 
     #[test]

@@ -265,6 +265,7 @@ mod tests {
             compiler: compiler_args(),
             receipt_signing_keys: None,
             compile_batch_size: 500,
+            compile_time_budget_ms: 10_000,
             ingest_writers: 1,
             lexemes: crate::lexemes::LexemesAt::Server,
             context_cache_mb: 64,

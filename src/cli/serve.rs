@@ -246,9 +246,14 @@ pub struct ServeArgs {
     /// `receipt_signing_key_id`.
     #[arg(long, env = "MNEMO_RECEIPT_SIGNING_KEYS", hide_env_values = true)]
     pub receipt_signing_keys: Option<String>,
-    /// Most episodes one compile batch reads.
+    /// Most episodes one compile call consumes.
     #[arg(long, env = "MNEMO_COMPILE_BATCH_SIZE", default_value_t = 500, value_parser = clap::value_parser!(i64).range(1..=10000))]
     pub compile_batch_size: i64,
+    /// Milliseconds of work one synchronous compile call does (in batches, each committed)
+    /// before it answers `has_more: true`; at most half of MNEMO_REQUEST_TIMEOUT_SECS is used.
+    /// Async jobs work in slices of the same length and report progress after each.
+    #[arg(long, env = "MNEMO_COMPILE_TIME_BUDGET_MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    pub compile_time_budget_ms: u64,
     /// Statements of single-episode ingest in flight per tenant; requests that arrive while they
     /// run share the next statement and its commit (group commit).
     #[arg(long, env = "MNEMO_INGEST_WRITERS", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]

@@ -11,6 +11,7 @@ pub mod instruction;
 pub mod link;
 pub mod llm;
 pub mod pipeline;
+pub mod procedures;
 pub mod registry;
 pub mod scope;
 pub mod supersede;

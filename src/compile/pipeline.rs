@@ -8,6 +8,7 @@ use super::candidates::structured_candidates;
 use super::claims::{claim_from_parts, parse_claim, Claim, Registry};
 use super::heuristic::{extract_facts_with, summarize, LinkHint};
 use super::instruction::{self, Speaker};
+use super::procedures::standing_rules;
 use super::text::{episode_text, strip_pasted_with, user_statements, Quotes, LOG_MARK, PASTE_MARK};
 use crate::model::memory::MemoryKind;
 use crate::model::time::parse_datetime;
@@ -157,8 +158,11 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
             .collect();
     }
     let text = sanitized_text(&ep.payload, ep.voice);
+    let statements = user_statements(&ep.payload, ep.voice);
     if text.trim().is_empty() {
-        return Vec::new();
+        // A message that is only a standing instruction ("From now on, …") leaves no summary
+        // (the sanitiser drops instructions) but is still the user's rule.
+        return procedure_drafts(ep, &statements, registry, anchor, 0);
     }
     let (content, summary) = summarize(&text);
     let mut metadata = Map::from_iter([("compiler".to_string(), json!("heuristic"))]);
@@ -177,8 +181,8 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
         link: None,
     }];
     let mut seen = std::collections::BTreeSet::new();
-    for statement in user_statements(&ep.payload, ep.voice) {
-        for fact in extract_facts_with(&statement, registry.frames()) {
+    for statement in &statements {
+        for fact in extract_facts_with(statement, registry.frames()) {
             if !seen.insert(fact.content.to_lowercase()) {
                 continue;
             }
@@ -205,7 +209,43 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
             });
         }
     }
+    let first = drafts.len();
+    drafts.extend(procedure_drafts(ep, &statements, registry, anchor, first));
     drafts
+}
+
+/// The user's standing instructions in `statements` as procedures with their topic's claim
+/// ([`standing_rules`]), numbered from `first` within the episode.
+fn procedure_drafts(
+    ep: &EpisodeInput,
+    statements: &[String],
+    registry: &Registry,
+    anchor: DateTime<Utc>,
+    first: usize,
+) -> Vec<MemoryDraft> {
+    let rules = statements.iter().flat_map(|s| standing_rules(s));
+    let claimed = rules.filter_map(|r| claim_from_parts(&r.key, &r.value, registry, "heuristic").map(|c| (r, c)));
+    claimed
+        .enumerate()
+        .map(|(i, (rule, claim))| {
+            let mut metadata = Map::from_iter([("compiler".to_string(), json!("heuristic"))]);
+            metadata.insert("rule".into(), json!("standing_instruction"));
+            metadata.insert("claim".into(), claim.to_envelope());
+            MemoryDraft {
+                kind: MemoryKind::Procedure,
+                summary: rule.content.chars().take(200).collect(),
+                content: rule.content,
+                confidence: FACT_CONFIDENCE,
+                valid_from: anchor,
+                valid_to: None,
+                metadata,
+                claim: Some(claim),
+                source_episode_id: ep.id,
+                order_tiebreak: format!("{:020}:{:04}", ep.seq, first + i),
+                link: None,
+            }
+        })
+        .collect()
 }
 
 /// Records on an evidence episode's memory that it is evidence and where it came from, so

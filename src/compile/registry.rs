@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::attributes::{attributes, is_open_key};
 use super::frames::{tenant_frames, Frame};
+use super::procedures::PROCEDURE_PREFIX;
 
 /// Maximum number of tenant-defined claim keys.
 pub const MAX_TENANT_KEYS: usize = 64;
@@ -174,12 +175,25 @@ impl Registry {
         if let Some((k, spec)) = self.keys.get_key_value(canonical) {
             return Some((Cow::Borrowed(k.as_str()), Cow::Borrowed(spec)));
         }
+        // Standing instructions: one current rule per topic.
+        if is_procedure_key(canonical) {
+            let spec = KeySpec { cardinality: Cardinality::Single, entity: None, builtin: false };
+            return Some((Cow::Owned(canonical.to_string()), Cow::Owned(spec)));
+        }
         // Open attributes exist without being declared; only their cardinality is registered.
         is_open_key(canonical).then(|| {
             let spec = KeySpec { cardinality: attributes().cardinality(canonical), entity: None, builtin: false };
             (Cow::Owned(canonical.to_string()), Cow::Owned(spec))
         })
     }
+}
+
+/// True for a standing instruction's topic key: `procedure.<slug>` (see `compile::procedures`).
+pub fn is_procedure_key(key: &str) -> bool {
+    key.len() <= 64
+        && key.strip_prefix(PROCEDURE_PREFIX).is_some_and(|tail| {
+            !tail.is_empty() && tail.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        })
 }
 
 fn normalize_key(key: &str) -> String {

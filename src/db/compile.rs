@@ -17,6 +17,29 @@ pub async fn lock_subject(conn: &mut PgConnection, tenant: &str, subject_id: &st
     Ok(())
 }
 
+/// Takes the subject's compile lock like [`lock_subject`], waiting at most `wait`; false when
+/// another compile held it that long (the transaction is then aborted: roll it back).
+pub async fn lock_subject_within(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    wait: std::time::Duration,
+) -> sqlx::Result<bool> {
+    let prev: Option<String> =
+        sqlx::query_scalar!("SELECT current_setting('lock_timeout')").fetch_one(&mut *conn).await?;
+    let ms = format!("{}ms", wait.as_millis().max(1));
+    sqlx::query_scalar!("SELECT set_config('lock_timeout', $1, true)", ms).fetch_one(&mut *conn).await?;
+    match lock_subject(conn, tenant, subject_id).await {
+        Ok(()) => {}
+        // lock_not_available: lock_timeout ran out.
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("55P03") => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    let prev = prev.unwrap_or_else(|| "0".into());
+    sqlx::query_scalar!("SELECT set_config('lock_timeout', $1, true)", prev).fetch_one(&mut *conn).await?;
+    Ok(true)
+}
+
 /// The last compiled seq of a subject (0 when never compiled).
 pub async fn cursor(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<i64> {
     let seq: Option<i64> = sqlx::query_scalar!(

@@ -106,7 +106,8 @@ pub async fn jobs(conn: &mut PgConnection, tenant: &str, limit: i64) -> sqlx::Re
     sqlx::query_as!(
         JobRow,
         "SELECT tenant_id, subject_id, id, status, memories_created, error, attempts, created_at, heartbeat_at, \
-         llm_tokens_in, llm_tokens_out FROM compile_jobs WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2",
+         llm_tokens_in, llm_tokens_out, episodes_done, episodes_total FROM compile_jobs WHERE tenant_id = $1 \
+         ORDER BY created_at DESC, id DESC LIMIT $2",
         tenant,
         limit
     )

@@ -18,6 +18,10 @@ pub struct JobRow {
     /// Tokens the LLM compiler sent to and received from its model for this job.
     pub llm_tokens_in: i64,
     pub llm_tokens_out: i64,
+    /// Episodes the job has compiled so far.
+    pub episodes_done: i64,
+    /// `episodes_done` plus what was pending after its latest slice (None before the first).
+    pub episodes_total: Option<i64>,
 }
 
 /// Serialises job submission for one subject (a short lock, separate from the compile lock).
@@ -33,7 +37,7 @@ pub async fn open_jobs(conn: &mut PgConnection, tenant: &str, subject_id: &str) 
     sqlx::query_as!(
         JobRow,
         "SELECT tenant_id, subject_id, id, status, memories_created, error, attempts, created_at, heartbeat_at, \
-         llm_tokens_in, llm_tokens_out FROM compile_jobs WHERE tenant_id = $1 AND subject_id = $2 \
+         llm_tokens_in, llm_tokens_out, episodes_done, episodes_total FROM compile_jobs WHERE tenant_id = $1 AND subject_id = $2 \
          AND status IN ('pending', 'running') ORDER BY created_at DESC",
         tenant,
         subject_id
@@ -48,7 +52,7 @@ pub async fn insert(conn: &mut PgConnection, tenant: &str, subject_id: &str, id:
         JobRow,
         "INSERT INTO compile_jobs (tenant_id, subject_id, id, status) VALUES ($1, $2, $3, 'pending') \
          RETURNING tenant_id, subject_id, id, status, memories_created, error, attempts, created_at, heartbeat_at, \
-         llm_tokens_in, llm_tokens_out",
+         llm_tokens_in, llm_tokens_out, episodes_done, episodes_total",
         tenant,
         subject_id,
         id
@@ -80,7 +84,8 @@ pub async fn claim_next(conn: &mut PgConnection, stale_secs: i64) -> sqlx::Resul
         JobRow,
         r#"SELECT tenant_id AS "tenant_id!", subject_id AS "subject_id!", id AS "id!", status AS "status!",
            memories_created AS "memories_created!", error, attempts AS "attempts!", created_at AS "created_at!",
-           heartbeat_at, llm_tokens_in AS "llm_tokens_in!", llm_tokens_out AS "llm_tokens_out!"
+           heartbeat_at, llm_tokens_in AS "llm_tokens_in!", llm_tokens_out AS "llm_tokens_out!",
+           episodes_done AS "episodes_done!", episodes_total
            FROM mnemo_claim_job($1)"#,
         stale_secs as f64
     )
@@ -88,14 +93,24 @@ pub async fn claim_next(conn: &mut PgConnection, stale_secs: i64) -> sqlx::Resul
     .await
 }
 
+/// A running job's progress: memories made, episodes compiled, and episodes still pending.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub memories_created: i32,
+    pub episodes_done: i64,
+    pub episodes_pending: i64,
+}
+
 /// Records progress and proves the worker alive.
-pub async fn heartbeat(conn: &mut PgConnection, tenant: &str, id: &str, memories_created: i32) -> sqlx::Result<()> {
+pub async fn heartbeat(conn: &mut PgConnection, tenant: &str, id: &str, p: Progress) -> sqlx::Result<()> {
     sqlx::query!(
-        "UPDATE compile_jobs SET heartbeat_at = now(), memories_created = $3 \
-         WHERE tenant_id = $1 AND id = $2 AND status = 'running'",
+        "UPDATE compile_jobs SET heartbeat_at = now(), memories_created = $3, episodes_done = $4, \
+         episodes_total = $4::bigint + $5::bigint WHERE tenant_id = $1 AND id = $2 AND status = 'running'",
         tenant,
         id,
-        memories_created
+        p.memories_created,
+        p.episodes_done,
+        p.episodes_pending
     )
     .execute(conn)
     .await?;
@@ -142,7 +157,7 @@ pub async fn get(conn: &mut PgConnection, tenant: &str, id: &str) -> sqlx::Resul
     sqlx::query_as!(
         JobRow,
         "SELECT tenant_id, subject_id, id, status, memories_created, error, attempts, created_at, heartbeat_at, \
-         llm_tokens_in, llm_tokens_out FROM compile_jobs WHERE tenant_id = $1 AND id = $2",
+         llm_tokens_in, llm_tokens_out, episodes_done, episodes_total FROM compile_jobs WHERE tenant_id = $1 AND id = $2",
         tenant,
         id
     )

@@ -43,7 +43,7 @@ pub struct CompileRequest {
     pub is_async: Option<bool>,
 }
 
-/// What one synchronous batch compiled.
+/// What one synchronous call compiled (within its time budget; call again while `has_more`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CompileResult {
     pub subject_id: String,
@@ -97,6 +97,18 @@ pub struct CompileJob {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub llm_tokens: Option<LlmTokens>,
+    /// Episodes compiled so far out of the job's total (absent until its first slice is done).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub progress: Option<JobProgress>,
+}
+
+/// How far a compile job has got: `processed` episodes out of `total` (what it compiled plus
+/// what was still pending after its latest slice; episodes added meanwhile raise it).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+pub struct JobProgress {
+    pub processed: i64,
+    pub total: i64,
 }
 
 /// A compile job's status.
@@ -120,15 +132,17 @@ impl CompileJob {
             memories: None,
             error: None,
             llm_tokens: None,
+            progress: None,
         }
     }
 }
 
-/// Compiles one bounded batch now, or queues a job (`"async": true`).
+/// Compiles what fits in the call's time budget now (committed; `has_more` when episodes are
+/// left), or queues a job (`"async": true`).
 #[utoipa::path(post, path = "/v1/memories/compile", tag = "memories",
     summary = "Compile pending episodes (sync batch or async job)",
     params(TenantHeader), request_body = CompileRequest,
-    responses((status = 200, description = "One batch compiled", body = CompileResult),
+    responses((status = 200, description = "What fitted in the call's time budget compiled and committed", body = CompileResult),
               (status = 202, description = "Job queued or attached", body = CompileJob),
               (status = 502, description = "Compiler or embedder unavailable; nothing consumed", body = Envelope),
               CommonErrors))]
@@ -173,6 +187,7 @@ pub async fn status(
         .await?
         .ok_or_else(|| ApiError::not_found("Job not found or expired"))?;
     let mut out = CompileJob::new(job.id, job.status, job.subject_id);
+    out.progress = job.episodes_total.map(|total| JobProgress { processed: job.episodes_done, total });
     if job.llm_tokens_in + job.llm_tokens_out > 0 {
         out.llm_tokens =
             Some(LlmTokens { input: job.llm_tokens_in.max(0) as u64, output: job.llm_tokens_out.max(0) as u64 });

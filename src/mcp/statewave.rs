@@ -129,6 +129,7 @@ async fn compile(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
             memories: None,
             error: None,
             llm_tokens: None,
+            progress: None,
         };
         return Ok(ok_json(&[], serde_json::to_value(body).map_err(anyhow::Error::from)?));
     }

@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use pgvector::Vector;
@@ -30,6 +31,8 @@ use crate::model::id::new_id;
 use crate::model::memory::Memory;
 use crate::model::voice::Trust;
 use crate::policy::suggest::suggest_labels;
+pub use crate::services::compile_budget::Phases;
+use crate::services::compile_budget::{busy_outcome, compile_within, CallLimits};
 use crate::services::forget;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::state::AppState;
@@ -46,14 +49,18 @@ pub enum CompileError {
     Db(#[from] sqlx::Error),
 }
 
-/// The result of one batch.
-#[derive(Debug, Clone)]
+/// The result of one batch (or of several: see [`crate::services::compile_budget`]).
+#[derive(Debug, Clone, Default)]
 pub struct BatchOutcome {
     pub memories: Vec<Memory>,
     pub has_more: bool,
     pub remaining: i64,
+    /// Episodes the batch consumed (moved the cursor past).
+    pub episodes: usize,
     /// What the LLM compiler spent on the batch (None for the heuristic compiler).
     pub llm: Option<LlmCost>,
+    /// Where the batch's time went.
+    pub phases: Phases,
 }
 
 /// Tokens and calls one batch cost the LLM compiler.
@@ -88,7 +95,7 @@ pub async fn embed_texts(embedder: &Arc<dyn Embedder>, texts: Vec<String>) -> an
         })
         .collect();
     let e = embedder.clone();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let vectors = tokio::task::spawn_blocking(move || e.embed(&unique)).await??;
     crate::metrics::record_embedding(started.elapsed());
     slots
@@ -145,16 +152,30 @@ pub async fn compile_batch(
     compile_batch_with(deps, tenant, subject_id, batch_size, job_id).await
 }
 
-/// Compiles one batch with the server's configured compiler and batch size.
+/// Compiles what fits in one call with the server's configured compiler: at most its batch
+/// size, within its compile time budget, committed batch by batch
+/// ([`crate::services::compile_budget`]).
 pub async fn compile_batch_for(
     st: &AppState,
     tenant: &str,
     subject_id: &str,
     job_id: Option<&str>,
 ) -> Result<BatchOutcome, CompileError> {
+    let limits = CallLimits { max_episodes: st.config.compile_batch_size, budget: st.config.compile_budget() };
+    compile_call(st, tenant, subject_id, limits, job_id).await
+}
+
+/// Compiles within `limits` with the server's configured compiler.
+pub async fn compile_call(
+    st: &AppState,
+    tenant: &str,
+    subject_id: &str,
+    limits: CallLimits,
+    job_id: Option<&str>,
+) -> Result<BatchOutcome, CompileError> {
     let deps =
         CompileDeps { pool: &st.pool, embedder: &st.embedder, hooks: &st.webhooks, compiler: &st.config.compiler };
-    compile_batch_with(deps, tenant, subject_id, st.config.compile_batch_size, job_id).await
+    compile_within(deps, tenant, subject_id, limits, job_id).await
 }
 
 /// Compiles one batch of the subject's pending episodes with `deps.compiler`.
@@ -165,8 +186,22 @@ pub async fn compile_batch_with(
     batch_size: i64,
     job_id: Option<&str>,
 ) -> Result<BatchOutcome, CompileError> {
+    compile_batch_waiting(deps, tenant, subject_id, batch_size, job_id, None).await
+}
+
+/// Compiles one batch like [`compile_batch_with`], waiting at most `lock_wait` (when set) for
+/// another compile of the subject to release it; a batch that could not take the lock in time
+/// consumes nothing and answers `has_more` when episodes are pending.
+pub async fn compile_batch_waiting(
+    deps: CompileDeps<'_>,
+    tenant: &str,
+    subject_id: &str,
+    batch_size: i64,
+    job_id: Option<&str>,
+    lock_wait: Option<Duration>,
+) -> Result<BatchOutcome, CompileError> {
     let span = telemetry::memory_span(MemoryOp::Update, tenant);
-    let fut = compile_in(deps, tenant, subject_id, batch_size, job_id);
+    let fut = compile_in(deps, tenant, subject_id, batch_size, job_id, lock_wait);
     telemetry::traced(span, fut, |outcome| outcome.memories.len()).await
 }
 
@@ -176,21 +211,38 @@ async fn compile_in(
     subject_id: &str,
     batch_size: i64,
     job_id: Option<&str>,
+    lock_wait: Option<Duration>,
 ) -> Result<BatchOutcome, CompileError> {
     let CompileDeps { pool, embedder, hooks, compiler } = deps;
+    let mut phases = Phases::default();
+    let mut clock = Instant::now();
+    let mut lap = |slot: &mut Duration| {
+        let now = Instant::now();
+        *slot += now - clock;
+        clock = now;
+    };
     let mut tx = db::scope::begin(pool, tenant).await?;
-    db::compile::lock_subject(&mut tx, tenant, subject_id).await?;
+    match lock_wait {
+        None => db::compile::lock_subject(&mut tx, tenant, subject_id).await?,
+        Some(wait) => {
+            if !db::compile::lock_subject_within(&mut tx, tenant, subject_id, wait).await? {
+                drop(tx);
+                return busy_outcome(pool, tenant, subject_id).await;
+            }
+        }
+    }
     let cursor = db::compile::cursor(&mut tx, tenant, subject_id).await?;
     let pending = db::compile::pending(&mut tx, tenant, subject_id, cursor, batch_size).await?;
     let Some(last_seq) = pending.last().map(|e| e.seq) else {
         tx.commit().await?;
-        return Ok(BatchOutcome { memories: Vec::new(), has_more: false, remaining: 0, llm: None });
+        return Ok(BatchOutcome::default());
     };
     let config = db::tenants::config(&mut tx, tenant).await?;
     let registry = registry_for(&config);
     let trust = Trust::from_config(&config);
     // Label suggestions are on unless the tenant turned them off.
     let suggest = config.get("auto_labeling").and_then(Value::as_bool).unwrap_or(true);
+    lap(&mut phases.read);
 
     let inputs: Vec<EpisodeInput> = pending
         .iter()
@@ -227,6 +279,7 @@ async fn compile_in(
         }
     }
 
+    lap(&mut phases.extract);
     // Updates are tied to the facts they replace before anything is written: by key, value and
     // attribute words first, then (semantic embedders) by similarity to the current facts.
     let model = embedder.model_id().to_string();
@@ -242,15 +295,18 @@ async fn compile_in(
         unlinked = link_drafts(&mut drafts, &mut current, &registry);
     }
 
+    lap(&mut phases.link);
     let mut texts: Vec<String> = drafts.iter().map(|d| d.content.clone()).collect();
     texts.extend(episode_texts.iter().map(|(_, t)| t.clone()));
     let vectors = embed_texts(embedder, texts).await.map_err(CompileError::Failed)?;
+    lap(&mut phases.embed);
     let (memory_vectors, episode_vectors) = vectors.split_at(drafts.len());
     if !unlinked.is_empty() && embedder.is_semantic() {
         let with_vectors: Vec<(Current, Vec<f32>)> =
             current_rows.into_iter().filter_map(|(c, v)| v.map(|v| (c, v.to_vec()))).collect();
         link_by_similarity(&mut drafts, &unlinked, memory_vectors, &with_vectors, &registry, SIMILARITY_THRESHOLD);
     }
+    lap(&mut phases.link);
 
     let ids: Vec<Uuid> = drafts.iter().map(|_| new_id()).collect();
     db::compile::insert_memories(
@@ -264,8 +320,10 @@ async fn compile_in(
     let ep_ids: Vec<Uuid> = episode_texts.iter().map(|(id, _)| *id).collect();
     let ep_vecs: Vec<Vector> = episode_vectors.iter().map(|v| Vector::from(v.clone())).collect();
     db::compile::insert_episode_embeddings(&mut tx, tenant, subject_id, &ep_ids, &ep_vecs, &model).await?;
+    lap(&mut phases.insert);
 
     apply_supersession(&mut tx, &registry, tenant, subject_id, &ids, job_id).await?;
+    lap(&mut phases.supersede);
     forget::apply_requests(&mut tx, tenant, subject_id, &inputs, &drafts, &ids, job_id).await?;
     db::terms::count_batch(&mut tx, tenant, subject_id, &ids, cursor, last_seq).await?;
 
@@ -275,7 +333,8 @@ async fn compile_in(
     let data = json!({"subject_id": subject_id, "memories_created": memories.len()});
     hooks.enqueue(&mut tx, tenant, WebhookEvent::MemoriesCompiled, data).await?;
     tx.commit().await?;
-    Ok(BatchOutcome { memories, has_more: remaining > 0, remaining, llm: llm_cost })
+    lap(&mut phases.finish);
+    Ok(BatchOutcome { memories, has_more: remaining > 0, remaining, episodes: pending.len(), llm: llm_cost, phases })
 }
 
 /// Most current facts offered to the model with a batch.

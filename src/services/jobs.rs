@@ -21,7 +21,7 @@ pub const COMPILATION_FAILED: &str =
      The episodes were left uncompiled; see the server logs.";
 /// Static message for other failures.
 pub const INTERNAL_FAILURE: &str = "An internal error occurred during compilation.";
-/// Upper bound on batches per job.
+/// Upper bound on slices per job.
 const MAX_ITERATIONS: usize = 2000;
 /// Jobs that crashed their worker this many times are failed instead of retried forever.
 const MAX_ATTEMPTS: i32 = 5;
@@ -101,13 +101,22 @@ async fn drain(state: &AppState, job: JobRow) {
         return;
     }
     let mut created = job.memories_created;
+    let mut done = job.episodes_done;
     for _ in 0..MAX_ITERATIONS {
+        // One slice: what fits the compile budget, committed batch by batch, then a heartbeat
+        // with the job's progress.
         let outcome = compile_batch_for(state, &job.tenant_id, &job.subject_id, Some(&job.id)).await;
         match outcome {
             Ok(batch) => {
                 created += batch.memories.len() as i32;
+                done += batch.episodes as i64;
+                let progress = db::jobs::Progress {
+                    memories_created: created,
+                    episodes_done: done,
+                    episodes_pending: batch.remaining,
+                };
                 if let Ok(mut tx) = db::scope::begin(pool, &job.tenant_id).await {
-                    let mut ok = db::jobs::heartbeat(&mut tx, &job.tenant_id, &job.id, created).await.is_ok();
+                    let mut ok = db::jobs::heartbeat(&mut tx, &job.tenant_id, &job.id, progress).await.is_ok();
                     if let Some(cost) = batch.llm.filter(|c| c.tokens_in + c.tokens_out > 0) {
                         ok &= db::jobs::add_tokens(&mut tx, &job.tenant_id, &job.id, cost.tokens_in, cost.tokens_out)
                             .await

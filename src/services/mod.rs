@@ -3,6 +3,7 @@
 pub mod access;
 pub mod auth_throttle;
 pub mod compile;
+pub mod compile_budget;
 pub mod context;
 pub mod context_call;
 pub mod dump;

@@ -422,3 +422,119 @@ async fn long_subject_ids_with_long_tokens_compile() {
     assert_eq!(s, 200, "{b}");
     assert!(b["memories_created"].as_i64().unwrap() >= 1, "{b}");
 }
+
+/// Episodes whose facts change along the way (employer, home, tools), so supersession crosses
+/// batch boundaries.
+fn long_backlog(subject: &str, n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let text = match i % 5 {
+                0 => format!("I work at Company{} now.", i / 5),
+                1 => format!("I live in Town{} these days.", i / 10),
+                2 => format!("I use tool{i} for the reports."),
+                3 => format!("Note {i}: the quarterly review moved to week {i}."),
+                _ => format!("my name is Kai Larsen and this is message {i}"),
+            };
+            episode(subject, &text)
+        })
+        .collect()
+}
+
+fn state_of(mems: &[Value]) -> Vec<(String, String, String)> {
+    let mut got: Vec<(String, String, String)> = mems
+        .iter()
+        .map(|m| {
+            let s = |k: &str| m[k].as_str().unwrap().to_string();
+            (s("kind"), s("content"), s("status"))
+        })
+        .collect();
+    got.sort();
+    got
+}
+
+#[tokio::test]
+async fn a_small_time_budget_commits_progress_in_every_call_and_ends_where_one_big_compile_does() {
+    let first = mnemo::services::compile_budget::FIRST_BATCH as usize;
+    let n = first * 3 + 5;
+    let app = spawn_with(RuntimeConfig { compile_budget_ms: 1, ..RuntimeConfig::default() }).await;
+    for chunk in long_backlog("u", n).chunks(100) {
+        app.post("/v1/episodes/batch", &json!({ "episodes": chunk })).await;
+    }
+    let mut remaining = Vec::new();
+    let mut committed = Vec::new();
+    loop {
+        let (s, b) = app.post("/v1/memories/compile", &json!({"subject_id": "u"})).await;
+        assert_eq!(s, 200, "{b}");
+        assert!(b["memories_created"].as_u64().unwrap() > 0, "every call makes progress: {b}");
+        remaining.push(b["remaining_episodes"].as_i64().unwrap());
+        // What a call answered is committed before the next call starts.
+        committed.push(app.count("memories").await);
+        if b["has_more"] == false {
+            break;
+        }
+        assert!(remaining.len() < 20, "the loop ends");
+    }
+    // The budget is spent by the first batch of each call: one batch of FIRST_BATCH a call.
+    let n = n as i64;
+    let f = first as i64;
+    assert_eq!(remaining, vec![n - f, n - 2 * f, n - 3 * f, 0]);
+    assert!(committed.windows(2).all(|w| w[0] < w[1]), "{committed:?}");
+
+    let big = spawn().await;
+    for chunk in long_backlog("u", n as usize).chunks(100) {
+        big.post("/v1/episodes/batch", &json!({ "episodes": chunk })).await;
+    }
+    let (_, b) = big.post("/v1/memories/compile", &json!({"subject_id": "u"})).await;
+    assert_eq!(b["has_more"], false, "the default budget takes the whole backlog in one call");
+    let (small, whole) = (state_of(&app.memories("u").await), state_of(&big.memories("u").await));
+    assert_eq!(small, whole);
+    assert!(whole.iter().any(|(_, c, s)| c.contains("Company7") && s == "active"), "{whole:?}");
+    assert!(whole.iter().any(|(_, c, s)| c.contains("Company0") && s == "superseded"), "{whole:?}");
+}
+
+#[tokio::test]
+async fn a_compile_that_finds_the_subject_locked_answers_in_time_with_has_more() {
+    let app = spawn_with(RuntimeConfig { compile_budget_ms: 200, ..RuntimeConfig::default() }).await;
+    app.post("/v1/episodes/batch", &json!({ "episodes": long_backlog("u", 5) })).await;
+    // Another compile of the subject holds its lock.
+    let mut holder = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('default' || chr(31) || 'u', 7))")
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let t = std::time::Instant::now();
+    let (s, b) = app.post("/v1/memories/compile", &json!({"subject_id": "u"})).await;
+    assert_eq!(s, 200, "{b}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!((b["memories_created"].clone(), b["has_more"].clone()), (json!(0), json!(true)));
+    assert_eq!(b["remaining_episodes"], 5);
+    holder.rollback().await.unwrap();
+    let (_, b) = app.post("/v1/memories/compile", &json!({"subject_id": "u"})).await;
+    assert_eq!((b["has_more"].clone(), b["remaining_episodes"].clone()), (json!(false), json!(0)));
+}
+
+#[tokio::test]
+async fn an_async_job_reports_its_progress() {
+    let app = spawn_with(RuntimeConfig { compile_budget_ms: 1, ..RuntimeConfig::default() }).await;
+    let n = mnemo::services::compile_budget::FIRST_BATCH as usize * 2 + 3;
+    app.post("/v1/episodes/batch", &json!({ "episodes": long_backlog("u", n) })).await;
+    let (s, a) = app.post("/v1/memories/compile", &json!({"subject_id": "u", "async": true})).await;
+    assert_eq!(s, 202, "{a}");
+    let job_id = a["job_id"].as_str().unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..400 {
+        let (_, b) = app.get(&format!("/v1/memories/compile/{job_id}")).await;
+        if let Some(p) = b.get("progress") {
+            let (done, total) = (p["processed"].as_i64().unwrap(), p["total"].as_i64().unwrap());
+            assert!(done <= total && total == n as i64, "{b}");
+            seen.push(done);
+        }
+        if b["status"] == "completed" {
+            assert_eq!(b["progress"], json!({"processed": n, "total": n}), "{b}");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(seen.last().copied(), Some(n as i64), "the job completed");
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+}

@@ -37,11 +37,8 @@ fn check_block(file: &str, what: &str, body: &str) {
 /// `mnemo serve --help` as the binary prints it, without any MNEMO_* variable of this process
 /// (clap shows the current value of a set variable).
 fn serve_help() -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnemo"))
-        .args(["serve", "--help"])
-        .env_clear()
-        .output()
-        .unwrap();
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_mnemo")).args(["serve", "--help"]).env_clear().output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }

@@ -10,7 +10,7 @@ use super::rank::{Item, Ranked};
 use super::suppress::EPISODE_LINE_CHARS;
 use super::{Bundle, Considered, Selected, SessionInfo};
 use crate::bundle::excerpt::{excerpt, Part, TaskStems};
-use crate::bundle::pack::pack;
+use crate::bundle::pack::{pack, procedures_first};
 use crate::bundle::render::{episode_line, memory_line, quoted_line, turn_line, Line, Place, Section};
 use crate::bundle::tokens;
 use crate::compile::pipeline::source_label;
@@ -42,6 +42,12 @@ const PINNED_CHARS: usize = 4000;
 /// A summary gets at most this share of the budget; a longer one is cut, ending in "…".
 const SUMMARY_BUDGET_SHARE: usize = 2;
 const SUMMARY_LABEL: &str = "- Summary of earlier turns: ";
+/// The subject's procedures lead the bundle within this share of the budget (1/n).
+const PROCEDURE_BUDGET_SHARE: usize = 10;
+
+fn is_procedure(item: &Item) -> bool {
+    matches!(item, Item::Memory(m) if m.memory.kind == MemoryKind::Procedure)
+}
 
 /// Packs `ranked` and builds the bundle of the included items (facts, then summaries;
 /// procedures; episodes in time order; the sessions they come from).
@@ -68,14 +74,15 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
     }
     let turns = TurnText { stems: TaskStems::new(req.task), whole: req.whole_turns, chars: req.turn_chars };
     let mut turn_rank = 0;
-    lines.extend(ranked.items.iter().filter(|(_, _, item)| !pinned(item)).map(|(_, _, item)| {
-        let line = match quoted(item, req.trust) {
-            Some(label) => quoted_line_for(item, &label, req.compact, &ranked.full_text, &turns),
-            None => line_for(item, req.compact, &ranked.full_text, &turns, turn_rank),
+    let ranked_lines = ranked.items.iter().filter(|(_, _, item)| !pinned(item)).map(|(_, _, item)| {
+        let (procedure, line) = match quoted(item, req.trust) {
+            Some(label) => (false, quoted_line_for(item, &label, req.compact, &ranked.full_text, &turns)),
+            None => (is_procedure(item), line_for(item, req.compact, &ranked.full_text, &turns, turn_rank)),
         };
         turn_rank += usize::from(matches!(item, Item::Episode(_)));
-        line
-    }));
+        (procedure, line)
+    });
+    lines.extend(procedures_first(ranked_lines.collect(), req.max_tokens / PROCEDURE_BUDGET_SHARE));
     let packed = pack(req.task, ranked.caveat, req.session_id, &lines, req.max_tokens);
     let snapshot_id = req.snapshot.map(|s| s.id).filter(|id| packed.included.contains(id));
     let considered = considered(&ranked, lines, &packed.included);
