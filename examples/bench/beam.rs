@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use anyhow::Context as _;
-use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
 /// Where the dev set sits relative to the repository (the same path from every worktree).
@@ -44,97 +44,40 @@ pub struct Chat {
 }
 
 /// Loads the chats (all, or those whose number is in `only`), or None when the file is absent.
+/// The file is read as `mnemo eval` reads BEAM ([`mnemo::eval::formats`]).
 pub fn load(path: &Path, only: &[String]) -> anyhow::Result<Option<Vec<Chat>>> {
+    use mnemo::eval::formats::{read, Format};
     if !path.exists() {
         return Ok(None);
     }
-    let data: Value = serde_json::from_slice(&std::fs::read(path)?).with_context(|| path.display().to_string())?;
+    let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
     let mut out = Vec::new();
-    for item in data.as_array().context("top level must be an array")? {
-        let id = item["chat"].to_string().trim_matches('"').to_string();
-        if !only.is_empty() && !only.contains(&id) {
+    for c in read(&text, Some(Format::Beam)).with_context(|| path.display().to_string())? {
+        if !only.is_empty() && !only.contains(&c.id) {
             continue;
         }
-        let mut messages = Vec::new();
-        let mut date = NaiveDate::from_ymd_opt(2024, 1, 1).context("date")?;
-        for batch in item["batches"].as_array().context("batches")? {
-            let n = batch["batch_number"].as_u64().unwrap_or(0);
-            let turns: Vec<&Value> = batch["turns"].as_array().into_iter().flatten().flat_map(as_list).collect();
-            let anchor = turns
-                .first()
-                .and_then(|m| m["time_anchor"].as_str())
-                .or_else(|| batch["time_anchor"].as_str())
-                .and_then(|s| NaiveDate::parse_from_str(s, "%B-%d-%Y").ok());
-            date = anchor.unwrap_or(date);
-            let start = date.and_hms_opt(9, 0, 0).context("time")?.and_utc();
-            for (i, m) in turns.iter().enumerate() {
-                messages.push(Message {
-                    id: m["id"].to_string().trim_matches('"').to_string(),
-                    role: m["role"].as_str().unwrap_or("user").to_string(),
-                    content: cut_marker(m["content"].as_str().unwrap_or_default()),
-                    session: format!("batch_{n}"),
-                    at: start + TimeDelta::minutes(i as i64),
-                });
-            }
-        }
-        messages.sort_by_key(|m| m.id.parse::<u64>().unwrap_or(u64::MAX));
-        let mut questions = Vec::new();
-        for (category, list) in item["probing_questions"].as_object().context("probing_questions")? {
-            for q in list.as_array().into_iter().flatten() {
-                let ids = python_literal(&q["source_chat_ids"]);
-                let (original, updated) = (ids_of(&ids["original_info"]), ids_of(&ids["updated_info"]));
-                let evidence = dedup(ids_of(&ids));
-                if evidence.is_empty() {
-                    continue;
-                }
-                let text = q["question"].as_str().unwrap_or_default().to_string();
-                questions.push(Question { category: category.clone(), text, evidence, original, updated });
-            }
-        }
-        out.push(Chat { id, messages, questions });
+        let messages = c
+            .turns
+            .into_iter()
+            .map(|t| Message {
+                id: t.id,
+                role: t.role,
+                content: t.content,
+                session: t.session.unwrap_or_default(),
+                at: t.at.unwrap_or_default(),
+            })
+            .collect();
+        let questions = c
+            .questions
+            .into_iter()
+            .map(|q| {
+                let updated = if q.stale.is_empty() { Vec::new() } else { q.current };
+                Question { category: q.category, text: q.text, evidence: q.evidence, original: q.stale, updated }
+            })
+            .collect();
+        out.push(Chat { id: c.id, messages, questions });
     }
     Ok(Some(out))
-}
-
-fn as_list(v: &Value) -> Vec<&Value> {
-    match v {
-        Value::Array(a) => a.iter().collect(),
-        other => vec![other],
-    }
-}
-
-/// The generator's trailing `->-> <batch>,<n>` marker cut (a data artifact).
-fn cut_marker(s: &str) -> String {
-    match s.rfind("->->") {
-        Some(i) if s[i + 4..].chars().all(|c| c.is_ascii_digit() || c == ',' || c.is_whitespace()) => {
-            s[..i].trim_end().to_string()
-        }
-        _ => s.to_string(),
-    }
-}
-
-/// `source_chat_ids` as JSON: the file holds Python literals in strings (`"{'a': [1]}"`).
-fn python_literal(v: &Value) -> Value {
-    match v.as_str() {
-        Some(s) => serde_json::from_str(&s.replace('\'', "\"")).unwrap_or(Value::Null),
-        None => v.clone(),
-    }
-}
-
-/// Every message id in a (possibly nested) list or map, in order.
-fn ids_of(v: &Value) -> Vec<String> {
-    match v {
-        Value::Number(n) => vec![n.to_string()],
-        Value::String(s) if s.trim().parse::<u64>().is_ok() => vec![s.trim().to_string()],
-        Value::Array(a) => a.iter().flat_map(ids_of).collect(),
-        Value::Object(o) => o.values().flat_map(ids_of).collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn dedup(ids: Vec<String>) -> Vec<String> {
-    let mut seen = HashSet::new();
-    ids.into_iter().filter(|i| seen.insert(i.clone())).collect()
 }
 
 /// The same episode as the service takes it.

@@ -91,11 +91,8 @@ fn jsonl(text: &str) -> anyhow::Result<Vec<Conversation>> {
             .into_iter()
             .map(|t| Turn { id: t.id, role: t.role, content: t.content, session: t.session, at: t.at })
             .collect();
-        let questions = c
-            .questions
-            .into_iter()
-            .map(|q| Question { text: q.question, category: q.category, evidence: q.evidence, stale: q.stale })
-            .collect();
+        let questions =
+            c.questions.into_iter().map(|q| Question::new(q.question, q.category, q.evidence, q.stale)).collect();
         out.push(Conversation { id: c.id, turns, questions });
     }
     if out.is_empty() {
@@ -141,7 +138,7 @@ fn locomo(data: &Value) -> anyhow::Result<Vec<Conversation>> {
             let evidence = ids(&q["evidence"]);
             if !evidence.is_empty() {
                 let text = q["question"].as_str().unwrap_or_default().to_string();
-                questions.push(Question { text, category: category.to_string(), evidence, stale: Vec::new() });
+                questions.push(Question::new(text, category.to_string(), evidence, Vec::new()));
             }
         }
         out.push(Conversation { id, turns, questions });
@@ -149,13 +146,33 @@ fn locomo(data: &Value) -> anyhow::Result<Vec<Conversation>> {
     Ok(out)
 }
 
-/// Every id in `v` (a string, a number, or lists of them, nested), trimmed, in order.
+/// Every id in `v` (a string, a number, or lists and maps of them, nested), trimmed, in order,
+/// each once.
 fn ids(v: &Value) -> Vec<String> {
-    match v {
-        Value::String(s) if !s.trim().is_empty() => vec![s.trim().to_string()],
-        Value::Number(n) => vec![n.to_string()],
-        Value::Array(items) => items.iter().flat_map(ids).collect(),
-        _ => Vec::new(),
+    fn each(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) if !s.trim().is_empty() => out.push(s.trim().to_string()),
+            Value::Number(n) => out.push(n.to_string()),
+            Value::Array(items) => items.iter().for_each(|i| each(i, out)),
+            Value::Object(map) => map.values().for_each(|i| each(i, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    each(v, &mut out);
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|i| seen.insert(i.clone()));
+    out
+}
+
+/// BEAM's `source_chat_ids`, which some chats hold as a Python literal in a string
+/// (`"{'original_info': [3], 'updated_info': [40]}"`).
+fn sources(v: &Value) -> Value {
+    match v.as_str() {
+        Some(s) if s.trim_start().starts_with(['{', '[']) => {
+            serde_json::from_str(&s.replace('\'', "\"")).unwrap_or(Value::Null)
+        }
+        _ => v.clone(),
     }
 }
 
@@ -181,13 +198,15 @@ fn beam(data: &Value) -> anyhow::Result<Vec<Conversation>> {
             v => v.as_str().map_or_else(|| v.to_string(), str::to_string),
         };
         let mut turns = Vec::new();
-        let mut day: Option<DateTime<Utc>> = None;
+        // A batch without a time anchor keeps the previous batch's date.
+        let mut day = NaiveDate::from_ymd_opt(2024, 1, 1).and_then(|d| d.and_hms_opt(9, 0, 0)).map(|t| t.and_utc());
         for batch in item["batches"].as_array().context("batches")? {
             let n = batch["batch_number"].as_u64().unwrap_or(0);
             let messages: Vec<&Value> = batch["turns"].as_array().into_iter().flatten().flat_map(flatten).collect();
-            let first_anchor = batch["time_anchor"]
-                .as_str()
-                .or_else(|| messages.first().and_then(|m| m["time_anchor"].as_str()))
+            let first_anchor = messages
+                .first()
+                .and_then(|m| m["time_anchor"].as_str())
+                .or_else(|| batch["time_anchor"].as_str())
                 .and_then(anchor);
             day = first_anchor.or(day);
             for (i, m) in messages.iter().enumerate() {
@@ -200,19 +219,22 @@ fn beam(data: &Value) -> anyhow::Result<Vec<Conversation>> {
                 });
             }
         }
+        // One episode per message in id order.
+        turns.sort_by_key(|t| t.id.parse::<u64>().unwrap_or(u64::MAX));
         let mut questions = Vec::new();
         for (category, list) in item["probing_questions"].as_object().context("probing_questions")? {
             for q in list.as_array().into_iter().flatten() {
-                let sources = &q["source_chat_ids"];
-                let (evidence, stale) = match sources.get("updated_info") {
-                    Some(updated) => (ids(updated), ids(&sources["original_info"])),
-                    None => (ids(sources), Vec::new()),
-                };
+                let sources = sources(&q["source_chat_ids"]);
+                let evidence = ids(&sources);
                 if evidence.is_empty() {
                     continue;
                 }
                 let text = q["question"].as_str().unwrap_or_default().to_string();
-                questions.push(Question { text, category: category.clone(), evidence, stale });
+                let mut question = Question::new(text, category.clone(), evidence, ids(&sources["original_info"]));
+                if sources.get("updated_info").is_some() {
+                    question.current = ids(&sources["updated_info"]);
+                }
+                questions.push(question);
             }
         }
         out.push(Conversation { id, turns, questions });
@@ -257,7 +279,7 @@ mod tests {
 
     #[test]
     fn beam_dates_batches_cuts_markers_and_splits_updates() {
-        let text = r#"[{"chat":1,"batches":[{"batch_number":1,"time_anchor":"March-15-2024","turns":[[{"role":"user","id":0,"content":"Plan it ->-> 1,1"},{"role":"assistant","id":1,"content":"Sure"}]]},{"batch_number":2,"turns":[[{"role":"user","id":2,"content":"Now 250ms"}]]}],"probing_questions":{"knowledge_update":[{"question":"Latency?","source_chat_ids":{"original_info":[0],"updated_info":[2]}}],"event_ordering":[{"question":"Order?","source_chat_ids":[[0],[1,2]]}],"abstention":[{"question":"?"}]}}]"#;
+        let text = r#"[{"chat":1,"batches":[{"batch_number":1,"time_anchor":"March-15-2024","turns":[[{"role":"user","id":0,"content":"Plan it ->-> 1,1"},{"role":"assistant","id":1,"content":"Sure"}]]},{"batch_number":2,"turns":[[{"role":"user","id":2,"content":"Now 250ms"}]]}],"probing_questions":{"knowledge_update":[{"question":"Latency?","source_chat_ids":"{'original_info': [0], 'updated_info': [2]}"}],"event_ordering":[{"question":"Order?","source_chat_ids":[[0],[1,2]]}],"abstention":[{"question":"?"}]}}]"#;
         assert_eq!(Format::detect(text), Format::Beam);
         let c = &read(text, None).unwrap()[0];
         assert_eq!(c.turns[0].content, "Plan it");
@@ -268,7 +290,8 @@ mod tests {
             "a batch without an anchor keeps the date"
         );
         let ku = c.questions.iter().find(|q| q.category == "knowledge_update").unwrap();
-        assert_eq!((ku.evidence.clone(), ku.stale.clone()), (vec!["2".to_string()], vec!["0".to_string()]));
+        assert_eq!(ku.evidence, ["0", "2"], "both statements are evidence, as the protocol counts them");
+        assert_eq!((ku.stale.clone(), ku.current.clone()), (vec!["0".to_string()], vec!["2".to_string()]));
         let eo = c.questions.iter().find(|q| q.category == "event_ordering").unwrap();
         assert_eq!(eo.evidence, ["0", "1", "2"]);
         assert_eq!(c.questions.len(), 2, "abstention has no evidence");

@@ -47,7 +47,8 @@ impl Tally {
         cell.coverage += found as f64 / q.evidence.len().max(1) as f64;
         if !q.stale.is_empty() {
             cell.with_stale += 1;
-            cell.stale_only += usize::from(found == 0 && q.stale.iter().any(|s| shown.contains(s)));
+            let current = q.current.iter().any(|c| shown.contains(c));
+            cell.stale_only += usize::from(!current && q.stale.iter().any(|s| shown.contains(s)));
         }
         self.latencies.entry(budget).or_default().push(ms);
         *self.tokens.entry(budget).or_default() += tokens;
@@ -268,12 +269,8 @@ mod tests {
     use super::*;
 
     fn q(category: &str, evidence: &[&str], stale: &[&str]) -> Question {
-        Question {
-            text: "?".into(),
-            category: category.into(),
-            evidence: evidence.iter().map(|s| s.to_string()).collect(),
-            stale: stale.iter().map(|s| s.to_string()).collect(),
-        }
+        let list = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+        Question::new("?".into(), category.into(), list(evidence), list(stale))
     }
 
     #[test]
