@@ -130,7 +130,7 @@ where
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let worker =
-        state.config.run_worker.then(|| tokio::spawn(services::jobs::run_worker(state.clone(), stop_rx.clone())));
+        state.config.run_worker.then(|| tokio::spawn(services::jobs::run_worker(state.worker(), stop_rx.clone())));
     // Copies of subjects erased elsewhere (another server, the console, `mnemo erase`) go too.
     let erased = Some(tokio::spawn(services::context::erased::watch(
         state.pool.clone(),

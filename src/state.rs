@@ -207,6 +207,40 @@ impl AppState {
         self
     }
 
+    /// What a compile uses of the server: the pool, the embedder, the webhooks and the
+    /// configured compiler.
+    pub fn compile_deps(&self) -> crate::services::compile::CompileDeps<'_> {
+        crate::services::compile::CompileDeps {
+            pool: &self.pool,
+            embedder: &self.embedder,
+            hooks: &self.webhooks,
+            compiler: &self.config.compiler,
+        }
+    }
+
+    /// How much one compile call may do: the configured batch size and compile time budget.
+    pub fn compile_limits(&self) -> crate::services::compile_budget::CallLimits {
+        crate::services::compile_budget::CallLimits {
+            max_episodes: self.config.compile_batch_size,
+            budget: self.config.compile_budget(),
+        }
+    }
+
+    /// What the compile-job worker uses of the server.
+    pub fn worker(&self) -> crate::services::jobs::Worker {
+        crate::services::jobs::Worker {
+            pool: self.pool.clone(),
+            embedder: self.embedder.clone(),
+            hooks: self.webhooks.clone(),
+            compiler: self.config.compiler.clone(),
+            limits: self.compile_limits(),
+            notify: self.job_notify.clone(),
+            poll: Duration::from_millis(self.config.job_poll_ms),
+            stale_secs: self.config.job_stale_secs,
+            retention_hours: self.config.job_retention_hours,
+        }
+    }
+
     /// What a context call (or a handoff) uses of the server.
     pub fn context_deps(&self) -> crate::services::context_call::Deps<'_> {
         crate::services::context_call::Deps {

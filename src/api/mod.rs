@@ -2,6 +2,7 @@
 //! caller's identity and the error mapping of service results. REST (`http`), MCP (`mcp`) and
 //! the console (`console`) import these; none of them imports another door.
 
+pub mod compile;
 pub mod context;
 pub mod episodes;
 pub mod extract;

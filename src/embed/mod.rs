@@ -112,6 +112,29 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     (dot / (na.sqrt() * nb.sqrt())) as f32
 }
 
+/// Embeds texts on the blocking pool, de-duplicating identical texts.
+pub async fn embed_texts(embedder: &Arc<dyn Embedder>, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
+    let mut unique: Vec<String> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let slots: Vec<usize> = texts
+        .iter()
+        .map(|t| {
+            *index.entry(t.clone()).or_insert_with(|| {
+                unique.push(t.clone());
+                unique.len() - 1
+            })
+        })
+        .collect();
+    let e = embedder.clone();
+    let started = std::time::Instant::now();
+    let vectors = tokio::task::spawn_blocking(move || e.embed(&unique)).await??;
+    crate::metrics::record_embedding(started.elapsed());
+    slots
+        .into_iter()
+        .map(|i| vectors.get(i).cloned().ok_or_else(|| anyhow::anyhow!("embedder returned too few vectors")))
+        .collect()
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // a failed unwrap is the test failure
 mod tests {

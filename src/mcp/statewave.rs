@@ -7,17 +7,17 @@ use rmcp::model::Tool;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::api::compile::{compile_error, CompileJob, CompileResult};
 use crate::api::context::ContextBundle;
 use crate::api::extract::Caller;
 use crate::api::memories::SearchResults;
 use crate::api::timeline::TimelineStatus;
 use crate::error::ApiError;
-use crate::http::compile::{compile_error, CompileJob, CompileResult};
 use crate::mcp::args::{self, ok_json, parse_named, ContextArgs, OneOf, ToolResult, DATA_NOTICE};
 use crate::mcp::statewave_args::{Compile, Context, Ingest, Search, Timeline};
 use crate::mcp::statewave_schema;
 use crate::model::episode::NewEpisode;
-use crate::services::compile::compile_batch_for;
+use crate::services::compile::compile_call;
 use crate::services::context_call::context_call;
 use crate::services::memories::{self, KindFilter, SearchQuery};
 use crate::services::receipts::ReceiptMeta;
@@ -133,14 +133,15 @@ async fn compile(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
         };
         return Ok(ok_json(&[], serde_json::to_value(body).map_err(anyhow::Error::from)?));
     }
-    let batch = compile_batch_for(st, tenant, &subject_id, None).await.map_err(compile_error)?;
+    let batch =
+        compile_call(st.compile_deps(), st.compile_limits(), tenant, &subject_id, None).await.map_err(compile_error)?;
     let body = CompileResult {
         subject_id,
         memories_created: batch.memories.len(),
         memories: batch.memories,
         has_more: batch.has_more,
         remaining_episodes: batch.remaining,
-        llm_tokens: crate::http::compile::LlmTokens::of(batch.llm),
+        llm_tokens: crate::api::compile::LlmTokens::of(batch.llm),
     };
     Ok(ok_json(&[], serde_json::to_value(body).map_err(anyhow::Error::from)?))
 }

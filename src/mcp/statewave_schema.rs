@@ -177,11 +177,11 @@ mod tests {
     use utoipa::{IntoParams, PartialSchema};
 
     use super::*;
+    use crate::api::compile::CompileRequest;
     use crate::api::context::ContextRequest;
     use crate::api::episodes::CreateEpisode;
     use crate::api::memories::SearchParams;
     use crate::api::timeline::TimelineParams;
-    use crate::http::compile::CompileRequest;
 
     fn body_fields<T: PartialSchema>() -> Vec<String> {
         let v = serde_json::to_value(T::schema()).unwrap_or_default();

@@ -6,16 +6,16 @@ use rmcp::model::{Tool, ToolAnnotations};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::api::compile::compile_error;
 use crate::api::extract::Caller;
 use crate::error::ApiError;
-use crate::http::compile::compile_error;
 use crate::input::rules::between;
 use crate::input::rules::bounded;
 use crate::mcp::args::{self, instant, ok, ok_json, parse, ContextArgs, ToolResult, DATA_NOTICE};
 use crate::model::episode::{Inserted, NewEpisode};
 use crate::model::limits::{DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS, MAX_QUERY_CHARS, MAX_TASK_CHARS};
 use crate::model::memory::MemoryKind;
-use crate::services::compile::compile_batch_for;
+use crate::services::compile::compile_call;
 use crate::services::context::provenance;
 use crate::services::context_call::context_call;
 use crate::services::memories::{self, KindFilter, SearchQuery};
@@ -223,7 +223,9 @@ async fn compile_subject(st: &AppState, tenant: &str, subject_id: &str) -> Resul
     let mut created = Vec::new();
     let mut has_more = true;
     for _ in 0..MAX_COMPILE_BATCHES {
-        let batch = compile_batch_for(st, tenant, subject_id, None).await.map_err(compile_error)?;
+        let batch = compile_call(st.compile_deps(), st.compile_limits(), tenant, subject_id, None)
+            .await
+            .map_err(compile_error)?;
         created.extend(batch.memories.into_iter().map(|m| json!({"id": m.id, "kind": m.kind, "content": m.content})));
         has_more = batch.has_more;
         if !has_more {

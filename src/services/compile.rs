@@ -6,7 +6,7 @@
 //! commit. Any failure rolls the whole batch back, so episodes are never consumed by a
 //! failed compile.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,7 @@ use crate::compile::supersede::{resolve, MemoryView, Rule};
 use crate::compile::text::episode_text;
 use crate::db;
 use crate::db::compile::{MemoryRows, RecordRow, LABEL_SEPARATOR};
+use crate::embed::embed_texts;
 use crate::embed::Embedder;
 use crate::model::id::new_id;
 use crate::model::memory::Memory;
@@ -35,7 +36,6 @@ pub use crate::services::compile_budget::Phases;
 use crate::services::compile_budget::{busy_outcome, compile_within, CallLimits};
 use crate::services::forget;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
-use crate::state::AppState;
 use crate::telemetry::{self, MemoryOp};
 
 /// Why a compile failed.
@@ -79,29 +79,6 @@ pub struct CompileDeps<'a> {
     pub embedder: &'a Arc<dyn Embedder>,
     pub hooks: &'a Webhooks,
     pub compiler: &'a Compiler,
-}
-
-/// Embeds texts on the blocking pool, de-duplicating identical texts.
-pub async fn embed_texts(embedder: &Arc<dyn Embedder>, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
-    let mut unique: Vec<String> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let slots: Vec<usize> = texts
-        .iter()
-        .map(|t| {
-            *index.entry(t.clone()).or_insert_with(|| {
-                unique.push(t.clone());
-                unique.len() - 1
-            })
-        })
-        .collect();
-    let e = embedder.clone();
-    let started = Instant::now();
-    let vectors = tokio::task::spawn_blocking(move || e.embed(&unique)).await??;
-    crate::metrics::record_embedding(started.elapsed());
-    slots
-        .into_iter()
-        .map(|i| vectors.get(i).cloned().ok_or_else(|| anyhow::anyhow!("embedder returned too few vectors")))
-        .collect()
 }
 
 fn rows_from(drafts: &[MemoryDraft], vectors: &[Vec<f32>], ids: &[Uuid], suggest: bool) -> MemoryRows {
@@ -152,29 +129,15 @@ pub async fn compile_batch(
     compile_batch_with(deps, tenant, subject_id, batch_size, job_id).await
 }
 
-/// Compiles what fits in one call with the server's configured compiler: at most its batch
-/// size, within its compile time budget, committed batch by batch
-/// ([`crate::services::compile_budget`]).
-pub async fn compile_batch_for(
-    st: &AppState,
-    tenant: &str,
-    subject_id: &str,
-    job_id: Option<&str>,
-) -> Result<BatchOutcome, CompileError> {
-    let limits = CallLimits { max_episodes: st.config.compile_batch_size, budget: st.config.compile_budget() };
-    compile_call(st, tenant, subject_id, limits, job_id).await
-}
-
-/// Compiles within `limits` with the server's configured compiler.
+/// Compiles what fits in one call (`limits`: the server's batch size and compile time budget),
+/// committed batch by batch ([`crate::services::compile_budget`]).
 pub async fn compile_call(
-    st: &AppState,
+    deps: CompileDeps<'_>,
+    limits: CallLimits,
     tenant: &str,
     subject_id: &str,
-    limits: CallLimits,
     job_id: Option<&str>,
 ) -> Result<BatchOutcome, CompileError> {
-    let deps =
-        CompileDeps { pool: &st.pool, embedder: &st.embedder, hooks: &st.webhooks, compiler: &st.config.compiler };
     compile_within(deps, tenant, subject_id, limits, job_id).await
 }
 

@@ -5,15 +5,19 @@
 //! that accepted it: a pending job waits for any worker, and a running job whose heartbeat
 //! went stale (its worker died) is claimed again.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::PgPool;
 use tokio::sync::watch;
 
+use crate::compile::llm::Compiler;
 use crate::db;
 use crate::db::jobs::JobRow;
-use crate::services::compile::{compile_batch_for, CompileError};
-use crate::state::AppState;
+use crate::embed::Embedder;
+use crate::services::compile::{compile_call, CompileDeps, CompileError};
+use crate::services::compile_budget::CallLimits;
+use crate::services::webhooks::Webhooks;
 
 /// Static message for compiler/provider failures (no internal detail reaches clients).
 pub const COMPILATION_FAILED: &str =
@@ -48,8 +52,31 @@ pub async fn submit(pool: &PgPool, tenant: &str, subject_id: &str, stale_secs: i
     Ok((job, false))
 }
 
+/// What the compile-job worker uses of the server.
+#[derive(Clone)]
+pub struct Worker {
+    pub pool: PgPool,
+    pub embedder: Arc<dyn Embedder>,
+    pub hooks: Arc<Webhooks>,
+    pub compiler: Compiler,
+    /// How much one slice of a job may do.
+    pub limits: CallLimits,
+    /// Wakes the worker when a job is queued.
+    pub notify: Arc<tokio::sync::Notify>,
+    pub poll: Duration,
+    /// A running job without a heartbeat for this long is taken over.
+    pub stale_secs: i64,
+    pub retention_hours: i64,
+}
+
+impl Worker {
+    fn deps(&self) -> CompileDeps<'_> {
+        CompileDeps { pool: &self.pool, embedder: &self.embedder, hooks: &self.hooks, compiler: &self.compiler }
+    }
+}
+
 /// Runs jobs until `shutdown` flips to true.
-pub async fn run_worker(state: AppState, mut shutdown: watch::Receiver<bool>) {
+pub async fn run_worker(state: Worker, mut shutdown: watch::Receiver<bool>) {
     let mut last_cleanup = std::time::Instant::now() - Duration::from_secs(3600);
     loop {
         if *shutdown.borrow() {
@@ -68,33 +95,33 @@ pub async fn run_worker(state: AppState, mut shutdown: watch::Receiver<bool>) {
             Err(e) => tracing::warn!(error = %e, "claiming a compile job failed"),
         }
         tokio::select! {
-            _ = state.job_notify.notified() => {}
-            _ = tokio::time::sleep(Duration::from_millis(state.config.job_poll_ms)) => {}
+            _ = state.notify.notified() => {}
+            _ = tokio::time::sleep(state.poll) => {}
             _ = shutdown.changed() => {}
         }
     }
 }
 
-async fn claim(state: &AppState) -> sqlx::Result<Option<JobRow>> {
+async fn claim(state: &Worker) -> sqlx::Result<Option<JobRow>> {
     let mut conn = state.pool.acquire().await?;
-    db::jobs::claim_next(&mut conn, state.config.job_stale_secs).await
+    db::jobs::claim_next(&mut conn, state.stale_secs).await
 }
 
-async fn cleanup(state: &AppState) {
+async fn cleanup(state: &Worker) {
     match crate::services::receipts::apply_retention(&state.pool).await {
         Ok(n) if n > 0 => tracing::info!(tombstoned = n, "receipt retention applied"),
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %format!("{e:#}"), "receipt retention failed"),
     }
     let Ok(mut conn) = state.pool.acquire().await else { return };
-    match db::jobs::delete_finished(&mut conn, state.config.job_retention_hours).await {
+    match db::jobs::delete_finished(&mut conn, state.retention_hours).await {
         Ok(n) if n > 0 => tracing::info!(deleted = n, "expired compile jobs removed"),
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "compile job retention failed"),
     }
 }
 
-async fn drain(state: &AppState, job: JobRow) {
+async fn drain(state: &Worker, job: JobRow) {
     let pool = &state.pool;
     if job.attempts > MAX_ATTEMPTS {
         finish_failed(pool, &job, INTERNAL_FAILURE).await;
@@ -105,7 +132,7 @@ async fn drain(state: &AppState, job: JobRow) {
     for _ in 0..MAX_ITERATIONS {
         // One slice: what fits the compile budget, committed batch by batch, then a heartbeat
         // with the job's progress.
-        let outcome = compile_batch_for(state, &job.tenant_id, &job.subject_id, Some(&job.id)).await;
+        let outcome = compile_call(state.deps(), state.limits, &job.tenant_id, &job.subject_id, Some(&job.id)).await;
         match outcome {
             Ok(batch) => {
                 created += batch.memories.len() as i32;

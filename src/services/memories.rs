@@ -8,9 +8,9 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::db;
+use crate::embed::embed_texts;
 use crate::embed::Embedder;
 use crate::model::memory::{Memory, MemoryKind};
-use crate::services::compile::embed_texts;
 use crate::telemetry::{self, MemoryOp};
 
 /// A search request after validation.

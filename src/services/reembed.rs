@@ -11,9 +11,9 @@ use uuid::Uuid;
 use crate::compile::text::episode_text;
 use crate::db;
 use crate::db::reembed::Key;
+use crate::embed::embed_texts;
 use crate::embed::Embedder;
 use crate::progress::Progress;
-use crate::services::compile::embed_texts;
 
 /// Re-embeds all memories and episodes not embedded with the embedder's model.
 pub async fn run(

@@ -9,7 +9,7 @@ use crate::embed::Embedder;
 use pgvector::Vector;
 
 use crate::bundle::tokens::{memo_key, MemoKey};
-use crate::services::compile::embed_texts;
+use crate::embed::embed_texts;
 
 /// Task vectors by (model, task): repeated tasks are embedded once. Bounded, evicting the
 /// least useful entries (S3-FIFO), so a burst of one-off tasks does not flush the hot ones.

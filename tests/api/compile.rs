@@ -235,7 +235,7 @@ async fn spawn_worker_on(app: &crate::common::TestApp) -> tokio::sync::watch::Se
     let state =
         mnemo::AppState::new(app.pool.clone(), RuntimeConfig { job_poll_ms: 20, ..RuntimeConfig::default() }, embedder);
     let (tx, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(mnemo::services::jobs::run_worker(state, rx));
+    tokio::spawn(mnemo::services::jobs::run_worker(state.worker(), rx));
     tx
 }
 
@@ -293,7 +293,7 @@ async fn a_job_is_retried_after_the_database_went_away() {
     let config = RuntimeConfig { job_poll_ms: 20, job_stale_secs: 1, ..RuntimeConfig::default() };
     let state = mnemo::AppState::new(app.pool.clone(), config, embedder);
     let (stop, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(mnemo::services::jobs::run_worker(state, rx));
+    tokio::spawn(mnemo::services::jobs::run_worker(state.worker(), rx));
     // Claimed, left, and claimed again once stale: never failed meanwhile.
     let mut attempts = 0;
     for _ in 0..200 {

@@ -16,13 +16,14 @@ use crate::compile::pipeline::source_label;
 use crate::compile::text::episode_text;
 use crate::db;
 use crate::db::backup::{EpisodeRows, MemoryRows};
+use crate::embed::embed_texts;
 use crate::embed::Embedder;
 use crate::model::id::new_id;
 use crate::model::memory::MemoryKind;
 use crate::model::voice::{Trust, Voice};
 use crate::policy::suggest::suggest_labels;
 use crate::progress::Progress;
-use crate::services::compile::{embed_texts, registry_for};
+use crate::services::compile::registry_for;
 
 /// Texts embedded per call (progress moves once per batch).
 const EMBED_BATCH: usize = 256;
