@@ -36,6 +36,7 @@ pub fn routes(state: &AppState) -> Router<AppState> {
     use pages::*;
     let signed_in = Router::new()
         .route("/admin/ui", get(|| async { Redirect::to("/admin/ui/tenants") }))
+        .route("/admin/ui/", get(|| async { Redirect::to("/admin/ui/tenants") }))
         .route("/admin/ui/logout", post(login::logout))
         .route("/admin/ui/tenants", get(tenants::list))
         .route("/admin/ui/webhooks", get(webhooks::list))

@@ -73,6 +73,12 @@ async fn unknown_console_addresses_get_the_consoles_own_404_page() {
         assert!(page.contains("There is no console page at this address."), "{page}");
         assert!(page.contains("Back to the console"), "{page}");
     }
+    // The console's root, with or without its slash, opens the tenant list.
+    for path in ["/admin/ui", "/admin/ui/"] {
+        let r = c.get(app.url(path)).header("cookie", &cookie).send().await.unwrap();
+        assert_eq!(r.status(), 303, "{path}");
+        assert_eq!(r.headers()["location"], "/admin/ui/tenants", "{path}");
+    }
     // Without a session an unknown address leads to the sign-in form, like every console page.
     let r = c.get(app.url("/admin/ui/nope")).send().await.unwrap();
     assert_eq!(r.status(), 303);
