@@ -427,7 +427,10 @@ mod tests {
         // Code up to the window and prose after it: the window grows until there is prose.
         let code_first = format!("```\n{}```\nThe fix was to pin the version.", "x = 1\n".repeat(3000));
         let p = user(&code_first);
-        assert_eq!(summarize(&sanitized_opening(&p, Voice::User, SUMMARY_CHARS)), summarize(&sanitized_text(&p, Voice::User)));
+        assert_eq!(
+            summarize(&sanitized_opening(&p, Voice::User, SUMMARY_CHARS)),
+            summarize(&sanitized_text(&p, Voice::User))
+        );
         let short = user("A short note.");
         assert_eq!(sanitized_opening(&short, Voice::User, SUMMARY_CHARS), sanitized_text(&short, Voice::User));
     }

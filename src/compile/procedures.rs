@@ -73,23 +73,41 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| crate::patterns::built("p
 fn build() -> Result<Patterns, regex::Error> {
     let re = |s: &str| Regex::new(&format!("(?i){s}"));
     Ok(Patterns {
-        opener: re(r"^(?:(?:ok(?:ay)?|oh|also|and|so|btw|by\s+the\s+way|one\s+more\s+thing|actually|just\s+so\s+you\s+know|quick\s+note|note|fyi|ps|p\.s\.|hey|hi|alright|right|well|oh\s+and)\b[\s,:;!.\-–—]*)+")?,
-        marker: re(r"\b(?:always|never|(?:don['’]t|do\s+not)\s+ever|no\s+longer|any\s?more|stop\s+\w+ing|from\s+now\s+on|going\s+forward|moving\s+forward|from\s+here\s+on(?:\s+out)?|henceforth|in\s+(?:the\s+)?future|by\s+default|(?:in|for)\s+(?:all|every|each|any)\s+(?:of\s+)?(?:your\s+)?(?:future\s+)?(?:answers?|responses?|replies|messages|outputs?|code)|(?:whenever|every\s+time|each\s+time|any\s*time)\s+(?:you|i)\b|every\s+(?:answer|response|reply|message))\b")?,
+        opener: re(
+            r"^(?:(?:ok(?:ay)?|oh|also|and|so|btw|by\s+the\s+way|one\s+more\s+thing|actually|just\s+so\s+you\s+know|quick\s+note|note|fyi|ps|p\.s\.|hey|hi|alright|right|well|oh\s+and)\b[\s,:;!.\-–—]*)+",
+        )?,
+        marker: re(
+            r"\b(?:always|never|(?:don['’]t|do\s+not)\s+ever|no\s+longer|any\s?more|stop\s+\w+ing|from\s+now\s+on|going\s+forward|moving\s+forward|from\s+here\s+on(?:\s+out)?|henceforth|in\s+(?:the\s+)?future|by\s+default|(?:in|for)\s+(?:all|every|each|any)\s+(?:of\s+)?(?:your\s+)?(?:future\s+)?(?:answers?|responses?|replies|messages|outputs?|code)|(?:whenever|every\s+time|each\s+time|any\s*time)\s+(?:you|i)\b|every\s+(?:answer|response|reply|message))\b",
+        )?,
         generic: re(&format!(
             r"^(?:please\s+)?(?:{VERBS})\s+(?:all\s+(?:of\s+)?)?(?:your\s+|my\s+|the\s+)?(?:answers|responses|replies|explanations)\b"
         ))?,
-        standing_phrase: re(r"\b(?:from\s+now\s+on|by\s+default|going\s+forward|moving\s+forward|from\s+here\s+on(?:\s+out)?|henceforth|in\s+(?:the\s+)?future|(?:in|for)\s+(?:all|every|each|any)\s+(?:of\s+)?(?:your\s+)?(?:future\s+|subsequent\s+|later\s+)?(?:answers?|responses?|replies|messages|outputs?))\b,?")?,
-        preference: re(r"^(?:i|we)(?:['’]d|\s+would)?\s+(?:really\s+|strongly\s+|generally\s+|usually\s+|definitely\s+|much\s+|also\s+|still\s+|now\s+|always\s+)?(?:prefer|rather)\b\s*(?P<rest>.+)$")?,
+        standing_phrase: re(
+            r"\b(?:from\s+now\s+on|by\s+default|going\s+forward|moving\s+forward|from\s+here\s+on(?:\s+out)?|henceforth|in\s+(?:the\s+)?future|(?:in|for)\s+(?:all|every|each|any)\s+(?:of\s+)?(?:your\s+)?(?:future\s+|subsequent\s+|later\s+)?(?:answers?|responses?|replies|messages|outputs?))\b,?",
+        )?,
+        preference: re(
+            r"^(?:i|we)(?:['’]d|\s+would)?\s+(?:really\s+|strongly\s+|generally\s+|usually\s+|definitely\s+|much\s+|also\s+|still\s+|now\s+|always\s+)?(?:prefer|rather)\b\s*(?P<rest>.+)$",
+        )?,
         lead: re(&format!(
             r"^(?:(?:please|pls|kindly|always|never|just|also|and|do|don['’]t|do\s+not|(?:don['’]t|do\s+not)\s+ever|ever|no\s+longer|you\s+(?:should|must|need\s+to|have\s+to|will|shall|can)|i\s+(?:want|need)\s+you\s+to|i['’]d\s+like\s+you\s+to|i\s+would\s+like\s+you\s+to|make\s+sure\s+(?:to|you)|be\s+sure\s+to|remember\s+to|try\s+to|continue\s+to|keep\s+on)\b[\s,]*)*(?P<verb>{VERBS})\b(?P<rest>.*)$"
         ))?,
         when_clause: re(r"^(?:whenever|every\s+time|each\s+time|any\s*time|when|if)\s+(?:you|i)\b[^,]{1,80},\s*")?,
-        hypothetical: re(r"^(?:what\s+if|suppose|supposing|imagine|hypothetically|let['’]s\s+say|say\s+i|if\s+i\s+(?:were|was|had|told|asked|said)|would\s+it|would\s+you|should\s+i|do\s+you|can\s+you|could\s+you|will\s+you|shall\s+i|is\s+it|are\s+you|maybe|perhaps|i\s+wonder|i\s+was\s+wondering|i['’]m\s+not\s+sure|not\s+sure|i\s+don['’]t\s+know)\b|\b(?:would|might|could)\s+(?:it|you)\s+(?:be|make\s+sense)\b|\bor\s+should\b")?,
-        reported: re(r"^(?:my|our|his|her|their|the|a|an|this|that)\s+(?:\w+['’]s\s+)?\w+(?:\s+\w+)?\s+(?:always|never|prefers?|wants?|insists?|likes?|requires?|uses?|formats?|writes?|keeps?)\b|^(?P<who>he|she|they|it|someone|everyone|people|nobody|[a-z]+)\s+(?:always|never|prefers|wants|insists|likes|requires|would\s+rather|says|thinks)\b|\b(?:told|tells|asked|asks|says|said|wants|wanted|insists|insisted|requires|required|recommends|recommended|suggested|suggests)\s+(?:me|us|everyone|them|him|her|you)?\s*(?:to|that)\b|\b(?:rule|policy|guideline|convention|style\s+guide)\s+(?:is|says|was)\b")?,
+        hypothetical: re(
+            r"^(?:what\s+if|suppose|supposing|imagine|hypothetically|let['’]s\s+say|say\s+i|if\s+i\s+(?:were|was|had|told|asked|said)|would\s+it|would\s+you|should\s+i|do\s+you|can\s+you|could\s+you|will\s+you|shall\s+i|is\s+it|are\s+you|maybe|perhaps|i\s+wonder|i\s+was\s+wondering|i['’]m\s+not\s+sure|not\s+sure|i\s+don['’]t\s+know)\b|\b(?:would|might|could)\s+(?:it|you)\s+(?:be|make\s+sense)\b|\bor\s+should\b",
+        )?,
+        reported: re(
+            r"^(?:my|our|his|her|their|the|a|an|this|that)\s+(?:\w+['’]s\s+)?\w+(?:\s+\w+)?\s+(?:always|never|prefers?|wants?|insists?|likes?|requires?|uses?|formats?|writes?|keeps?)\b|^(?P<who>he|she|they|it|someone|everyone|people|nobody|[a-z]+)\s+(?:always|never|prefers|wants|insists|likes|requires|would\s+rather|says|thinks)\b|\b(?:told|tells|asked|asks|says|said|wants|wanted|insists|insisted|requires|required|recommends|recommended|suggested|suggests)\s+(?:me|us|everyone|them|him|her|you)?\s*(?:to|that)\b|\b(?:rule|policy|guideline|convention|style\s+guide)\s+(?:is|says|was)\b",
+        )?,
         deictic: re(r"^\s*(?:this|that|these|those|it|them|the\s+(?:above|following|last|previous|next)|the\s+one)\b")?,
-        value_start: re(r"\b(?:as|in|to|with|under|below|over|above|within|using|via|at|for|into|than|instead|rather|when|whenever|if|unless|because|so|no\s+more|less|fewer|at\s+most|at\s+least|without|and|but|on|from|before|after|like)\b|[,:;(]")?,
-        length: re(r"\b(?:(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|fifty|a\s+hundred|a\s+few|a\s+couple\s+of)\s+(?:words?|sentences?|lines?|characters?|chars?|paragraphs?|bullets?|bullet\s+points|items?|tokens?|pages?)|short|shorter|brief|briefer|concise|long|longer|length|succinct|verbose|terse)\b")?,
-        language: re(r"\b(?:english|spanish|french|german|italian|portuguese|dutch|swedish|norwegian|danish|finnish|polish|czech|russian|ukrainian|greek|turkish|arabic|hebrew|hindi|bengali|urdu|chinese|mandarin|cantonese|japanese|korean|vietnamese|thai|indonesian|malay|tagalog|swahili|persian|farsi|romanian|hungarian|catalan)\b")?,
+        value_start: re(
+            r"\b(?:as|in|to|with|under|below|over|above|within|using|via|at|for|into|than|instead|rather|when|whenever|if|unless|because|so|no\s+more|less|fewer|at\s+most|at\s+least|without|and|but|on|from|before|after|like)\b|[,:;(]",
+        )?,
+        length: re(
+            r"\b(?:(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|fifty|a\s+hundred|a\s+few|a\s+couple\s+of)\s+(?:words?|sentences?|lines?|characters?|chars?|paragraphs?|bullets?|bullet\s+points|items?|tokens?|pages?)|short|shorter|brief|briefer|concise|long|longer|length|succinct|verbose|terse)\b",
+        )?,
+        language: re(
+            r"\b(?:english|spanish|french|german|italian|portuguese|dutch|swedish|norwegian|danish|finnish|polish|czech|russian|ukrainian|greek|turkish|arabic|hebrew|hindi|bengali|urdu|chinese|mandarin|cantonese|japanese|korean|vietnamese|thai|indonesian|malay|tagalog|swahili|persian|farsi|romanian|hungarian|catalan)\b",
+        )?,
     })
 }
 
@@ -168,8 +186,12 @@ fn someone_else(p: &Patterns, s: &str) -> bool {
     p.reported.captures_iter(s).any(|c| match c.name("who") {
         Some(w) => {
             let w = w.as_str();
-            let pronoun = matches!(w.to_lowercase().as_str(), "he" | "she" | "they" | "it" | "someone" | "everyone" | "people" | "nobody");
-            pronoun || (w.chars().next().is_some_and(char::is_uppercase) && !OPENERS.contains(&w.to_lowercase().as_str()))
+            let pronoun = matches!(
+                w.to_lowercase().as_str(),
+                "he" | "she" | "they" | "it" | "someone" | "everyone" | "people" | "nobody"
+            );
+            pronoun
+                || (w.chars().next().is_some_and(char::is_uppercase) && !OPENERS.contains(&w.to_lowercase().as_str()))
         }
         None => true,
     })
@@ -276,7 +298,9 @@ fn head(phrase: &str) -> Option<String> {
         .collect();
     let singular = singular(words.last()?);
     let out = match singular.as_str() {
-        "response" | "reply" | "message" | "output" | "explanation" | "answer" if words.len() == 1 => "answer".to_string(),
+        "response" | "reply" | "message" | "output" | "explanation" | "answer" if words.len() == 1 => {
+            "answer".to_string()
+        }
         _ => singular,
     };
     let slug: String = out.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::attributes::{attributes, is_open_key};
-use super::procedures::PROCEDURE_PREFIX;
 use super::frames::{tenant_frames, Frame};
+use super::procedures::PROCEDURE_PREFIX;
 
 /// Maximum number of tenant-defined claim keys.
 pub const MAX_TENANT_KEYS: usize = 64;

@@ -110,8 +110,11 @@ async fn drain(state: &AppState, job: JobRow) {
             Ok(batch) => {
                 created += batch.memories.len() as i32;
                 done += batch.episodes as i64;
-                let progress =
-                    db::jobs::Progress { memories_created: created, episodes_done: done, episodes_pending: batch.remaining };
+                let progress = db::jobs::Progress {
+                    memories_created: created,
+                    episodes_done: done,
+                    episodes_pending: batch.remaining,
+                };
                 if let Ok(mut tx) = db::scope::begin(pool, &job.tenant_id).await {
                     let mut ok = db::jobs::heartbeat(&mut tx, &job.tenant_id, &job.id, progress).await.is_ok();
                     if let Some(cost) = batch.llm.filter(|c| c.tokens_in + c.tokens_out > 0) {

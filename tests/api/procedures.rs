@@ -54,7 +54,12 @@ fn standing_instructions_become_procedures_and_look_alikes_do_not() {
     let missed: Vec<&String> = standing.iter().filter(|s| procedures("user", s).len() != 1).collect();
 
     let pairs = |name: &str| -> Vec<(String, String)> {
-        c[name].as_array().unwrap().iter().map(|p| (p["first"].as_str().unwrap().into(), p["then"].as_str().unwrap().into())).collect()
+        c[name]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["first"].as_str().unwrap().into(), p["then"].as_str().unwrap().into()))
+            .collect()
     };
     // A change: both are rules, on one topic, with different values (the claim pass then
     // supersedes the first; tested through HTTP below).
@@ -163,11 +168,13 @@ async fn a_changed_rule_supersedes_the_old_one_and_every_bundle_carries_the_curr
 
     // A task about something else still gets the rules, within a small share of the budget.
     for max_tokens in [300, 2000] {
-        let (s, b) = app.post("/v1/context", &json!({"subject_id": "u", "task": "Plan the Lisbon trip", "max_tokens": max_tokens})).await;
+        let (s, b) = app
+            .post("/v1/context", &json!({"subject_id": "u", "task": "Plan the Lisbon trip", "max_tokens": max_tokens}))
+            .await;
         assert_eq!(s, 200, "{b}");
-        let shown: Vec<&str> = b["procedures"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap()).collect();
+        let shown: Vec<&str> =
+            b["procedures"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap()).collect();
         assert_eq!(shown.len(), 2, "{max_tokens}: {b}");
         assert!(!b["assembled_context"].as_str().unwrap().contains("MM/DD/YYYY"), "the old rule is gone");
     }
 }
-
