@@ -47,6 +47,8 @@ pub struct MemoryDraft {
 /// Confidence of heuristic facts and summaries (the spec's values).
 const FACT_CONFIDENCE: f64 = 0.6;
 const SUMMARY_CONFIDENCE: f64 = 0.8;
+/// Chars of an episode's sanitised text its summary keeps ([`summarize`]).
+const SUMMARY_CHARS: usize = 500;
 
 /// When the episode's content happened: `payload.event_time`, else the first message's
 /// `timestamp`, else `occurred_at`.
@@ -99,6 +101,63 @@ pub fn sanitized_text(payload: &Value, voice: Voice) -> String {
         return lines.join("\n");
     }
     clean(&episode_text(payload), speaker(None))
+}
+
+/// The start of [`sanitized_text`] with at least `chars` chars (all of it when shorter): each
+/// message is sanitised on a window of its text that grows until the result is long enough,
+/// so a summary of a 300 KB answer costs what its first pages do. A window ends at a line
+/// break and never inside a fenced code block.
+pub fn sanitized_opening(payload: &Value, voice: Voice, chars: usize) -> String {
+    let mut window = chars.saturating_mul(8).max(1024);
+    loop {
+        let mut cut = false;
+        let bounded = bounded_payload(payload, window, &mut cut);
+        let text = sanitized_text(bounded.as_ref().unwrap_or(payload), voice);
+        if !cut || text.chars().count() > chars {
+            return text;
+        }
+        window = window.saturating_mul(4);
+    }
+}
+
+/// The payload with every message (or the text) cut to its first `window` chars; None when
+/// nothing was longer.
+fn bounded_payload(payload: &Value, window: usize, cut: &mut bool) -> Option<Value> {
+    let mut bound = |s: &str| -> Option<String> {
+        let end = window_end(s, window)?;
+        *cut = true;
+        Some(s[..end].to_string())
+    };
+    let mut out = payload.clone();
+    if let Some(messages) = out.get_mut("messages").and_then(Value::as_array_mut) {
+        for m in messages {
+            if let Some(short) = m.get("content").and_then(Value::as_str).and_then(&mut bound) {
+                m["content"] = Value::String(short);
+            }
+        }
+    } else {
+        for key in ["text", "content"] {
+            if let Some(short) = out.get(key).and_then(Value::as_str).and_then(&mut bound) {
+                out[key] = Value::String(short);
+                break;
+            }
+        }
+    }
+    cut.then_some(out)
+}
+
+/// Where a window of about `window` chars of `s` ends: the line break before the bound, pushed
+/// past the end of a fenced block left open; None when `s` is no longer than the window.
+fn window_end(s: &str, window: usize) -> Option<usize> {
+    let (at, _) = s.char_indices().nth(window)?;
+    let mut end = s[..at].rfind('\n').filter(|&i| i > 0).unwrap_or(at);
+    if s[..end].matches("```").count() % 2 == 1 {
+        end = match s[end..].find("```") {
+            Some(i) => s[end + i..].find('\n').map_or(s.len(), |j| end + i + j),
+            None => s.len(),
+        };
+    }
+    (end < s.len()).then_some(end)
 }
 
 /// How strictly a message is screened for instructions: evidence and tool output as a third
@@ -157,7 +216,7 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
             })
             .collect();
     }
-    let text = sanitized_text(&ep.payload, ep.voice);
+    let text = sanitized_opening(&ep.payload, ep.voice, SUMMARY_CHARS);
     let statements = user_statements(&ep.payload, ep.voice);
     if text.trim().is_empty() {
         // A message that is only a standing instruction ("From now on, …") leaves no summary
@@ -351,6 +410,29 @@ mod tests {
         assert_eq!(drafts[1].kind, MemoryKind::Procedure);
         assert_eq!(drafts[1].confidence, 1.0);
         assert_eq!(drafts[0].confidence, 0.9);
+    }
+
+    #[test]
+    fn a_long_message_is_summarised_from_its_opening_as_from_the_whole() {
+        let mut long = String::from("We looked at the deploy plan today.\n```\nfn main() {}\n");
+        long.push_str(&"let x = 1;\n".repeat(300));
+        long.push_str("```\n");
+        for i in 0..400 {
+            long.push_str(&format!("Step {i}: check the logs and write down what changed.\n"));
+        }
+        let p = user(&long);
+        let whole = summarize(&sanitized_text(&p, Voice::User));
+        assert_eq!(summarize(&sanitized_opening(&p, Voice::User, SUMMARY_CHARS)), whole);
+        assert!(sanitized_opening(&p, Voice::User, SUMMARY_CHARS).len() < long.len() / 4);
+        // Code up to the window and prose after it: the window grows until there is prose.
+        let code_first = format!("```\n{}```\nThe fix was to pin the version.", "x = 1\n".repeat(3000));
+        let p = user(&code_first);
+        assert_eq!(
+            summarize(&sanitized_opening(&p, Voice::User, SUMMARY_CHARS)),
+            summarize(&sanitized_text(&p, Voice::User))
+        );
+        let short = user("A short note.");
+        assert_eq!(sanitized_opening(&short, Voice::User, SUMMARY_CHARS), sanitized_text(&short, Voice::User));
     }
 
     #[test]

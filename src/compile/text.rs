@@ -32,6 +32,24 @@ pub fn episode_text(payload: &Value) -> String {
     strip_nul(&text)
 }
 
+/// Chars of an episode's text that its vector is made of. A sentence embedder reads a bounded
+/// window anyway (MiniLM: 256 tokens, trained on 128), so the vector of a long message is the
+/// vector of its opening: this bound makes the cost of one message's vector independent of its
+/// length (a 4 KB answer costs what a 600-char one does). Shorter texts are embedded whole,
+/// exactly as before.
+pub const EMBEDDED_CHARS: usize = 600;
+
+/// The part of `text` an episode's vector is made of: all of it up to [`EMBEDDED_CHARS`],
+/// else its opening cut at the last whitespace before the bound (at the bound in a long word).
+pub fn embedded_text(text: &str) -> &str {
+    let Some((end, _)) = text.char_indices().nth(EMBEDDED_CHARS) else { return text };
+    let head = &text[..end];
+    match head.rfind(char::is_whitespace) {
+        Some(i) if i > EMBEDDED_CHARS / 2 => head[..i].trim_end(),
+        _ => head,
+    }
+}
+
 /// Returns the statements the user made, one per message, for fact extraction: the `user`
 /// messages of a chat payload in a user's or agent's episode, the plain text of a user's
 /// episode, nothing of evidence (see [`crate::model::voice`]).
@@ -229,6 +247,17 @@ fn strip_nul(s: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn embedded_text_is_a_bounded_opening() {
+        assert_eq!(embedded_text("short text"), "short text");
+        let long = "word ".repeat(500);
+        let e = embedded_text(&long);
+        assert!(e.len() <= EMBEDDED_CHARS && e.len() > EMBEDDED_CHARS - 10 && long.starts_with(e), "{}", e.len());
+        assert!(!e.ends_with(' '));
+        let one = "é".repeat(2000);
+        assert_eq!(embedded_text(&one).chars().count(), EMBEDDED_CHARS);
+    }
 
     #[test]
     fn episode_text_joins_messages_with_roles() {

@@ -6,7 +6,7 @@
 //! commit. Any failure rolls the whole batch back, so episodes are never consumed by a
 //! failed compile.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,13 +23,13 @@ use crate::compile::llm::Compiler;
 use crate::compile::pipeline::{compile_episode, EpisodeInput, MemoryDraft};
 use crate::compile::scope::related;
 use crate::compile::supersede::{resolve, MemoryView, Rule};
-use crate::compile::text::episode_text;
+use crate::compile::text::{embedded_text, episode_text};
 use crate::db;
 use crate::db::compile::{MemoryRows, RecordRow, LABEL_SEPARATOR};
 use crate::embed::embed_texts;
 use crate::embed::Embedder;
 use crate::model::id::new_id;
-use crate::model::memory::Memory;
+use crate::model::memory::{Memory, MemoryKind};
 use crate::model::voice::Trust;
 use crate::policy::suggest::suggest_labels;
 pub use crate::services::compile_budget::Phases;
@@ -234,11 +234,18 @@ async fn compile_in(
             out.drafts
         }
     };
+    // One vector per episode, of its opening (`embedded_text`); a long episode's summary
+    // restates that opening, so it shares the vector rather than costing a second one.
     let mut episode_texts = Vec::new();
+    let mut long = HashMap::new();
     for e in &pending {
         let text = episode_text(&e.payload);
         if !text.trim().is_empty() {
-            episode_texts.push((e.id, text));
+            let embedded = embedded_text(&text);
+            if embedded.len() < text.len() {
+                long.insert(e.id, embedded.to_string());
+            }
+            episode_texts.push((e.id, embedded.to_string()));
         }
     }
 
@@ -259,7 +266,13 @@ async fn compile_in(
     }
 
     lap(&mut phases.link);
-    let mut texts: Vec<String> = drafts.iter().map(|d| d.content.clone()).collect();
+    let mut texts: Vec<String> = drafts
+        .iter()
+        .map(|d| match (d.kind, long.get(&d.source_episode_id)) {
+            (MemoryKind::EpisodeSummary, Some(opening)) => opening.clone(),
+            _ => d.content.clone(),
+        })
+        .collect();
     texts.extend(episode_texts.iter().map(|(_, t)| t.clone()));
     let vectors = embed_texts(embedder, texts).await.map_err(CompileError::Failed)?;
     lap(&mut phases.embed);
