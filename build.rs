@@ -9,11 +9,18 @@ fn main() {
     println!("cargo:rerun-if-changed=migrations");
     println!("cargo:rerun-if-changed=sql/functions");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql/functions");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("sql/functions")
-        .map(|e| e.expect("sql/functions entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "sql"))
-        .collect();
+    // A dependency-only build (cargo chef's skeleton in the Dockerfile) has no sql/ folder: it
+    // gets an empty list, and the real build that follows embeds the files.
+    let mut files: Vec<_> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries
+            .map(|e| e.expect("sql/functions entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "sql"))
+            .collect(),
+        Err(_) => {
+            println!("cargo:warning=sql/functions/ not found: no SQL function files embedded");
+            Vec::new()
+        }
+    };
     files.sort();
     let mut out = String::from("&[\n");
     for path in &files {
