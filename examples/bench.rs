@@ -978,7 +978,7 @@ async fn beam_in_process(b: &Bench, a: &Args) -> anyhow::Result<()> {
                 let view = serde_json::json!({
                     "episodes": bundle.episodes, "facts": bundle.facts, "procedures": bundle.procedures,
                 });
-                tally.add(budget, q, &beam::shown(&view, &msg_of));
+                tally.add(budget, q, &mnemo::eval::run::shown(&view, &msg_of));
             }
         }
     }

@@ -7,7 +7,7 @@
 //! chat, one episode per message, compile until `has_more` is false with synchronous calls, every
 //! question with evidence asked once per budget; a hit is every evidence message in the bundle.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -94,26 +94,6 @@ pub fn new_episode(subject: &str, m: &Message) -> mnemo::model::episode::NewEpis
         occurred_at: Some(m.at),
         idempotency_key: Some(format!("{subject}/{}", m.id)),
     }
-}
-
-/// What a bundle showed: the msg_ids of included episodes and of included memories' sources.
-pub fn shown(bundle: &Value, msg_of: &HashMap<String, String>) -> HashSet<String> {
-    let mut out = HashSet::new();
-    for e in bundle["episodes"].as_array().into_iter().flatten() {
-        if let Some(id) = e["id"].as_str().and_then(|id| msg_of.get(id)) {
-            out.insert(id.clone());
-        }
-    }
-    for key in ["facts", "procedures"] {
-        for m in bundle[key].as_array().into_iter().flatten() {
-            for s in m["source_episode_ids"].as_array().into_iter().flatten() {
-                if let Some(id) = s.as_str().and_then(|id| msg_of.get(id)) {
-                    out.insert(id.clone());
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Hits and coverage per budget and category, with the protocol's two extra counts.
