@@ -1,6 +1,9 @@
 -- Stage 1 of a context call on a large subject: every lane's candidates, the turns around them,
 -- the backing of turns and summaries and the session snapshot, in one statement
--- (db::context::candidates).
+-- (db::context::candidates). The lexical lanes come ranked with the call (p_lex_*: from the
+-- server's index of the subject, valid when p_lex_state is the subject's state, or from this
+-- function's own hits, p_lex_state NULL); without them it returns the task's lexemes and their
+-- hits (part 5) for the server to rank, and nothing else.
 CREATE OR REPLACE FUNCTION public.mnemo_context(p_tenant text, p_subject text, p_as_of timestamp with time zone, p_words text, p_vector text, p_model text, p_session text, p_days timestamp with time zone[], p_approx_from bigint, p_around boolean, p_sources boolean, p_iterative boolean, p_lanes integer[], p_lex_state text DEFAULT NULL::text, p_lex_mterms text[] DEFAULT NULL::text[], p_lex_eterms text[] DEFAULT NULL::text[], p_lex_mem uuid[] DEFAULT NULL::uuid[], p_lex_mem_score double precision[] DEFAULT NULL::double precision[], p_lex_ep uuid[] DEFAULT NULL::uuid[], p_lex_ep_score double precision[] DEFAULT NULL::double precision[])
  RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, lex double precision, sem double precision, visible boolean, contradicted boolean, "position" integer, prev_id uuid)
  LANGUAGE plpgsql
@@ -8,9 +11,8 @@ CREATE OR REPLACE FUNCTION public.mnemo_context(p_tenant text, p_subject text, p
 AS $function$
 #variable_conflict use_column
 DECLARE
-    -- p_lanes: lexical, semantic, recent facts, recent episodes, session episodes, date episodes,
-    -- approximate candidates (the constants of db::context).
-    v_lex integer := p_lanes[1];
+    -- p_lanes: lexical (ranked by the server), semantic, recent facts, recent episodes, session
+    -- episodes, date episodes, approximate candidates (the constants of db::context).
     v_sem integer := p_lanes[2];
     v_facts integer := p_lanes[3];
     v_recent integer := p_lanes[4];
@@ -22,6 +24,8 @@ DECLARE
     v_dims integer;
     v_big boolean;
     v_large boolean;
+    v_size bigint;
+    v_index boolean := false;
     v_mem_lx uuid[];
     v_mem_lx_score float8[];
     v_ep_lx uuid[];
@@ -45,24 +49,45 @@ BEGIN
     -- From 1,000 episodes rows are looked up by id one at a time (see the header of migration
     -- 0029). The subject has that many as of the call when its latest turn recorded by then,
     -- read down the (tenant, subject, seq) index, has a seq of 1,000 or more.
-    v_large := COALESCE((SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
-                           AND e.created_at <= p_as_of ORDER BY e.seq DESC LIMIT 1), 0) >= 1000;
+    -- The same latest seq is the subject's size as BM25 counts it.
+    v_size := COALESCE((SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+                          AND e.created_at <= p_as_of ORDER BY e.seq DESC LIMIT 1), 0);
+    v_large := v_size >= 1000;
     -- The task's lexemes per source (without the subject's common terms), and whether the
-    -- lexical lanes the server computed on its index of the subject (`p_lex_*`) are this call's:
-    -- the index is of the subject's state now and its terms are these, in this order.
+    -- lexical lanes sent (`p_lex_*`) are this call's: ranked on this function's hits, or on the
+    -- server's index when the index is of the subject's state now and its terms are these.
     SELECT t.q, t.terms INTO v_mq, v_mterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'memory') t;
     SELECT t.q, t.terms INTO v_eq, v_eterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'episode') t;
     v_lex_state := mnemo_lexical_state(p_tenant, p_subject);
-    IF p_lex_state IS NOT NULL THEN
-        v_lex_used := p_lex_state = v_lex_state
-            AND COALESCE(v_mterms, '{}') = COALESCE(p_lex_mterms, '{}')
-            AND COALESCE(v_eterms, '{}') = COALESCE(p_lex_eterms, '{}');
-    END IF;
+    v_lex_used := p_lex_mterms IS NOT NULL AND (p_lex_state IS NULL OR (p_lex_state = v_lex_state
+        AND COALESCE(v_mterms, '{}') = COALESCE(p_lex_mterms, '{}')
+        AND COALESCE(v_eterms, '{}') = COALESCE(p_lex_eterms, '{}')));
+    v_index := v_lex_used AND p_lex_state IS NOT NULL;
+    -- The header: the subject's state, the tenant's settings version, whether the server's index
+    -- ranked the lanes, whether hits follow instead of candidates, the task's lexemes per source
+    -- and the subject's size.
     RETURN QUERY SELECT 0::smallint, NULL::uuid, v_lex_state, NULL::text, NULL::text, NULL::float8,
         NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
-        NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-        NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, v_version,
-        NULL::float8, NULL::float8, v_lex_used, NULL::boolean, NULL::integer, NULL::uuid;
+        NULL::text, COALESCE(v_mterms, '{}'), COALESCE(v_eterms, '{}'), NULL::timestamptz, NULL::timestamptz,
+        NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, v_version,
+        v_size::float8, NULL::float8, v_index, (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used,
+        NULL::integer, NULL::uuid;
+    IF (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used THEN
+        -- The hits of each lexical lane (the term's place as `position`, the length as `lex`).
+        RETURN QUERY SELECT 5::smallint, h.id, 'memory'::text, NULL::text, NULL::text, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+            h.dl, NULL::float8, NULL::boolean, NULL::boolean, h.term, NULL::uuid
+        FROM mnemo_memory_hits(p_subject, p_as_of, v_mterms) h WHERE v_mq IS NOT NULL;
+        RETURN QUERY SELECT 5::smallint, h.id, 'episode'::text, NULL::text, NULL::text, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+            h.dl, NULL::float8, NULL::boolean, NULL::boolean, h.term, NULL::uuid
+        FROM mnemo_episode_hits(p_subject, p_as_of, v_eterms) h WHERE v_eq IS NOT NULL;
+        RETURN;
+    END IF;
 
     IF p_session IS NOT NULL THEN
         SELECT * INTO v_snap FROM session_snapshots s
@@ -99,9 +124,6 @@ BEGIN
     IF v_mq IS NOT NULL AND v_lex_used THEN
         v_mem_lx := p_lex_mem;
         v_mem_lx_score := p_lex_mem_score;
-    ELSIF v_mq IS NOT NULL THEN
-        SELECT array_agg(b.id), array_agg(b.score) INTO v_mem_lx, v_mem_lx_score
-        FROM mnemo_memory_bm25(p_subject, p_as_of, v_mq, v_mterms, v_lex) b;
     END IF;
     SELECT array_agg(u.id) INTO v_mem FROM (
         SELECT unnest(v_mem_lx) AS id
@@ -181,9 +203,6 @@ BEGIN
     IF v_eq IS NOT NULL AND v_lex_used THEN
         v_ep_lx := p_lex_ep;
         v_ep_lx_score := p_lex_ep_score;
-    ELSIF v_eq IS NOT NULL THEN
-        SELECT array_agg(b.id), array_agg(b.score) INTO v_ep_lx, v_ep_lx_score
-        FROM mnemo_episode_bm25(p_subject, p_as_of, v_eq, v_eterms, v_lex) b;
     END IF;
     SELECT array_agg(u.id) INTO v_ep FROM (
         SELECT unnest(v_ep_lx) AS id
@@ -379,9 +398,9 @@ BEGIN
         END IF;
     END IF;
 
-    -- With the server's lanes, the server also has what the backing check reads (its index of
+    -- With its index's lanes, the server also has what the backing check reads (the index of
     -- the subject's memories holds each one's sources, visibility and contradiction record).
-    IF v_lex_used IS NOT TRUE THEN
+    IF NOT v_index THEN
         IF v_large THEN
             SELECT array_agg(DISTINCT a) INTO v_asked FROM (
                 SELECT unnest(v_all) AS a

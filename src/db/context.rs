@@ -146,11 +146,12 @@ pub struct Found {
     pub lexical_used: Option<bool>,
 }
 
-/// Lexical lanes a server ranked on its index of a subject (`services::context::lexical`), for
-/// `mnemo_context` to use when `state` is the subject's state and the terms are the call's.
+/// Lexical lanes the server ranked (`services::context::lexical::bm25`) for `mnemo_context`: on
+/// its index of the subject (`state` Some: used when it is the subject's state and the terms are
+/// the call's), or on the hits the statement returned for the call (`state` None).
 #[derive(Debug, Clone, Default)]
 pub struct LexicalLanes {
-    pub state: String,
+    pub state: Option<String>,
     /// The task's lexemes per source, without the subject's common terms, in byte order.
     pub memory_terms: Vec<String>,
     pub episode_terms: Vec<String>,
@@ -159,14 +160,36 @@ pub struct LexicalLanes {
     pub episodes: (Vec<Uuid>, Vec<f64>),
 }
 
+/// One item holding one of the task's lexemes: its id, the lexeme's place among the lane's terms
+/// and the item's length in lexemes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub id: Uuid,
+    pub term: usize,
+    pub dl: f64,
+}
+
+/// What `mnemo_context` returns when the call brought no lexical lanes it can use: the task's
+/// lexemes per source and their hits, for the server to rank before it calls again.
+#[derive(Debug, Clone, Default)]
+pub struct LexicalHits {
+    pub memory_terms: Vec<String>,
+    pub episode_terms: Vec<String>,
+    /// The subject's size as BM25 counts it: its latest seq recorded by the call's instant.
+    pub size: f64,
+    pub memories: Vec<Hit>,
+    pub episodes: Vec<Hit>,
+}
+
 pub use crate::db::context_small::{Lexemes, Sent, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
 
-/// What one call's statement returned: the lanes' candidates, or for a small subject what the
-/// server needs to apply the lanes itself.
+/// What one call's statement returned: the lanes' candidates; for a small subject what the
+/// server needs to apply the lanes itself; or the lexical hits to rank before calling again.
 #[derive(Debug)]
 pub enum Fetched {
     Lanes(Found),
     Subject(SmallCall),
+    Hits(LexicalHits),
 }
 
 /// Every lane's candidates for `probe` in one round trip (`mnemo_context`, migration 0020), on a
@@ -248,7 +271,7 @@ pub async fn candidates(
         &p.small_subject[..],
         known.map(|k| k.0),
         known.map(|k| k.1),
-        lexical.map(|l| l.state.as_str()),
+        lexical.and_then(|l| l.state.as_deref()),
         lexical.map(|l| &l.memory_terms[..]),
         lexical.map(|l| &l.episode_terms[..]),
         lexical.map(|l| &l.memories.0[..]),
@@ -260,13 +283,34 @@ pub async fn candidates(
     .await?;
     let mut found = Found::default();
     let mut small = SmallCall::default();
+    let mut hits: Option<LexicalHits> = None;
     let mut version = 0;
     for r in rows {
         match r.part {
             0 => {
                 version = need(r.seq, "seq")?;
+                if r.contradicted == Some(true) {
+                    hits = Some(LexicalHits {
+                        memory_terms: r.sensitivity_labels.unwrap_or_default(),
+                        episode_terms: r.suggested_labels.unwrap_or_default(),
+                        size: need(r.lex, "lex")?,
+                        ..LexicalHits::default()
+                    });
+                }
                 found.lexical_state = r.kind;
                 found.lexical_used = r.visible;
+            }
+            5 => {
+                let lane = hits.as_mut().ok_or_else(|| sqlx::Error::Protocol("hits without their header".into()))?;
+                let hit = Hit {
+                    id: need(r.id, "id")?,
+                    term: usize::try_from(need(r.position, "position")?).map_err(|_| missing("position"))?,
+                    dl: need(r.lex, "lex")?,
+                };
+                match r.kind.as_deref() {
+                    Some("memory") => lane.memories.push(hit),
+                    _ => lane.episodes.push(hit),
+                }
             }
             1 => found.memories.push(r.memory(p.subject_id)?),
             2 => found.episodes.push(r.episode(p.subject_id)?),
@@ -284,6 +328,9 @@ pub async fn candidates(
                 }
             }
         }
+    }
+    if let Some(hits) = hits {
+        return Ok((Fetched::Hits(hits), version));
     }
     // Only a small subject's call returns its fingerprint.
     if !small.fingerprint.is_empty() {

@@ -10,8 +10,9 @@ use crate::db::working_memory::SnapshotRow;
 use crate::model::episode::Episode;
 use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 
-/// A row of the call's statement: part 0 the settings version, 1 a memory, 2 an episode, 3 a
-/// backing fact, 4 the session's snapshot (`mnemo_context`'s rows); for a small subject 10 a
+/// A row of the call's statement: part 0 the header (settings version, subject state, task
+/// lexemes), 1 a memory, 2 an episode, 3 a backing fact, 4 the session's snapshot, 5 a lexical
+/// hit (`mnemo_context`'s rows); for a small subject 10 a
 /// memory, 11 an episode, 12 the task's lexemes of one source, 13 a row's distance to the task
 /// vector, 14 the subject's fingerprint (`db::context_small`).
 pub(super) struct Row {

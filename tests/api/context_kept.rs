@@ -204,6 +204,7 @@ async fn a_call_on_a_kept_subject_gets_only_what_changed() {
             match candidates(pool, &probe, false, false, known, None).await.unwrap().0 {
                 Fetched::Subject(call) => call,
                 Fetched::Lanes(_) => panic!("a small subject came back as lanes"),
+                Fetched::Hits(_) => panic!("a small subject came back as hits"),
             }
         }
     };

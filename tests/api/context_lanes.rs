@@ -125,9 +125,18 @@ async fn both_ways(
     use mnemo::services::context::lanes::select;
     let pool = &app.app_pool;
     probe.small_subject = [0, 0];
-    let reference = match candidates(pool, &probe, around, sources, None, None).await.unwrap() {
-        (Fetched::Lanes(found), _) => found,
-        (Fetched::Subject(_), _) => panic!("a subject over the bound came back whole"),
+    // Through mnemo_context: its hits ranked by the server, then the call with those lanes.
+    let limit = usize::try_from(probe.ranked_lane.clamp(1, mnemo::db::context::MAX_RANKED_LANE)).unwrap();
+    let mut lexical = None;
+    let reference = loop {
+        match candidates(pool, &probe, around, sources, None, lexical.as_ref()).await.unwrap().0 {
+            Fetched::Lanes(found) => break found,
+            Fetched::Hits(hits) if lexical.is_none() => {
+                lexical = Some(mnemo::services::context::lexical::bm25::from_hits(&hits, limit));
+            }
+            Fetched::Hits(_) => panic!("the lanes of the call's own hits were refused"),
+            Fetched::Subject(_) => panic!("a subject over the bound came back whole"),
+        }
     };
     probe.small_subject = mnemo::db::context::SMALL_SUBJECT;
     let lanes = mnemo::services::context::candidates::lanes_for(&probe, around, sources);
@@ -219,6 +228,6 @@ async fn bm25_score_rounding_matches_postgres() {
     .await
     .unwrap();
     for (x, want) in xs.iter().zip(pg) {
-        assert_eq!(mnemo::services::context::lanes::round9(*x).to_bits(), want.to_bits(), "{x:e}");
+        assert_eq!(mnemo::services::context::lexical::bm25::round9(*x).to_bits(), want.to_bits(), "{x:e}");
     }
 }

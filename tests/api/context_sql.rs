@@ -5,9 +5,10 @@
 use crate::common::{episode, spawn};
 use serde_json::{json, Value};
 
-/// `mnemo_bm25_rank` (migration 0027) returns exactly the rows of the ranking it replaced
-/// (migration 0015's, run here as a temporary function) for lanes shorter and longer than their
-/// hits, with scores tied across the lane's last place, and with more items than `p_n`.
+/// The server's BM25 (`lexical::bm25`, the only one) ranks exactly as the first ranking function
+/// did in SQL (migration 0015's `mnemo_bm25_rank`, run here as a temporary function) for lanes
+/// shorter and longer than their hits, with scores tied across the lane's last place, and with
+/// more items than the subject's size.
 #[tokio::test]
 async fn bm25_ranking_matches_the_original_formula_row_for_row() {
     use rand::{Rng, SeedableRng};
@@ -41,10 +42,8 @@ async fn bm25_ranking_matches_the_original_formula_row_for_row() {
         }
         for (n, limit) in [(10_000.0, 40), (5.0, 40), (600.0, 100), (600.0, 25), (600.0, 1)] {
             // The function's own order (score descending, then id), not re-sorted here.
-            let mut rows = Vec::new();
-            for f in ["pg_temp.bm25_reference", "mnemo_bm25_rank"] {
-                let sql = format!("SELECT id, score FROM {f}($1, $2, $3, $4, $5)");
-                let r: Vec<(uuid::Uuid, f64)> = sqlx::query_as(&sql)
+            let want: Vec<(uuid::Uuid, f64)> =
+                sqlx::query_as("SELECT id, score FROM pg_temp.bm25_reference($1, $2, $3, $4, $5)")
                     .bind(&ids)
                     .bind(&ls)
                     .bind(&dl)
@@ -53,9 +52,24 @@ async fn bm25_ranking_matches_the_original_formula_row_for_row() {
                     .fetch_all(&mut *conn)
                     .await
                     .unwrap();
-                rows.push(r);
-            }
-            let (want, got) = (&rows[0], &rows[1]);
+            let hits = mnemo::db::context::LexicalHits {
+                memory_terms: terms.iter().map(|t| t.to_string()).collect(),
+                size: n,
+                memories: ids
+                    .iter()
+                    .zip(&ls)
+                    .zip(&dl)
+                    .map(|((id, l), dl)| mnemo::db::context::Hit {
+                        id: *id,
+                        term: terms.iter().position(|t| t == l).unwrap(),
+                        dl: *dl,
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            let lanes = mnemo::services::context::lexical::bm25::from_hits(&hits, limit as usize);
+            let got: &Vec<(uuid::Uuid, f64)> = &lanes.memories.0.into_iter().zip(lanes.memories.1).collect();
+            let want = &want;
             assert_eq!(got, want, "round {round}, n {n}, limit {limit}");
             assert!(got.len() <= limit as usize);
             cases += 1;
@@ -117,8 +131,8 @@ async fn a_large_subject_among_many_small_ones_is_probed_through_the_full_text_i
     assert!(by_index[0] < 200, "the probe read the subject's turns in order: {} entries", by_index[0]);
 }
 
-/// `mnemo_context` (migration 0030) returns exactly the rows of migration 0029's function, run
-/// here as a temporary reference (all but the first row, which since migration 0036 also names
+/// `mnemo_context`, given the lexical lanes the server ranks on its hits, returns exactly the rows
+/// of migration 0029's function (which ranked them in SQL), run here as a temporary reference (all but the first row, which since migration 0036 also names
 /// the subject's lexical state): with and without a task vector, exact and approximate vector
 /// lanes on both sides of the subject's size, three lane sizes, a session, a date and an instant
 /// between the two halves of the turns (and of their memories).
@@ -144,6 +158,18 @@ async fn context_rows_match_the_previous_function_for_every_option() {
         1,
     );
     sqlx::query(&reference).execute(&mut *conn).await.unwrap();
+    // The reference ranks its lexical lanes in SQL, with the functions migration 0056 dropped:
+    // they come back in this test's database as they were last defined.
+    for (migration, name) in [
+        (include_str!("../../migrations/0019_cached_plans.sql"), "mnemo_subject_size"),
+        (include_str!("../../migrations/0027_bm25_rank_once_per_term.sql"), "mnemo_bm25_rank"),
+        (include_str!("../../migrations/0034_full_text_keyed_by_subject.sql"), "mnemo_memory_bm25"),
+        (include_str!("../../migrations/0034_full_text_keyed_by_subject.sql"), "mnemo_episode_bm25"),
+    ] {
+        let start = migration.find(&format!("CREATE OR REPLACE FUNCTION {name}(")).unwrap();
+        let end = start + migration[start..].find("\n$$;").unwrap() + 4;
+        sqlx::query(&migration[start..end]).execute(&mut *conn).await.unwrap();
+    }
     sqlx::query("SELECT set_config('mnemo.tenant', 'default', false)").execute(&mut *conn).await.unwrap();
     let (vector, model) = stored_vector(&app, "rows").await;
 
@@ -169,25 +195,54 @@ async fn context_rows_match_the_previous_function_for_every_option() {
         for (with_vector, approx, lane, session, dates, before) in options {
             let mut digests = Vec::new();
             let mut rows = 0;
+            let lanes = [lane, lane, 50, 20, 30, 30, 4 * lane];
+            let instant = if before { mid } else { chrono::Utc::now() };
+            let (v, m) = (with_vector.then_some(vector.as_str()), with_vector.then_some(model.as_str()));
+            let days = if dates { vec![today] } else { Vec::new() };
+            // mnemo_context takes its lexical lanes ranked by the server: its hits first.
+            let header: Vec<HitRow> = sqlx::query_as(
+                "SELECT x.part, x.id, x.kind, x.position, x.lex, x.sensitivity_labels, x.suggested_labels, \
+                 x.contradicted FROM mnemo_context('default', 'rows', $1, $2, $3, $4, $5, $6, $7, true, true, true, $8) x \
+                 WHERE x.part IN (0, 5)",
+            )
+            .bind(instant)
+            .bind(task)
+            .bind(v)
+            .bind(m)
+            .bind(session)
+            .bind(&days)
+            .bind(approx)
+            .bind(&lanes[..])
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap();
+            let ranked = ranked_hits(&header, usize::try_from(lane).unwrap());
             for f in ["pg_temp.context_reference", "mnemo_context"] {
+                let lexical = if f == "mnemo_context" { ", NULL, $9, $10, $11, $12, $13, $14" } else { "" };
                 let sql = format!(
                     "SELECT md5(string_agg(x::text, '|' ORDER BY x::text) FILTER (WHERE x.part <> 0)), count(*), \
                      count(*) FILTER (WHERE x.lex > 0) \
-                     FROM {f}('default', 'rows', $1, $2, $3, $4, $5, $6, $7, true, true, true, $8) x"
+                     FROM {f}('default', 'rows', $1, $2, $3, $4, $5, $6, $7, true, true, true, $8{lexical}) x"
                 );
-                let lanes = [lane, lane, 50, 20, 30, 30, 4 * lane];
-                let (digest, n, lexical): (Option<String>, i64, i64) = sqlx::query_as(&sql)
-                    .bind(if before { mid } else { chrono::Utc::now() })
+                let mut q = sqlx::query_as(&sql)
+                    .bind(instant)
                     .bind(task)
-                    .bind(with_vector.then_some(vector.as_str()))
-                    .bind(with_vector.then_some(model.as_str()))
+                    .bind(v)
+                    .bind(m)
                     .bind(session)
-                    .bind(if dates { vec![today] } else { Vec::new() })
+                    .bind(&days)
                     .bind(approx)
-                    .bind(&lanes[..])
-                    .fetch_one(&mut *conn)
-                    .await
-                    .unwrap();
+                    .bind(&lanes[..]);
+                if f == "mnemo_context" {
+                    q = q
+                        .bind(&ranked.memory_terms)
+                        .bind(&ranked.episode_terms)
+                        .bind(&ranked.memories.0)
+                        .bind(&ranked.memories.1)
+                        .bind(&ranked.episodes.0)
+                        .bind(&ranked.episodes.1);
+                }
+                let (digest, n, lexical): (Option<String>, i64, i64) = q.fetch_one(&mut *conn).await.unwrap();
                 digests.push(digest);
                 rows = n;
                 scored += usize::from(lexical > 0);
@@ -206,6 +261,39 @@ async fn context_rows_match_the_previous_function_for_every_option() {
     // The comparison covered rows with a BM25 score and rows the vector lanes added.
     assert!(scored > 0, "no call returned a row with a lexical score");
     assert!(more_with_vector, "the task vector never added a row");
+}
+
+/// A row of `mnemo_context`'s header (part 0) or of its lexical hits (part 5).
+type HitRow = (
+    i16,
+    Option<uuid::Uuid>,
+    Option<String>,
+    Option<i32>,
+    Option<f64>,
+    Option<Vec<String>>,
+    Option<Vec<String>>,
+    Option<bool>,
+);
+
+/// The lexical lanes the server ranks on a call's hits (none were needed: empty lanes).
+fn ranked_hits(rows: &[HitRow], limit: usize) -> mnemo::db::context::LexicalLanes {
+    use mnemo::db::context::{Hit, LexicalHits};
+    let mut hits = LexicalHits::default();
+    for (part, id, kind, position, lex, mterms, eterms, _) in rows {
+        if *part == 0 {
+            hits.memory_terms = mterms.clone().unwrap_or_default();
+            hits.episode_terms = eterms.clone().unwrap_or_default();
+            hits.size = lex.unwrap_or(0.0);
+        } else {
+            let hit = Hit { id: id.unwrap(), term: usize::try_from(position.unwrap()).unwrap(), dl: lex.unwrap() };
+            if kind.as_deref() == Some("memory") {
+                hits.memories.push(hit)
+            } else {
+                hits.episodes.push(hit)
+            }
+        }
+    }
+    mnemo::services::context::lexical::bm25::from_hits(&hits, limit)
 }
 
 /// Seeds `subject` with 60 turns in two halves of 30, each compiled once posted: a fact every

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use super::lanes::{select, Lanes};
+use super::lexical::bm25;
 use super::options::RetrievalOptions;
 use super::subjects::SubjectCache;
 use crate::db;
@@ -54,18 +55,26 @@ pub async fn found(
         None => subjects.lexical.for_call(pool, probe.tenant, probe.subject_id).await,
         Some(_) => None,
     };
-    let lexical = match (&index, &probe.tsquery) {
-        (Some(index), Some(words)) => {
-            let words = crate::bundle::terms::words_of(words);
-            let limit = usize::try_from(probe.ranked_lane.clamp(1, MAX_RANKED_LANE)).unwrap_or(1);
-            index.lanes(&words, probe.as_of, limit)
-        }
+    let limit = usize::try_from(probe.ranked_lane.clamp(1, MAX_RANKED_LANE)).unwrap_or(1);
+    let mut lexical = match (&index, &probe.tsquery) {
+        (Some(index), Some(words)) => index.lanes(&crate::bundle::terms::words_of(words), probe.as_of, limit),
         _ => None,
     };
     loop {
         let known = kept.as_ref().map(|k| (k.fingerprint.as_str(), k.highest_version));
         let (fetched, version) = db::context::candidates(pool, probe, around, sources, known, lexical.as_ref()).await?;
         let mut call = match fetched {
+            // No lanes it could use came with the call: rank its hits, then call again with them
+            // (lanes ranked on the call's own hits are always used, so this happens once).
+            Fetched::Hits(hits) => {
+                if lexical.as_ref().is_some_and(|l| l.state.is_none()) {
+                    return Err(sqlx::Error::Protocol(
+                        "the context statement refused the lanes of its own hits".into(),
+                    ));
+                }
+                lexical = Some(bm25::from_hits(&hits, limit));
+                continue;
+            }
             Fetched::Lanes(mut found) => {
                 let used = found.lexical_used == Some(true);
                 if let (true, Some(index)) = (used, &index) {

@@ -7,8 +7,7 @@
 //! rule below restates one statement of that function; `tests/api/context_sql.rs` compares the
 //! two over tasks and options. The cosine distances come from Postgres (pgvector's own
 //! arithmetic), as does the task's lexeme list (its `english` configuration), so the only
-//! arithmetic done here is the BM25 ranking, whose scores Postgres rounds to nine decimals
-//! ([`round9`] does the same).
+//! arithmetic here is BM25's, done by [`super::lexical::bm25`] as for every call.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -16,6 +15,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
+use super::lexical::bm25::ranked;
 use crate::db::context::{Backing, Found, Lexemes, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
 use crate::db::working_memory::SnapshotRow;
 use crate::model::memory::{MemoryKind, MemoryStatus};
@@ -259,10 +259,8 @@ fn distance_order(a: Option<f64>, b: Option<f64>) -> Ordering {
     }
 }
 
-/// The BM25 lane of `mnemo_memory_bm25` / `mnemo_episode_bm25` with `mnemo_bm25_rank`
-/// (migrations 0027-0028): the items holding any of `terms`, scored over the subject of `size`
-/// items (or as many as hold a term, if more), the best `limit` by score (rounded to nine
-/// decimals) and then id. Returns id → score.
+/// The BM25 lane over a small subject's kept rows: the items holding any of `terms`, ranked by
+/// [`ranked`] over the subject of `size` items. Returns id → score.
 fn bm25<'a>(
     docs: impl Iterator<Item = (Uuid, &'a Lexemes)>,
     terms: &[String],
@@ -283,113 +281,9 @@ fn bm25<'a>(
     ranked(&hits, terms.len(), size, limit).into_iter().collect()
 }
 
-/// The task terms an item holds, as indexes into the lane's terms, visited in ascending order
-/// (the order Postgres sums them in).
-pub trait Held {
-    fn each(&self, f: impl FnMut(usize));
-}
-
-impl Held for Vec<usize> {
-    fn each(&self, f: impl FnMut(usize)) {
-        self.iter().copied().for_each(f);
-    }
-}
-
-/// Terms by bit (term `t` is bit `t`).
-impl Held for u128 {
-    fn each(&self, mut f: impl FnMut(usize)) {
-        let mut bits = *self;
-        while bits != 0 {
-            f(bits.trailing_zeros() as usize);
-            bits &= bits - 1;
-        }
-    }
-}
-
-/// The ranking of `mnemo_bm25_rank` over `hits` (an item's id, its length in lexemes and the
-/// task terms of `terms` it holds, each item once): the best `limit` by score (rounded to nine
-/// decimals), then id, in that order. As the function does, only the items within 2e-9 of the
-/// `limit`-th best raw score are rounded: rounding moves a score by at most 5e-10, so no item
-/// further below can reach the lane.
-pub fn ranked<H: Held>(hits: &[(Uuid, f64, H)], terms: usize, size: f64, limit: usize) -> Vec<(Uuid, f64)> {
-    if hits.is_empty() || limit == 0 {
-        return Vec::new();
-    }
-    let n = size.max(hits.len() as f64);
-    let avgdl = (hits.iter().map(|h| h.1).sum::<f64>() / hits.len() as f64).max(1.0);
-    let mut df = vec![0.0f64; terms];
-    for h in hits {
-        h.2.each(|t| df[t] += 1.0);
-    }
-    let idf: Vec<f64> = df.iter().map(|&d| (1.0 + (n - d + 0.5) / (d + 0.5)).ln()).collect();
-    let mut raw: Vec<(Uuid, f64)> = hits
-        .iter()
-        .map(|(id, dl, held)| {
-            let mut sum = 0.0;
-            held.each(|t| sum += idf[t] * 2.2 / (1.0 + 1.2 * (0.25 + 0.75 * dl / avgdl)));
-            (*id, sum)
-        })
-        .collect();
-    if raw.len() > limit {
-        let (_, kth, _) =
-            raw.select_nth_unstable_by(limit - 1, |a, b| b.1.partial_cmp(&a.1).unwrap_or(Ordering::Equal));
-        let cut = kth.1 - 2e-9;
-        raw.retain(|r| r.1 >= cut);
-    }
-    let mut scored: Vec<(Uuid, f64)> = raw.into_iter().map(|(id, r)| (id, round9(r))).collect();
-    scored.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(Ordering::Equal).then(a.0.cmp(&b.0)));
-    scored.truncate(limit);
-    scored
-}
-
-/// `round(x::numeric, 9)::float8` as Postgres computes it: the double converted to numeric
-/// through its 15 significant digits (`float8_numeric`), rounded half away from zero at the
-/// ninth decimal, read back as the nearest double.
-pub fn round9(x: f64) -> f64 {
-    if !x.is_finite() {
-        return x;
-    }
-    let text = format!("{x:.14e}");
-    let Some((mantissa, exp)) = text.split_once('e') else { return x };
-    let Ok(exp) = exp.parse::<i32>() else { return x };
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let Ok(d) = digits.parse::<u128>() else { return x };
-    // x = d * 10^(exp - 14); in units of 10^-9 that is d * 10^(exp - 5).
-    let shift = exp - 5;
-    let units: u128 = if shift >= 0 {
-        return format!("{}{digits}e{}", if negative { "-" } else { "" }, exp - 14).parse().unwrap_or(x);
-    } else if shift < -20 {
-        0
-    } else {
-        let div = 10u128.pow(shift.unsigned_abs());
-        d / div + u128::from((d % div) * 2 >= div)
-    };
-    if units == 0 {
-        return 0.0;
-    }
-    format!("{}{units}e-9", if negative { "-" } else { "" }).parse().unwrap_or(x)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn round9_rounds_the_fifteen_digit_decimal_half_away_from_zero() {
-        assert_eq!(round9(1.0), 1.0);
-        assert_eq!(round9(0.1234567894), 0.123456789);
-        assert_eq!(round9(0.1234567895), 0.12345679);
-        assert_eq!(round9(-0.1234567895), -0.12345679);
-        assert_eq!(round9(7.125_000_000_499_9), 7.125);
-        assert_eq!(round9(1e-12), 0.0);
-        assert!(round9(-1e-12).is_sign_positive());
-        // Fifteen significant digits first: 123456789.123457, then nothing left to round.
-        assert_eq!(round9(123_456_789.123_456_78), 123_456_789.123_457);
-        assert_eq!(round9(1e20), 1e20);
-        // 0.3 + 0.6 is 0.8999999999999999 as a double; fifteen digits make it 0.9 first.
-        assert_eq!(round9(0.3 + 0.6), 0.9);
-    }
 
     #[test]
     fn distances_order_as_postgres_orders_float8() {

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::bm25::ranked;
 use super::postings::{Postings, Turns};
 use crate::db::context::{Backing, LexicalLanes};
 use crate::db::lexical::LexicalRow;
 use crate::lexemes::english;
-use crate::services::context::lanes::{contradicted_at, ranked, shown_at};
+use crate::services::context::lanes::{contradicted_at, shown_at};
 
 /// The most task terms a lane is ranked for here (one bit each); longer tasks are ranked by Postgres.
 const MAX_TERMS: usize = 128;
@@ -29,7 +30,7 @@ struct MemoryEntry {
 }
 
 impl MemoryEntry {
-    /// Its lane's filter (`mnemo_memory_bm25`): recorded, not superseded, not tombstoned, its
+    /// Its lane's filter (`mnemo_memory_hits`): recorded, not superseded, not tombstoned, its
     /// asserted validity not ended, all as of `as_of`.
     fn visible(&self, as_of: DateTime<Utc>) -> bool {
         self.recorded_at <= as_of && self.shown(as_of)
@@ -202,7 +203,7 @@ impl Index {
         let mut ep_hits = self.episodes.base.hits(&episode_terms, recorded, |e| (e.id, e.dl));
         ep_hits.extend(self.episodes.tail.hits(&episode_terms, recorded, |e| (e.id, e.dl)));
         Some(LexicalLanes {
-            state: self.state.clone(),
+            state: Some(self.state.clone()),
             memories: lane(mem_hits, memory_terms.len()),
             episodes: lane(ep_hits, episode_terms.len()),
             memory_terms,

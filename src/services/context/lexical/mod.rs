@@ -8,8 +8,9 @@
 //! holding a task term. It is kept under the subject's state (`mnemo_lexical_state`: memory
 //! version, latest seq, latest episode id). The call sends the lanes with that state and the
 //! task's lexemes (`lexemes::english`); `mnemo_context` uses them only when the state is the
-//! subject's and the lexemes are its own, and otherwise ranks the lanes itself, so the call's
-//! rows never depend on the index. A call that finds the index missing or of another state has
+//! subject's and the lexemes are its own; otherwise it returns the lanes' hits, which the server
+//! ranks with the same arithmetic ([`bm25`]) before calling again, so the call's rows never
+//! depend on the index. A call that finds the index missing or of another state has
 //! it brought up to date in the background (one refresh per subject at a time): only what
 //! changed comes when the memories are unchanged or only episodes were added. A call on a
 //! subject this server wrote turns of since its index was read brings the index up to date
@@ -20,6 +21,7 @@
 //! The index holds lexemes and ids, no content; it lives in this process only and is never
 //! logged.
 
+pub mod bm25;
 mod cache;
 mod index;
 mod postings;
