@@ -6,3 +6,7 @@ DROP FUNCTION IF EXISTS mnemo_memory_bm25(text, timestamptz, tsquery, text[], in
 DROP FUNCTION IF EXISTS mnemo_episode_bm25(text, timestamptz, tsquery, text[], integer);
 DROP FUNCTION IF EXISTS mnemo_bm25_rank(uuid[], text[], double precision[], double precision, integer);
 DROP FUNCTION IF EXISTS mnemo_subject_size(text, timestamptz);
+-- mnemo_context returns the hits in three more columns (hit_ids, hit_terms, hit_dls): a new
+-- result type, so the old function goes and sql/functions/mnemo_context.sql installs the new.
+DROP FUNCTION IF EXISTS mnemo_context(text, text, timestamptz, text, text, text, text, timestamptz[], bigint, boolean,
+    boolean, boolean, integer[], text, text[], text[], uuid[], double precision[], uuid[], double precision[]);

@@ -5,7 +5,7 @@
 -- function's own hits, p_lex_state NULL); without them it returns the task's lexemes and their
 -- hits (part 5) for the server to rank, and nothing else.
 CREATE OR REPLACE FUNCTION public.mnemo_context(p_tenant text, p_subject text, p_as_of timestamp with time zone, p_words text, p_vector text, p_model text, p_session text, p_days timestamp with time zone[], p_approx_from bigint, p_around boolean, p_sources boolean, p_iterative boolean, p_lanes integer[], p_lex_state text DEFAULT NULL::text, p_lex_mterms text[] DEFAULT NULL::text[], p_lex_eterms text[] DEFAULT NULL::text[], p_lex_mem uuid[] DEFAULT NULL::uuid[], p_lex_mem_score double precision[] DEFAULT NULL::double precision[], p_lex_ep uuid[] DEFAULT NULL::uuid[], p_lex_ep_score double precision[] DEFAULT NULL::double precision[])
- RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, lex double precision, sem double precision, visible boolean, contradicted boolean, "position" integer, prev_id uuid)
+ RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, lex double precision, sem double precision, visible boolean, contradicted boolean, "position" integer, prev_id uuid, hit_ids uuid[], hit_terms integer[], hit_dls double precision[])
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
@@ -71,21 +71,23 @@ BEGIN
         NULL::text, COALESCE(v_mterms, '{}'), COALESCE(v_eterms, '{}'), NULL::timestamptz, NULL::timestamptz,
         NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, v_version,
         v_size::float8, NULL::float8, v_index, (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used,
-        NULL::integer, NULL::uuid;
+        NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[];
     IF (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used THEN
-        -- The hits of each lexical lane (the term's place as `position`, the length as `lex`).
-        RETURN QUERY SELECT 5::smallint, h.id, 'memory'::text, NULL::text, NULL::text, NULL::float8,
+        -- The hits of each lexical lane, one row a source: ids, terms (places in the lexemes)
+        -- and lengths, one element a hit.
+        RETURN QUERY SELECT 5::smallint, NULL::uuid, h.source, NULL::text, NULL::text, NULL::float8,
             NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
             NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
             NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-            h.dl, NULL::float8, NULL::boolean, NULL::boolean, h.term, NULL::uuid
-        FROM mnemo_memory_hits(p_subject, p_as_of, v_mterms) h WHERE v_mq IS NOT NULL;
-        RETURN QUERY SELECT 5::smallint, h.id, 'episode'::text, NULL::text, NULL::text, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
-            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-            h.dl, NULL::float8, NULL::boolean, NULL::boolean, h.term, NULL::uuid
-        FROM mnemo_episode_hits(p_subject, p_as_of, v_eterms) h WHERE v_eq IS NOT NULL;
+            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+            h.ids, h.terms, h.dls
+        FROM (SELECT 'memory'::text AS source, COALESCE(array_agg(m.id), '{}') AS ids,
+                     COALESCE(array_agg(m.term), '{}') AS terms, COALESCE(array_agg(m.dl), '{}') AS dls
+              FROM mnemo_memory_hits(p_subject, p_as_of, v_mterms) m WHERE v_mq IS NOT NULL
+              UNION ALL
+              SELECT 'episode', COALESCE(array_agg(e.id), '{}'), COALESCE(array_agg(e.term), '{}'),
+                     COALESCE(array_agg(e.dl), '{}')
+              FROM mnemo_episode_hits(p_subject, p_as_of, v_eterms) e WHERE v_eq IS NOT NULL) h;
         RETURN;
     END IF;
 
@@ -101,7 +103,7 @@ BEGIN
             NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, v_snap.pinned, NULL::jsonb,
             NULL::text, NULL::text[], NULL::text[], v_snap.created_at, NULL::timestamptz, NULL::boolean,
             NULL::text, NULL::jsonb, NULL::jsonb, v_snap.session_id, NULL::timestamptz, v_snap.covers_through,
-            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, v_snap.position, v_snap.prev_id;
+            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, v_snap.position, v_snap.prev_id, NULL::uuid[], NULL::integer[], NULL::float8[];
     END IF;
 
     IF p_vector IS NOT NULL THEN
@@ -318,7 +320,7 @@ BEGIN
                NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
                COALESCE(lx.score, 0)::float8,
                CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (1 - (m.embedding <=> v_vec))::float8 END,
-               NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+               NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
         FROM (SELECT DISTINCT x FROM unnest(v_mem) x) u(id)
         CROSS JOIN LATERAL (SELECT m.* FROM memories m
             WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
@@ -332,7 +334,7 @@ BEGIN
                NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
                COALESCE(v_mem_lx_score[array_position(v_mem_lx, m.id)], 0)::float8,
                CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (1 - (m.embedding <=> v_vec))::float8 END,
-               NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+               NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
         FROM memories m
         WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem);
     END IF;
@@ -347,7 +349,7 @@ BEGIN
                    e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
                    COALESCE(lx.score, 0)::float8,
                    NULL::float8,
-                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
             FROM unnest(v_all) u(id)
             CROSS JOIN LATERAL (SELECT e.* FROM episodes e
                 WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e
@@ -361,7 +363,7 @@ BEGIN
                    e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
                    COALESCE(lx.score, 0)::float8,
                    CASE WHEN v_vec IS NOT NULL AND x.embedding_model = p_model THEN (1 - (x.embedding <=> v_vec))::float8 END,
-                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
             FROM unnest(v_all) u(id)
             CROSS JOIN LATERAL (SELECT e.* FROM episodes e
                 WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e
@@ -379,7 +381,7 @@ BEGIN
                    e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
                    COALESCE(v_ep_lx_score[array_position(v_ep_lx, e.id)], 0)::float8,
                    NULL::float8,
-                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
             FROM episodes e
             WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = ANY (v_all);
         ELSE
@@ -390,7 +392,7 @@ BEGIN
                    e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
                    COALESCE(v_ep_lx_score[array_position(v_ep_lx, e.id)], 0)::float8,
                    CASE WHEN v_vec IS NOT NULL AND x.embedding_model = p_model THEN (1 - (x.embedding <=> v_vec))::float8 END,
-                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid
+                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
             FROM episodes e
             LEFT JOIN episode_embeddings x ON x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = e.id
               AND x.created_at <= p_as_of
@@ -425,7 +427,7 @@ BEGIN
                NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb, NULL::text,
                NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
                NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-               NULL::float8, NULL::float8, b.visible, b.contradicted, NULL::integer, NULL::uuid
+               NULL::float8, NULL::float8, b.visible, b.contradicted, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
         FROM mnemo_episode_backing(p_subject, p_as_of, v_asked) b;
     END IF;
 END

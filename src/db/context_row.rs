@@ -52,6 +52,10 @@ pub(super) struct Row {
     pub(super) dist: Option<f64>,
     /// Part 10: when the memory was recorded.
     pub(super) recorded_at: Option<DateTime<Utc>>,
+    /// Part 5: one source's lexical hits (each item's id, the term's place, the item's length).
+    pub(super) hit_ids: Option<Vec<Uuid>>,
+    pub(super) hit_terms: Option<Vec<i32>>,
+    pub(super) hit_dls: Option<Vec<f64>>,
 }
 
 impl Row {

@@ -109,11 +109,12 @@ async fn a_large_subject_among_many_small_ones_is_probed_through_the_full_text_i
     }
     drop(conn);
 
-    // The call as the server makes it, then what this transaction's scans read.
+    // The call as the server first makes it (no lanes yet: it returns the lexical hits), then what
+    // this transaction's scans read.
     let call = |task: &str| {
         format!(
-            "SELECT count(*) FROM mnemo_context('default', 'large', now(), '{task}', NULL, NULL, NULL, '{{}}', \
-             20000, true, true, false, '{{40,40,50,20,30,30,160}}')"
+            "SELECT COALESCE(sum(cardinality(hit_ids)), 0) FROM mnemo_context('default', 'large', now(), '{task}', \
+             NULL, NULL, NULL, '{{}}', 20000, true, true, false, '{{40,40,50,20,30,30,160}}')"
         )
     };
     let read = |f: &str, rel: &str| format!("SELECT {f}('{rel}'::regclass)");
@@ -201,8 +202,8 @@ async fn context_rows_match_the_previous_function_for_every_option() {
             let days = if dates { vec![today] } else { Vec::new() };
             // mnemo_context takes its lexical lanes ranked by the server: its hits first.
             let header: Vec<HitRow> = sqlx::query_as(
-                "SELECT x.part, x.id, x.kind, x.position, x.lex, x.sensitivity_labels, x.suggested_labels, \
-                 x.contradicted FROM mnemo_context('default', 'rows', $1, $2, $3, $4, $5, $6, $7, true, true, true, $8) x \
+                "SELECT x.part, x.kind, x.lex, x.sensitivity_labels, x.suggested_labels, x.hit_ids, x.hit_terms, \
+                 x.hit_dls FROM mnemo_context('default', 'rows', $1, $2, $3, $4, $5, $6, $7, true, true, true, $8) x \
                  WHERE x.part IN (0, 5)",
             )
             .bind(instant)
@@ -217,10 +218,18 @@ async fn context_rows_match_the_previous_function_for_every_option() {
             .await
             .unwrap();
             let ranked = ranked_hits(&header, usize::try_from(lane).unwrap());
+            // The reference's columns (mnemo_context has three more, for hits).
+            const COLUMNS: &str = concat!(
+                "(x.part, x.id, x.kind, x.content, x.summary, x.confidence, x.valid_from, x.valid_to, ",
+                "x.asserted_valid_to, x.superseded_at, x.source_episode_ids, x.metadata, x.status, ",
+                "x.sensitivity_labels, x.suggested_labels, x.created_at, x.updated_at, x.claim_single, x.source, ",
+                "x.payload, x.provenance, x.session_id, x.occurred_at, x.seq, x.lex, x.sem, x.visible, ",
+                "x.contradicted, x.position, x.prev_id)"
+            );
             for f in ["pg_temp.context_reference", "mnemo_context"] {
                 let lexical = if f == "mnemo_context" { ", NULL, $9, $10, $11, $12, $13, $14" } else { "" };
                 let sql = format!(
-                    "SELECT md5(string_agg(x::text, '|' ORDER BY x::text) FILTER (WHERE x.part <> 0)), count(*), \
+                    "SELECT md5(string_agg({COLUMNS}::text, '|' ORDER BY {COLUMNS}::text) FILTER (WHERE x.part <> 0)), count(*), \
                      count(*) FILTER (WHERE x.lex > 0) \
                      FROM {f}('default', 'rows', $1, $2, $3, $4, $5, $6, $7, true, true, true, $8{lexical}) x"
                 );
@@ -263,34 +272,33 @@ async fn context_rows_match_the_previous_function_for_every_option() {
     assert!(more_with_vector, "the task vector never added a row");
 }
 
-/// A row of `mnemo_context`'s header (part 0) or of its lexical hits (part 5).
+/// A row of `mnemo_context`'s header (part 0) or of one source's lexical hits (part 5).
 type HitRow = (
     i16,
-    Option<uuid::Uuid>,
     Option<String>,
-    Option<i32>,
     Option<f64>,
     Option<Vec<String>>,
     Option<Vec<String>>,
-    Option<bool>,
+    Option<Vec<uuid::Uuid>>,
+    Option<Vec<i32>>,
+    Option<Vec<f64>>,
 );
 
 /// The lexical lanes the server ranks on a call's hits (none were needed: empty lanes).
 fn ranked_hits(rows: &[HitRow], limit: usize) -> mnemo::db::context::LexicalLanes {
     use mnemo::db::context::{Hit, LexicalHits};
     let mut hits = LexicalHits::default();
-    for (part, id, kind, position, lex, mterms, eterms, _) in rows {
+    for (part, kind, lex, mterms, eterms, ids, terms, dls) in rows {
         if *part == 0 {
             hits.memory_terms = mterms.clone().unwrap_or_default();
             hits.episode_terms = eterms.clone().unwrap_or_default();
             hits.size = lex.unwrap_or(0.0);
-        } else {
-            let hit = Hit { id: id.unwrap(), term: usize::try_from(position.unwrap()).unwrap(), dl: lex.unwrap() };
-            if kind.as_deref() == Some("memory") {
-                hits.memories.push(hit)
-            } else {
-                hits.episodes.push(hit)
-            }
+            continue;
+        }
+        let (ids, terms, dls) = (ids.as_ref().unwrap(), terms.as_ref().unwrap(), dls.as_ref().unwrap());
+        let into = if kind.as_deref() == Some("memory") { &mut hits.memories } else { &mut hits.episodes };
+        for i in 0..ids.len() {
+            into.push(Hit { id: ids[i], term: usize::try_from(terms[i]).unwrap(), dl: dls[i] });
         }
     }
     mnemo::services::context::lexical::bm25::from_hits(&hits, limit)
