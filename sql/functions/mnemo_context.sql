@@ -56,12 +56,18 @@ BEGIN
     -- The task's lexemes per source (without the subject's common terms), and whether the
     -- lexical lanes sent (`p_lex_*`) are this call's: ranked on this function's hits, or on the
     -- server's index when the index is of the subject's state now and its terms are these.
-    SELECT t.q, t.terms INTO v_mq, v_mterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'memory') t;
-    SELECT t.q, t.terms INTO v_eq, v_eterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'episode') t;
-    v_lex_state := mnemo_lexical_state(p_tenant, p_subject);
-    v_lex_used := p_lex_mterms IS NOT NULL AND (p_lex_state IS NULL OR (p_lex_state = v_lex_state
-        AND COALESCE(v_mterms, '{}') = COALESCE(p_lex_mterms, '{}')
-        AND COALESCE(v_eterms, '{}') = COALESCE(p_lex_eterms, '{}')));
+    -- Lanes ranked on this call's own hits are the call's (its first statement returned the
+    -- lexemes and the state): neither is computed again.
+    IF p_lex_mterms IS NOT NULL AND p_lex_state IS NULL THEN
+        v_lex_used := true;
+    ELSE
+        SELECT t.q, t.terms INTO v_mq, v_mterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'memory') t;
+        SELECT t.q, t.terms INTO v_eq, v_eterms FROM mnemo_task_query(p_subject, p_as_of, p_words, 'episode') t;
+        v_lex_state := mnemo_lexical_state(p_tenant, p_subject);
+        v_lex_used := p_lex_mterms IS NOT NULL AND p_lex_state = v_lex_state
+            AND COALESCE(v_mterms, '{}') = COALESCE(p_lex_mterms, '{}')
+            AND COALESCE(v_eterms, '{}') = COALESCE(p_lex_eterms, '{}');
+    END IF;
     v_index := v_lex_used AND p_lex_state IS NOT NULL;
     -- The header: the subject's state, the tenant's settings version, whether the server's index
     -- ranked the lanes, whether hits follow instead of candidates, the task's lexemes per source
@@ -123,7 +129,7 @@ BEGIN
     END IF;
 
     -- Memories.
-    IF v_mq IS NOT NULL AND v_lex_used THEN
+    IF v_lex_used THEN
         v_mem_lx := p_lex_mem;
         v_mem_lx_score := p_lex_mem_score;
     END IF;
@@ -202,7 +208,7 @@ BEGIN
     END IF;
 
     -- Episodes.
-    IF v_eq IS NOT NULL AND v_lex_used THEN
+    IF v_lex_used THEN
         v_ep_lx := p_lex_ep;
         v_ep_lx_score := p_lex_ep_score;
     END IF;

@@ -173,6 +173,8 @@ pub struct Hit {
 /// lexemes per source and their hits, for the server to rank before it calls again.
 #[derive(Debug, Clone, Default)]
 pub struct LexicalHits {
+    /// The subject's state as the statement saw it (`mnemo_lexical_state`).
+    pub state: Option<String>,
     pub memory_terms: Vec<String>,
     pub episode_terms: Vec<String>,
     /// The subject's size as BM25 counts it: its latest seq recorded by the call's instant.
@@ -293,6 +295,7 @@ pub async fn candidates(
                 version = need(r.seq, "seq")?;
                 if r.contradicted == Some(true) {
                     hits = Some(LexicalHits {
+                        state: r.kind.clone(),
                         memory_terms: r.sensitivity_labels.unwrap_or_default(),
                         episode_terms: r.suggested_labels.unwrap_or_default(),
                         size: need(r.lex, "lex")?,

@@ -60,6 +60,9 @@ pub async fn found(
         (Some(index), Some(words)) => index.lanes(&crate::bundle::terms::words_of(words), probe.as_of, limit),
         _ => None,
     };
+    // The subject's state as a first statement that returned hits saw it (the second, given the
+    // lanes of those hits, does not read it again).
+    let mut hits_state = None;
     loop {
         let known = kept.as_ref().map(|k| (k.fingerprint.as_str(), k.highest_version));
         let (fetched, version) = db::context::candidates(pool, probe, around, sources, known, lexical.as_ref()).await?;
@@ -73,9 +76,13 @@ pub async fn found(
                     ));
                 }
                 lexical = Some(bm25::from_hits(&hits, limit));
+                hits_state = hits.state;
                 continue;
             }
             Fetched::Lanes(mut found) => {
+                if found.lexical_state.is_none() {
+                    found.lexical_state = hits_state.take();
+                }
                 let used = found.lexical_used == Some(true);
                 if let (true, Some(index)) = (used, &index) {
                     // The statement left the backing to the index its lanes came from.
