@@ -175,6 +175,7 @@ pub fn bundle(
         compact: opts.compact,
         snapshot: snapshot.as_ref(),
         whole_turns: if opts.excerpts { opts.tuning.whole_turns } else { usize::MAX },
+        whole_chars: output::whole_chars(req.max_tokens, if opts.excerpts { opts.tuning.whole_share } else { 0 }),
         turn_chars: opts.tuning.turn_chars,
         trust,
     };

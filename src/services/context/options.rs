@@ -73,6 +73,10 @@ pub struct Tuning {
     pub month_boost: f64,
     /// How many of the best-ranked chat turns a compact bundle shows whole.
     pub whole_turns: usize,
+    /// The share of the budget one of those turns may take (1/n, in tokens at four chars a
+    /// token); a longer turn shows its sentences that share the task's words within that room,
+    /// so a few long answers cannot fill the bundle by themselves.
+    pub whole_share: usize,
     /// Room of the other turns' excerpts (the sentences sharing the task's words), in chars.
     pub turn_chars: usize,
     /// Tokens of the budget per candidate of each ranked lane (0: the longest lanes whatever the
@@ -94,6 +98,7 @@ impl Tuning {
         date_boost: 0.5,
         month_boost: 0.25,
         whole_turns: 3,
+        whole_share: 16,
         turn_chars: 130,
         lane_tokens: 20,
     };

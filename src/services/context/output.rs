@@ -31,6 +31,8 @@ pub struct PackRequest<'a> {
     pub snapshot: Option<&'a SnapshotRow>,
     /// How many of the best-ranked chat turns show whole; the others show excerpts.
     pub whole_turns: usize,
+    /// Room of one of those turns, in chars ([`whole_chars`]).
+    pub whole_chars: usize,
     /// Room of a turn's excerpt, in chars.
     pub turn_chars: usize,
     /// Which sources are evidence: their lines go to the fenced quoted section.
@@ -39,6 +41,15 @@ pub struct PackRequest<'a> {
 
 /// Longest pinned turn shown, in chars (pinned turns are shown whole up to this).
 const PINNED_CHARS: usize = 4000;
+
+/// Room of a best-ranked turn in a bundle of `max_tokens`: a `1/share` of the budget at four
+/// chars a token, at most [`PINNED_CHARS`] (share 0: always that).
+pub fn whole_chars(max_tokens: usize, share: usize) -> usize {
+    match share {
+        0 => PINNED_CHARS,
+        n => (max_tokens.saturating_mul(4) / n).min(PINNED_CHARS),
+    }
+}
 /// A summary gets at most this share of the budget; a longer one is cut, ending in "…".
 const SUMMARY_BUDGET_SHARE: usize = 2;
 const SUMMARY_LABEL: &str = "- Summary of earlier turns: ";
@@ -72,7 +83,12 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
     if let (Some(s), Some(sid)) = (req.snapshot, req.session_id) {
         lines.push(summary_line(s, sid, req.max_tokens / SUMMARY_BUDGET_SHARE));
     }
-    let turns = TurnText { stems: TaskStems::new(req.task), whole: req.whole_turns, chars: req.turn_chars };
+    let turns = TurnText {
+        stems: TaskStems::new(req.task),
+        whole: req.whole_turns,
+        whole_chars: req.whole_chars,
+        chars: req.turn_chars,
+    };
     let mut turn_rank = 0;
     let ranked_lines = ranked.items.iter().filter(|(_, _, item)| !pinned(item)).map(|(_, _, item)| {
         let (procedure, line) = match quoted(item, req.trust) {
@@ -199,12 +215,13 @@ fn as_believed(c: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
 struct TurnText {
     stems: TaskStems,
     whole: usize,
+    whole_chars: usize,
     chars: usize,
 }
 
 impl TurnText {
-    /// The turn's line text: whole for the `whole` best-ranked turns, else its excerpt biased
-    /// to the task's words (whole when short).
+    /// The turn's line text: whole (within `whole_chars`) for the `whole` best-ranked turns,
+    /// else its excerpt biased to the task's words (whole when short).
     fn line(&self, e: &crate::model::episode::Episode, rank: usize) -> Option<String> {
         let msgs = e.payload.get("messages")?.as_array()?;
         let prefixes: Vec<(String, &str)> = msgs
@@ -216,7 +233,7 @@ impl TurnText {
             })
             .collect();
         let parts: Vec<Part<'_>> = prefixes.iter().map(|(p, t)| Part { prefix: p, text: t }).collect();
-        let chars = if rank < self.whole { PINNED_CHARS } else { self.chars };
+        let chars = if rank < self.whole { self.whole_chars } else { self.chars };
         let text = newlines_flat(&excerpt(&parts, &self.stems, chars));
         Some(turn_line(&text, e.metadata.get("outcome"), usize::MAX))
     }
@@ -334,4 +351,17 @@ pub fn provenance(bundle: &Bundle) -> Value {
         "procedure_ids": ids(&bundle.procedures, MemoryKind::Procedure),
         "episode_ids": bundle.episodes.iter().map(|e| e.id.to_string()).filter(|i| episode_ids.contains(i)).collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_best_turn_takes_at_most_its_share_of_the_budget() {
+        assert_eq!(whole_chars(2000, 16), 500);
+        assert_eq!(whole_chars(1000, 16), 250);
+        assert_eq!(whole_chars(128_000, 16), PINNED_CHARS);
+        assert_eq!(whole_chars(2000, 0), PINNED_CHARS);
+    }
 }
