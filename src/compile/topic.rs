@@ -1,0 +1,289 @@
+//! The same-topic judge: a later statement by the user about the same thing as an earlier one,
+//! with a different value, retires the earlier one, whatever words either was said in.
+//!
+//! Extraction rules see one sentence and know its phrasings; this judge needs none. It reads
+//! each sentence of a new user message and asks, in order:
+//! 1. is it a change at all? A sentence that marks a change, a retraction or a request to
+//!    change (the word lists of `topic.json`) and is none of the look-alikes (someone else's
+//!    thing, a plan, a hypothetical, a hedge, another instance, a one-off, a question that is
+//!    not a request, a negation that is not a retraction);
+//! 2. which earlier statement is it about? One that shares a topic word with it (stemmed, stop
+//!    words, fillers and change words out, values masked) and holds a value it does not: the
+//!    earlier fact's claimed value, or a value-shaped token (a number, an address, a name) of a
+//!    shape the new sentence also gives a different one of;
+//! 3. is that earlier statement the only one? The best-sharing earlier message must be unique,
+//!    else nothing is retired (an ambiguous change stays a plain record: omission over a wrong
+//!    supersession).
+//!
+//! The English is data (`topic.json`); this file is the engine. It never sees evidence: callers
+//! pass only the user's own lines.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::attributes::shape;
+use super::text::split_sentences;
+
+/// The word lists of `topic.json`.
+#[derive(Debug, Deserialize)]
+struct Words {
+    change: Vec<String>,
+    retraction: Vec<String>,
+    request: Vec<String>,
+    screens: Vec<String>,
+    negation: Vec<String>,
+    not_topic: Vec<String>,
+}
+
+static WORDS: LazyLock<Words> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)] // compiled-in data, covered by the tests below
+    serde_json::from_str(include_str!("topic.json")).expect("topic.json is valid")
+});
+
+static NOT_TOPIC: LazyLock<BTreeSet<&'static str>> = LazyLock::new(|| {
+    let w = &*WORDS;
+    w.not_topic.iter().chain(&w.change).chain(&w.negation).map(String::as_str).filter(|p| !p.contains(' ')).collect()
+});
+
+/// What a sentence does to an earlier value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// Gives the thing a new value ("the movers dropped everything at our new place in Boise").
+    Change,
+    /// Ends the value with none after it ("we're no longer on Azure").
+    Retraction,
+}
+
+/// An earlier memory of the user's own words that a change may retire.
+#[derive(Debug, Clone)]
+pub struct Older {
+    pub id: Uuid,
+    /// Memories of one message share it (the episode they came from).
+    pub group: String,
+    /// The user's words (a fact, or the user lines of a summary).
+    pub text: String,
+    /// The normalised value of a single-valued claim the memory carries.
+    pub value: Option<String>,
+}
+
+/// A new message of the user's.
+#[derive(Debug, Clone)]
+pub struct Newer {
+    pub group: String,
+    /// The memory that stands for the message (its summary), the successor of what it retires.
+    pub successor: Option<Uuid>,
+    pub text: String,
+}
+
+/// One earlier memory retired by a newer message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retirement {
+    pub older: Uuid,
+    /// None for a retraction: nothing replaces the value.
+    pub newer: Option<Uuid>,
+    pub mark: Mark,
+    /// How many topic words the two statements share.
+    pub shared: usize,
+}
+
+/// Whether `text` (lower-cased) holds `phrase` on word boundaries; "a ... b" is a then b.
+fn has(text: &str, phrase: &str) -> bool {
+    if let Some((a, b)) = phrase.split_once(" ... ") {
+        return find(text, a).is_some_and(|i| find(&text[i + a.len()..], b).is_some());
+    }
+    find(text, phrase).is_some()
+}
+
+fn find(text: &str, phrase: &str) -> Option<usize> {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric());
+    let mut from = 0;
+    while let Some(i) = text[from..].find(phrase).map(|i| i + from) {
+        let before = text[..i].chars().next_back();
+        let after = text[i + phrase.len()..].chars().next();
+        // "n't" is glued to its verb.
+        if (phrase.starts_with('n') && phrase.contains('\'') || !word(before)) && !word(after) {
+            return Some(i);
+        }
+        from = i + phrase.len().max(1);
+    }
+    None
+}
+
+fn any(text: &str, list: &[String]) -> bool {
+    list.iter().any(|p| has(text, p))
+}
+
+/// Whether a sentence changes a value of the user's own, and how; None for anything else.
+pub fn classify(sentence: &str, question: bool) -> Option<Mark> {
+    let w = &*WORDS;
+    // Values are masked: "kim@work.example" is no example.
+    let s: Vec<String> = sentence
+        .split_whitespace()
+        .map(|t| {
+            let t = t.trim_end_matches(['.', ',', ';', ':', '!', '?', ')']);
+            if t.contains(['@', '/']) || t.contains('.') { "_".to_string() } else { t.to_lowercase().replace('’', "'") }
+        })
+        .collect();
+    let s = s.join(" ");
+    let request = any(&s, &w.request);
+    if (question && !request) || any(&s, &w.screens) || s.contains('"') || s.contains('`') {
+        return None;
+    }
+    let retraction = any(&s, &w.retraction);
+    if any(&s, &w.negation) && !retraction {
+        return None;
+    }
+    if retraction {
+        return Some(Mark::Retraction);
+    }
+    (request || any(&s, &w.change)).then_some(Mark::Change)
+}
+
+/// A sentence's topic words (stemmed) and values (value-shaped tokens and capitalised names).
+#[derive(Debug, Default)]
+struct Terms {
+    topic: BTreeSet<String>,
+    values: BTreeSet<String>,
+    all: BTreeSet<String>,
+}
+
+fn terms(sentence: &str) -> Terms {
+    let mut t = Terms::default();
+    for (n, raw) in sentence.split_whitespace().enumerate() {
+        let tok = raw.trim_matches(|c: char| !c.is_alphanumeric() && !matches!(c, '~' | '/' | '+' | '@'));
+        if tok.is_empty() {
+            continue;
+        }
+        let lower = tok.to_lowercase().replace('’', "'");
+        if tok.chars().any(|c| c.is_ascii_digit()) || tok.contains(['@', '/']) || tok.contains('.') {
+            t.values.insert(lower.clone());
+            t.all.insert(lower);
+            continue;
+        }
+        let word = lower.trim_end_matches("'s").trim_end_matches('\'');
+        if word.chars().count() < 3 || NOT_TOPIC.contains(word) || NOT_TOPIC.contains(lower.as_str()) {
+            continue;
+        }
+        let Some(Some(stem)) = crate::lexemes::english::lexeme(word) else { continue };
+        if n > 0 && tok.chars().next().is_some_and(char::is_uppercase) && word != "i" {
+            t.values.insert(stem.clone());
+        }
+        t.all.insert(stem.clone());
+        t.topic.insert(stem);
+    }
+    t
+}
+
+/// How strongly `new` (a change) is about `old`; None when it is not about it.
+fn about(new: &Terms, mark: Mark, new_lower: &str, old: &Terms, value: Option<&str>) -> Option<usize> {
+    let shared = new.topic.intersection(&old.topic).count();
+    if shared == 0 {
+        return None;
+    }
+    let fresh = || new.all.difference(&old.all).next().is_some();
+    match value {
+        // A claimed fact: its value must not be restated, and (for a change) something new said.
+        Some(v) => (!has(new_lower, v) && (mark == Mark::Retraction || fresh())).then_some(shared),
+        // A plain statement: it holds a value the change does not, of a shape the change gives
+        // a different one of.
+        None => {
+            let old_only: Vec<&String> = old.values.iter().filter(|v| !new.all.contains(*v)).collect();
+            let new_only: Vec<&String> = new.values.iter().filter(|v| !old.all.contains(*v)).collect();
+            let compatible = old_only.iter().any(|o| new_only.iter().any(|n| shape(o).compatible(shape(n))));
+            let ok = !old_only.is_empty() && (mark == Mark::Retraction || compatible);
+            ok.then_some(shared)
+        }
+    }
+}
+
+/// The retirements the newer messages make among the older memories (earlier messages only,
+/// in order: each newer message also sees the ones before it that survive).
+pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
+    let olds: Vec<(&Older, Vec<Terms>)> =
+        older.iter().map(|o| (o, split_sentences(&o.text).iter().map(|(s, _)| terms(s)).collect())).collect();
+    let mut retired: BTreeSet<Uuid> = BTreeSet::new();
+    let mut out = Vec::new();
+    for n in newer {
+        for (sentence, question) in split_sentences(&n.text) {
+            let Some(mark) = classify(&sentence, question) else { continue };
+            let lower = sentence.to_lowercase();
+            let new = terms(&sentence);
+            // Best score per earlier message, and the memories of it that matched.
+            let mut by_group: BTreeMap<&str, (usize, Vec<Uuid>)> = BTreeMap::new();
+            for (o, sentences) in &olds {
+                if o.group == n.group || retired.contains(&o.id) {
+                    continue;
+                }
+                let best = sentences.iter().filter_map(|t| about(&new, mark, &lower, t, o.value.as_deref())).max();
+                if let Some(score) = best {
+                    let e = by_group.entry(o.group.as_str()).or_default();
+                    e.0 = e.0.max(score);
+                    e.1.push(o.id);
+                }
+            }
+            let top = by_group.values().map(|(s, _)| *s).max().unwrap_or(0);
+            let winners: Vec<&Vec<Uuid>> = by_group.values().filter(|(s, _)| *s == top).map(|(_, ids)| ids).collect();
+            let [ids] = winners.as_slice() else { continue };
+            for id in ids.iter() {
+                retired.insert(*id);
+                let newer = if mark == Mark::Retraction { None } else { n.successor };
+                out.push(Retirement { older: *id, newer, mark, shared: top });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn older(n: u128, group: &str, text: &str, value: Option<&str>) -> Older {
+        Older { id: Uuid::from_u128(n), group: group.into(), text: text.into(), value: value.map(String::from) }
+    }
+
+    fn newer(text: &str) -> Vec<Newer> {
+        vec![Newer { group: "new".into(), successor: Some(Uuid::from_u128(99)), text: text.into() }]
+    }
+
+    #[test]
+    fn the_word_lists_load() {
+        assert!(!WORDS.change.is_empty() && !WORDS.screens.is_empty());
+    }
+
+    #[test]
+    fn changes_retractions_and_look_alikes() {
+        assert_eq!(classify("we're no longer on Azure", false), Some(Mark::Retraction));
+        assert_eq!(classify("I don't eat gluten-free anymore", false), Some(Mark::Retraction));
+        assert_eq!(classify("can you change my billing email to kim@work.example", true), Some(Mark::Change));
+        assert_eq!(classify("correction: the retro is on Thursday now", false), Some(Mark::Change));
+        assert_eq!(classify("my sister just got a new car", false), None);
+        assert_eq!(classify("thinking about moving to Oslo next year", false), None);
+        assert_eq!(classify("should we switch to Linear", true), None);
+        assert_eq!(classify("we're not switching banks", false), None);
+        assert_eq!(classify("I like tea", false), None);
+    }
+
+    #[test]
+    fn a_change_retires_the_one_statement_it_is_about() {
+        let old = [older(1, "a", "my laptop is a ThinkPad X1", Some("thinkpad x1")), older(2, "b", "I live in Oslo", None)];
+        let r = judge(&newer("new laptop day, a MacBook Air M3"), &old);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].older, Uuid::from_u128(1));
+        // The value restated is no change.
+        assert!(judge(&newer("finally got the ThinkPad X1 laptop set up now"), &old).is_empty());
+        // Two earlier statements equally about it: nothing is retired.
+        let two = [older(1, "a", "cache node is 10.0.0.1", None), older(2, "b", "cache node backup is 10.0.0.2", None)];
+        assert!(judge(&newer("the cache node is 10.0.0.9 now"), &two).is_empty());
+    }
+
+    #[test]
+    fn a_plain_statement_needs_a_value_of_the_same_shape() {
+        let old = [older(1, "a", "doing 5k runs on weekends", None)];
+        assert_eq!(judge(&newer("finally up to 10k on my sunday runs"), &old).len(), 1);
+        assert!(judge(&newer("new shoes for the runs arrived"), &old).is_empty());
+    }
+}

@@ -1,0 +1,136 @@
+//! Feeding the same-topic judge ([`crate::compile::topic`]) from a compile batch: the user's
+//! new messages against the subject's active memories of the user's own words, and the
+//! supersessions it decides, as rows to write.
+
+use std::collections::{BTreeSet, HashMap};
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::compile::claims::{parse_claim, Cardinality, Registry};
+use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, MemoryDraft};
+use crate::compile::supersede::Rule;
+use crate::compile::topic::{judge, Mark, Newer, Older};
+use crate::db::compile::{ActiveRow, RecordRow};
+use crate::model::memory::MemoryKind;
+use crate::model::voice::Voice;
+
+/// A new message of the batch as the judge needs it, with its place in time.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    newer: Newer,
+    order: (DateTime<Utc>, String),
+}
+
+/// The group key of a memory: its episode's seq, the first part of its order tiebreak.
+fn group_of(tiebreak: &str) -> &str {
+    tiebreak.split(':').next().unwrap_or(tiebreak)
+}
+
+/// The user's lines of a sanitised text ("user: …" lines, or a plain text of the user's).
+fn user_lines(text: &str, plain: bool) -> String {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("user: ") {
+            out.push(rest);
+        } else if plain && !line.split_once(": ").is_some_and(|(r, _)| r.chars().all(char::is_alphabetic)) {
+            out.push(line);
+        }
+    }
+    out.join("\n")
+}
+
+/// The batch's messages in the user's voice, each with the summary that stands for it.
+pub fn new_messages(inputs: &[EpisodeInput], drafts: &[MemoryDraft], ids: &[Uuid]) -> Vec<NewMessage> {
+    let summaries: HashMap<Uuid, Uuid> = drafts
+        .iter()
+        .zip(ids)
+        .filter(|(d, _)| d.kind == MemoryKind::EpisodeSummary)
+        .map(|(d, id)| (d.source_episode_id, *id))
+        .collect();
+    inputs
+        .iter()
+        .filter(|ep| ep.voice.relays_user())
+        .filter_map(|ep| {
+            let text = user_lines(&sanitized_text(&ep.payload, ep.voice), ep.voice == Voice::User);
+            let group = format!("{:020}", ep.seq);
+            let successor = summaries.get(&ep.id).copied();
+            (!text.trim().is_empty()).then(|| NewMessage {
+                newer: Newer { group: group.clone(), successor, text },
+                order: (time_anchor(ep), group),
+            })
+        })
+        .collect()
+}
+
+/// The supersessions the judge decides: (loser, its new valid_to) and the records to write.
+/// `taken` are the memories already superseded by this batch's other rules.
+pub fn decide(
+    messages: &[NewMessage],
+    active: &[ActiveRow],
+    registry: &Registry,
+    taken: &BTreeSet<Uuid>,
+) -> (Vec<(Uuid, DateTime<Utc>)>, Vec<RecordRow>) {
+    let mut losers = Vec::new();
+    let mut records = Vec::new();
+    if messages.is_empty() {
+        return (losers, records);
+    }
+    let mut older: Vec<(Older, (DateTime<Utc>, String), DateTime<Utc>)> = Vec::new();
+    for r in active.iter().filter(|r| !r.evidence && !taken.contains(&r.id)) {
+        let (text, value) = match r.kind {
+            MemoryKind::EpisodeSummary => (user_lines(&r.content, true), None),
+            MemoryKind::ProfileFact => {
+                let claim = r.claim.as_ref().and_then(|c| parse_claim(c, registry));
+                if claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Multi) {
+                    continue;
+                }
+                (r.content.clone(), claim.map(|c| c.value))
+            }
+            _ => continue,
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        let group = group_of(&r.order_tiebreak).to_string();
+        let o = Older { id: r.id, group: group.clone(), text, value };
+        older.push((o, (r.order_at, group), r.valid_from));
+    }
+    let mut gone: BTreeSet<Uuid> = BTreeSet::new();
+    for m in messages {
+        let earlier: Vec<Older> = older
+            .iter()
+            .filter(|(o, order, _)| *order < m.order && !gone.contains(&o.id))
+            .map(|(o, _, _)| o.clone())
+            .collect();
+        for r in judge(std::slice::from_ref(&m.newer), &earlier) {
+            gone.insert(r.older);
+            let from = older.iter().find(|(o, _, _)| o.id == r.older).map_or(m.order.0, |(_, _, f)| *f);
+            losers.push((r.older, m.order.0.max(from)));
+            let rule = if r.mark == Mark::Retraction { Rule::Retraction } else { Rule::TopicChange };
+            records.push(RecordRow {
+                superseded: r.older,
+                superseding: r.newer,
+                rule: rule.as_str().to_string(),
+                claim_key: None,
+                score: Some(r.shared as f64),
+                threshold: Some(1.0),
+                details: json!({"judge": "same_topic", "shared_terms": r.shared}),
+            });
+        }
+    }
+    (losers, records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_lines_keep_only_the_user() {
+        assert_eq!(user_lines("user: my phone is a Pixel\nassistant: noted", false), "my phone is a Pixel");
+        assert_eq!(user_lines("I live in Oslo", true), "I live in Oslo");
+        assert_eq!(user_lines("assistant: noted", true), "");
+    }
+}
