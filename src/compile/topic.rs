@@ -67,6 +67,8 @@ pub struct Older {
     pub text: String,
     /// The normalised value of a single-valued claim the memory carries.
     pub value: Option<String>,
+    /// The words that name the claim's attribute (`attributes.json`), for a claimed fact.
+    pub key_words: Vec<String>,
 }
 
 /// A new message of the user's.
@@ -177,21 +179,31 @@ fn terms(sentence: &str) -> Terms {
     t
 }
 
-/// How strongly `new` (a change) is about `old`; None when it is not about it.
-fn about(new: &Terms, mark: Mark, new_lower: &str, old: &Terms, value: Option<&str>) -> Option<usize> {
-    let shared = new.topic.intersection(&old.topic).count();
+/// How strongly a change is about `old`; None when it is not about it. `sentence` holds the
+/// change's terms, `message` those of the whole message (the new value may sit in the next
+/// sentence: "new laptop day! MacBook Air M3").
+fn about(sentence: &Terms, message: &Terms, mark: Mark, lower: &str, old: &Terms, value: Option<&str>) -> Option<usize> {
+    let mut shared = sentence.topic.intersection(&old.topic).count();
+    let old_only: Vec<&String> = old.values.iter().filter(|v| !message.all.contains(*v)).collect();
+    let new_only: Vec<&String> = message.values.iter().filter(|v| !old.all.contains(*v)).collect();
+    // Two values of one exact form (two email addresses, two IPs) name the same kind of thing.
+    let exact = |o: &&String| {
+        let sh = shape(o);
+        sh.is_exact() && new_only.iter().any(|n| shape(n) == sh)
+    };
+    if shared == 0 && old_only.iter().any(exact) {
+        shared = 1;
+    }
     if shared == 0 {
         return None;
     }
-    let fresh = || new.all.difference(&old.all).next().is_some();
+    let fresh = || message.all.difference(&old.all).next().is_some();
     match value {
         // A claimed fact: its value must not be restated, and (for a change) something new said.
-        Some(v) => (!has(new_lower, v) && (mark == Mark::Retraction || fresh())).then_some(shared),
+        Some(v) => (!has(lower, v) && (mark == Mark::Retraction || fresh())).then_some(shared),
         // A plain statement: it holds a value the change does not, of a shape the change gives
         // a different one of.
         None => {
-            let old_only: Vec<&String> = old.values.iter().filter(|v| !new.all.contains(*v)).collect();
-            let new_only: Vec<&String> = new.values.iter().filter(|v| !old.all.contains(*v)).collect();
             let compatible = old_only.iter().any(|o| new_only.iter().any(|n| shape(o).compatible(shape(n))));
             let ok = !old_only.is_empty() && (mark == Mark::Retraction || compatible);
             ok.then_some(shared)
@@ -202,11 +214,21 @@ fn about(new: &Terms, mark: Mark, new_lower: &str, old: &Terms, value: Option<&s
 /// The retirements the newer messages make among the older memories (earlier messages only,
 /// in order: each newer message also sees the ones before it that survive).
 pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
-    let olds: Vec<(&Older, Vec<Terms>)> =
-        older.iter().map(|o| (o, split_sentences(&o.text).iter().map(|(s, _)| terms(s)).collect())).collect();
+    let olds: Vec<(&Older, Vec<Terms>)> = older
+        .iter()
+        .map(|o| {
+            let mut ts: Vec<Terms> = split_sentences(&o.text).iter().map(|(s, _)| terms(s)).collect();
+            let named = terms(&o.key_words.join(" "));
+            for t in &mut ts {
+                t.topic.extend(named.topic.iter().cloned());
+            }
+            (o, ts)
+        })
+        .collect();
     let mut retired: BTreeSet<Uuid> = BTreeSet::new();
     let mut out = Vec::new();
     for n in newer {
+        let message = terms(&n.text);
         for (sentence, question) in split_sentences(&n.text) {
             let Some(mark) = classify(&sentence, question) else { continue };
             let lower = sentence.to_lowercase();
@@ -217,7 +239,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
                 if o.group == n.group || retired.contains(&o.id) {
                     continue;
                 }
-                let best = sentences.iter().filter_map(|t| about(&new, mark, &lower, t, o.value.as_deref())).max();
+                let best = sentences.iter().filter_map(|t| about(&new, &message, mark, &lower, t, o.value.as_deref())).max();
                 if let Some(score) = best {
                     let e = by_group.entry(o.group.as_str()).or_default();
                     e.0 = e.0.max(score);
@@ -242,7 +264,13 @@ mod tests {
     use super::*;
 
     fn older(n: u128, group: &str, text: &str, value: Option<&str>) -> Older {
-        Older { id: Uuid::from_u128(n), group: group.into(), text: text.into(), value: value.map(String::from) }
+        Older {
+            id: Uuid::from_u128(n),
+            group: group.into(),
+            text: text.into(),
+            value: value.map(String::from),
+            key_words: Vec::new(),
+        }
     }
 
     fn newer(text: &str) -> Vec<Newer> {

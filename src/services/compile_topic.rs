@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
+use crate::compile::attributes::attributes;
 use crate::compile::claims::{parse_claim, Cardinality, Registry};
 use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, MemoryDraft};
 use crate::compile::supersede::Rule;
@@ -79,14 +80,15 @@ pub fn decide(
     }
     let mut older: Vec<(Older, (DateTime<Utc>, String), DateTime<Utc>)> = Vec::new();
     for r in active.iter().filter(|r| !r.evidence && !taken.contains(&r.id)) {
-        let (text, value) = match r.kind {
-            MemoryKind::EpisodeSummary => (user_lines(&r.content, true), None),
+        let (text, value, key) = match r.kind {
+            MemoryKind::EpisodeSummary => (user_lines(&r.content, true), None, None),
             MemoryKind::ProfileFact => {
                 let claim = r.claim.as_ref().and_then(|c| parse_claim(c, registry));
                 if claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Multi) {
                     continue;
                 }
-                (r.content.clone(), claim.map(|c| c.value))
+                let key = claim.as_ref().map(|c| c.key.clone());
+                (r.content.clone(), claim.map(|c| c.value), key)
             }
             _ => continue,
         };
@@ -94,7 +96,8 @@ pub fn decide(
             continue;
         }
         let group = group_of(&r.order_tiebreak).to_string();
-        let o = Older { id: r.id, group: group.clone(), text, value };
+        let key_words = key.map(|k| attributes().words_of(&k).into_iter().collect()).unwrap_or_default();
+        let o = Older { id: r.id, group: group.clone(), text, value, key_words };
         older.push((o, (r.order_at, group), r.valid_from));
     }
     let mut gone: BTreeSet<Uuid> = BTreeSet::new();
@@ -105,6 +108,10 @@ pub fn decide(
             .map(|(o, _, _)| o.clone())
             .collect();
         for r in judge(std::slice::from_ref(&m.newer), &earlier) {
+            if std::env::var("MNEMO_TOPIC_DEBUG").is_ok() {
+                let o = earlier.iter().find(|o| o.id == r.older).map(|o| o.text.clone()).unwrap_or_default();
+                eprintln!("TOPIC {:?} | {:?} => {:?}", r.mark, m.newer.text, o);
+            }
             gone.insert(r.older);
             let from = older.iter().find(|(o, _, _)| o.id == r.older).map_or(m.order.0, |(_, _, f)| *f);
             losers.push((r.older, m.order.0.max(from)));
