@@ -24,7 +24,7 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::attributes::shape;
+use super::attributes::{shape, Shape};
 use super::text::split_sentences;
 
 /// The word lists of `topic.json`.
@@ -34,8 +34,13 @@ struct Words {
     retraction: Vec<String>,
     request: Vec<String>,
     screens: Vec<String>,
+    clause_screens: Vec<String>,
+    reported: Vec<String>,
     negation: Vec<String>,
+    question_words: Vec<String>,
     not_topic: Vec<String>,
+    numbers: Vec<String>,
+    abbreviations: Vec<String>,
 }
 
 static WORDS: LazyLock<Words> = LazyLock::new(|| {
@@ -118,30 +123,130 @@ fn any(text: &str, list: &[String]) -> bool {
     list.iter().any(|p| has(text, p))
 }
 
-/// Whether a sentence changes a value of the user's own, and how; None for anything else.
-pub fn classify(sentence: &str, question: bool) -> Option<Mark> {
-    let w = &*WORDS;
-    // Values are masked: "kim@work.example" is no example.
-    let s: Vec<String> = sentence
+/// What a sentence is to the judge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Class {
+    /// A look-alike (or a question): it changes nothing, and its words count for nothing.
+    Screened,
+    /// A plain statement: a change when another sentence of its message marks one.
+    Plain(String),
+    /// A change or retraction, with the words of its clauses that are not screened.
+    Marked(Mark, String),
+}
+
+/// Lower-cases a clause and masks its values: "kim@work.example" is no example.
+fn masked(clause: &str) -> String {
+    let words: Vec<String> = clause
         .split_whitespace()
         .map(|t| {
             let t = t.trim_end_matches(['.', ',', ';', ':', '!', '?', ')']);
-            if t.contains(['@', '/']) || t.contains('.') { "_".to_string() } else { t.to_lowercase().replace('’', "'") }
+            if t.contains(['@', '/']) || t.contains('.') {
+                "_".to_string()
+            } else {
+                t.to_lowercase().replace('’', "'")
+            }
         })
         .collect();
-    let s = s.join(" ");
-    let request = any(&s, &w.request);
-    if (question && !request) || any(&s, &w.screens) || s.contains('"') || s.contains('`') {
-        return None;
+    words.join(" ")
+}
+
+/// The clauses of a sentence: split at commas, semicolons, colons, dashes and brackets.
+fn clauses(sentence: &str) -> Vec<String> {
+    let spaced = sentence.replace(" - ", " — ").replace(" – ", " — ");
+    spaced
+        .split([',', ';', '—', '(', ')'])
+        .flat_map(|c| c.split(": "))
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// A question that opens with a statement ("We downgraded to Basic, so why was I charged
+/// more?"): the statement, when there is one.
+fn statement_before_question(sentence: &str) -> Option<String> {
+    let w = &*WORDS;
+    let parts = clauses(sentence);
+    let asks = |c: &String| {
+        let m = masked(c);
+        let m = ["so ", "but ", "and ", "then "].iter().fold(m.as_str(), |m, p| m.strip_prefix(p).unwrap_or(m));
+        w.question_words.iter().any(|q| find(m, q) == Some(0))
+    };
+    let at = parts.iter().position(asks)?;
+    (at > 0).then(|| parts[..at].join(", "))
+}
+
+fn classify_sentence(sentence: &str, question: bool) -> Class {
+    let w = &*WORDS;
+    let whole = masked(sentence);
+    if question && !any(&whole, &w.request) {
+        return match statement_before_question(sentence) {
+            Some(head) => classify_sentence(&head, false),
+            None => Class::Screened,
+        };
     }
-    let retraction = any(&s, &w.retraction);
-    if any(&s, &w.negation) && !retraction {
-        return None;
+    if any(&whole, &w.screens) || quotes(sentence) {
+        return Class::Screened;
     }
-    if retraction {
-        return Some(Mark::Retraction);
+    // "my aunt texted me, my new email is …": the rest of the sentence is her words.
+    let others = clauses(sentence).iter().any(|c| any(&masked(c), &w.clause_screens));
+    if others && any(&whole, &w.reported) {
+        return Class::Screened;
     }
-    (request || any(&s, &w.change)).then_some(Mark::Change)
+    // Someone else's thing, another instance, the past, a negation: that clause says nothing.
+    let kept: Vec<String> = clauses(sentence)
+        .into_iter()
+        .filter(|c| {
+            let m = masked(c);
+            !any(&m, &w.clause_screens) && (!any(&m, &w.negation) || any(&m, &w.retraction))
+        })
+        .collect();
+    if kept.is_empty() {
+        return Class::Screened;
+    }
+    let text = kept.join(", ");
+    let m = masked(&text);
+    if any(&m, &w.retraction) {
+        Class::Marked(Mark::Retraction, text)
+    } else if any(&m, &w.request) || any(&m, &w.change) {
+        Class::Marked(Mark::Change, text)
+    } else {
+        Class::Plain(text)
+    }
+}
+
+/// Whether a sentence quotes something: double quotes, backticks, or a single quote opening
+/// a word (an apostrophe inside a word is no quote).
+fn quotes(sentence: &str) -> bool {
+    sentence.contains(['"', '`', '“', '‘'])
+        || sentence.split_whitespace().any(|t| t.starts_with('\'') || (t.ends_with('\'') && !t.ends_with("s'")))
+}
+
+/// Whether a sentence changes a value of the user's own, and how; None for anything else.
+pub fn classify(sentence: &str, question: bool) -> Option<Mark> {
+    match classify_sentence(sentence, question) {
+        Class::Marked(m, _) => Some(m),
+        _ => None,
+    }
+}
+
+/// The sentences of a text; an abbreviation's full stop ("Dr. Quint") ends none.
+fn sentences(text: &str) -> Vec<(String, bool)> {
+    let mut t = text.to_string();
+    for a in &WORDS.abbreviations {
+        for cased in [a.clone(), capitalised(a)] {
+            t = t.replace(&format!(" {cased}. "), &format!(" {cased} "));
+            if t.starts_with(&format!("{cased}. ")) {
+                t = format!("{cased} {}", &t[cased.len() + 2..]);
+            }
+        }
+    }
+    split_sentences(&t)
+}
+
+fn capitalised(w: &str) -> String {
+    let mut c = w.chars();
+    c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
 }
 
 /// A sentence's topic words (stemmed) and values (value-shaped tokens and capitalised names).
@@ -160,9 +265,17 @@ fn terms(sentence: &str) -> Terms {
             continue;
         }
         let lower = tok.to_lowercase().replace('’', "'");
-        if tok.chars().any(|c| c.is_ascii_digit()) || tok.contains(['@', '/']) || tok.contains('.') {
+        let number = WORDS.numbers.iter().any(|n| *n == lower);
+        if number || tok.chars().any(|c| c.is_ascii_digit()) || tok.contains(['@', '/', '.', '-', '_']) {
             t.values.insert(lower.clone());
-            t.all.insert(lower);
+            t.all.insert(lower.clone());
+            // "on-call" still names its topic.
+            for part in lower.split(['-', '_']).filter(|p| p.len() >= 3 && p.chars().all(char::is_alphabetic)) {
+                if let Some(Some(stem)) = crate::lexemes::english::lexeme(part) {
+                    t.topic.insert(stem.clone());
+                    t.all.insert(stem);
+                }
+            }
             continue;
         }
         let word = lower.trim_end_matches("'s").trim_end_matches('\'');
@@ -204,7 +317,9 @@ fn about(sentence: &Terms, message: &Terms, mark: Mark, lower: &str, old: &Terms
         // A plain statement: it holds a value the change does not, of a shape the change gives
         // a different one of.
         None => {
-            let compatible = old_only.iter().any(|o| new_only.iter().any(|n| shape(o).compatible(shape(n))));
+            let loose = |s: Shape| matches!(s, Shape::Name | Shape::Text);
+            let alike = |o: Shape, n: Shape| o == n || (loose(o) && loose(n));
+            let compatible = old_only.iter().any(|o| new_only.iter().any(|n| alike(shape(o), shape(n))));
             let ok = !old_only.is_empty() && (mark == Mark::Retraction || compatible);
             ok.then_some(shared)
         }
@@ -217,7 +332,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
     let olds: Vec<(&Older, Vec<Terms>)> = older
         .iter()
         .map(|o| {
-            let mut ts: Vec<Terms> = split_sentences(&o.text).iter().map(|(s, _)| terms(s)).collect();
+            let mut ts: Vec<Terms> = sentences(&o.text).iter().map(|(s, _)| terms(s)).collect();
             let named = terms(&o.key_words.join(" "));
             for t in &mut ts {
                 t.topic.extend(named.topic.iter().cloned());
@@ -228,11 +343,31 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
     let mut retired: BTreeSet<Uuid> = BTreeSet::new();
     let mut out = Vec::new();
     for n in newer {
-        let message = terms(&n.text);
-        for (sentence, question) in split_sentences(&n.text) {
-            let Some(mark) = classify(&sentence, question) else { continue };
-            let lower = sentence.to_lowercase();
-            let new = terms(&sentence);
+        let classes: Vec<Class> = sentences(&n.text).iter().map(|(s, q)| classify_sentence(s, *q)).collect();
+        let marked = classes.iter().find_map(|c| match c {
+            Class::Marked(m, _) => Some(*m),
+            _ => None,
+        });
+        let Some(message_mark) = marked else { continue };
+        // The message's words, screened sentences and clauses left out.
+        let said: Vec<&str> = classes
+            .iter()
+            .filter_map(|c| match c {
+                Class::Marked(_, t) | Class::Plain(t) => Some(t.as_str()),
+                Class::Screened => None,
+            })
+            .collect();
+        let message = terms(&said.join(". "));
+        for class in &classes {
+            let (mark, text) = match class {
+                Class::Marked(m, t) => (*m, t),
+                Class::Plain(t) => (message_mark, t),
+                Class::Screened => continue,
+            };
+            // A retraction that also gives a value is a change ("stopped X, now Y").
+            let mark = if mark == Mark::Retraction && !message.values.is_empty() { Mark::Change } else { mark };
+            let lower = text.to_lowercase();
+            let new = terms(text);
             // Best score per earlier message, and the memories of it that matched.
             let mut by_group: BTreeMap<&str, (usize, Vec<Uuid>)> = BTreeMap::new();
             for (o, sentences) in &olds {
