@@ -36,10 +36,14 @@ struct Words {
     screens: Vec<String>,
     clause_screens: Vec<String>,
     reported: Vec<String>,
+    keeping: Vec<String>,
     negation: Vec<String>,
     question_words: Vec<String>,
+    ending: Vec<String>,
     not_topic: Vec<String>,
+    topics: Vec<Vec<String>>,
     numbers: Vec<String>,
+    times: Vec<String>,
     abbreviations: Vec<String>,
 }
 
@@ -249,60 +253,136 @@ fn capitalised(w: &str) -> String {
     c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
 }
 
-/// A sentence's topic words (stemmed) and values (value-shaped tokens and capitalised names).
+/// A sentence's topic words (stemmed, plus the topic groups of `topic.json`), its values
+/// (value-shaped tokens, number and time words, capitalised names) and which of its terms sit
+/// next to a word that ends them ("moved off DigitalOcean", "LaunchDarkly anymore").
 #[derive(Debug, Default)]
 struct Terms {
     topic: BTreeSet<String>,
     values: BTreeSet<String>,
     all: BTreeSet<String>,
+    ended: BTreeSet<String>,
+    /// The sentence lower-cased without the words an ending word reaches.
+    kept: String,
+}
+
+/// How far (in words) an ending word reaches.
+const ENDING_REACH: usize = 3;
+
+/// The tokens of a sentence, a run of tokens with digits joined ("0161 496 0734").
+fn tokens(sentence: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut joinable = false;
+    for raw in sentence.split_whitespace() {
+        let tok = raw.trim_matches(|c: char| !c.is_alphanumeric() && !matches!(c, '~' | '/' | '+' | '@'));
+        if tok.is_empty() {
+            joinable = false;
+            continue;
+        }
+        let digits = tok.chars().any(|c| c.is_ascii_digit()) && !tok.contains(['@', '/']);
+        match out.last_mut() {
+            Some(last) if digits && joinable => {
+                last.push(' ');
+                last.push_str(tok);
+            }
+            _ => out.push(tok.to_string()),
+        }
+        // A token ending in punctuation ends a run.
+        joinable = digits && raw.ends_with(|c: char| c.is_alphanumeric());
+    }
+    out
+}
+
+fn group_of(word: &str) -> Option<String> {
+    WORDS.topics.iter().find(|g| g.iter().any(|w| w == word)).map(|g| format!("#{}", g[0]))
 }
 
 fn terms(sentence: &str) -> Terms {
+    let w = &*WORDS;
     let mut t = Terms::default();
-    for (n, raw) in sentence.split_whitespace().enumerate() {
-        let tok = raw.trim_matches(|c: char| !c.is_alphanumeric() && !matches!(c, '~' | '/' | '+' | '@'));
-        if tok.is_empty() {
-            continue;
+    let toks = tokens(sentence);
+    let lowers: Vec<String> = toks.iter().map(|x| x.to_lowercase().replace('’', "'")).collect();
+    let ending: Vec<usize> =
+        lowers.iter().enumerate().filter(|(_, l)| w.ending.iter().any(|e| e == *l)).map(|(i, _)| i).collect();
+    for (n, (tok, lower)) in toks.iter().zip(&lowers).enumerate() {
+        let ended = ending.iter().any(|&e| e != n && e.abs_diff(n) <= ENDING_REACH);
+        if !ended {
+            t.kept.push_str(lower);
+            t.kept.push(' ');
         }
-        let lower = tok.to_lowercase().replace('’', "'");
-        let number = WORDS.numbers.iter().any(|n| *n == lower);
-        if number || tok.chars().any(|c| c.is_ascii_digit()) || tok.contains(['@', '/', '.', '-', '_']) {
-            t.values.insert(lower.clone());
-            t.all.insert(lower.clone());
+        let add = |t: &mut Terms, term: String, value: bool, topic: bool| {
+            if ended {
+                t.ended.insert(term.clone());
+            }
+            if value {
+                t.values.insert(term.clone());
+            }
+            if topic {
+                t.topic.insert(term.clone());
+            }
+            t.all.insert(term);
+        };
+        let word = lower.trim_end_matches("'s").trim_end_matches('\'');
+        if let Some(g) = group_of(word) {
+            add(&mut t, g, false, true);
+        }
+        let spoken = w.numbers.iter().chain(&w.times).any(|x| x == word);
+        if spoken || tok.chars().any(|c| c.is_ascii_digit()) || tok.contains(['@', '/', '.', '-', '_']) {
+            add(&mut t, lower.clone(), true, false);
             // "on-call" still names its topic.
             for part in lower.split(['-', '_']).filter(|p| p.len() >= 3 && p.chars().all(char::is_alphabetic)) {
                 if let Some(Some(stem)) = crate::lexemes::english::lexeme(part) {
-                    t.topic.insert(stem.clone());
-                    t.all.insert(stem);
+                    add(&mut t, stem, false, true);
                 }
             }
             continue;
         }
-        let word = lower.trim_end_matches("'s").trim_end_matches('\'');
-        if word.chars().count() < 3 || NOT_TOPIC.contains(word) || NOT_TOPIC.contains(lower.as_str()) {
+        if word.chars().count() < 2 || NOT_TOPIC.contains(word) || NOT_TOPIC.contains(lower.as_str()) {
             continue;
         }
         let Some(Some(stem)) = crate::lexemes::english::lexeme(word) else { continue };
-        if n > 0 && tok.chars().next().is_some_and(char::is_uppercase) && word != "i" {
-            t.values.insert(stem.clone());
-        }
-        t.all.insert(stem.clone());
-        t.topic.insert(stem);
+        let name = n > 0 && tok.chars().next().is_some_and(char::is_uppercase);
+        add(&mut t, stem, name, true);
     }
     t
 }
 
-/// How strongly a change is about `old`; None when it is not about it. `sentence` holds the
-/// change's terms, `message` those of the whole message (the new value may sit in the next
-/// sentence: "new laptop day! MacBook Air M3").
-fn about(sentence: &Terms, message: &Terms, mark: Mark, lower: &str, old: &Terms, value: Option<&str>) -> Option<usize> {
+/// The shape of a value token: a weekday or month is a time, a number word a number.
+fn value_shape(v: &str) -> Shape {
+    if WORDS.times.iter().any(|x| x == v) {
+        Shape::Time
+    } else if WORDS.numbers.iter().any(|x| x == v) {
+        Shape::Number
+    } else {
+        shape(v)
+    }
+}
+
+/// How a change bears on one earlier statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Bearing {
+    /// Topic words shared.
+    shared: usize,
+    /// Whether a value shows the change (else it only shares the topic).
+    strong: bool,
+    /// What it does to the earlier value.
+    mark: Mark,
+}
+
+/// How a change bears on `old`; None when it is not about it. `sentence` holds the change's
+/// terms, `message` those of the whole message (the new value may sit in the next sentence:
+/// "new laptop day! MacBook Air M3"). A value of `old` the message names next to a word that
+/// ends it ("moved off DigitalOcean") is not restated.
+fn about(sentence: &Terms, message: &Terms, mark: Mark, old: &Terms, value: Option<&str>) -> Option<Bearing> {
     let mut shared = sentence.topic.intersection(&old.topic).count();
-    let old_only: Vec<&String> = old.values.iter().filter(|v| !message.all.contains(*v)).collect();
-    let new_only: Vec<&String> = message.values.iter().filter(|v| !old.all.contains(*v)).collect();
+    let restated = |v: &str| message.all.contains(v) && !message.ended.contains(v);
+    let old_only: Vec<&String> = old.values.iter().filter(|v| !restated(v)).collect();
+    let new_only: Vec<&String> =
+        message.values.iter().filter(|v| !old.all.contains(*v) && !message.ended.contains(*v)).collect();
     // Two values of one exact form (two email addresses, two IPs) name the same kind of thing.
     let exact = |o: &&String| {
-        let sh = shape(o);
-        sh.is_exact() && new_only.iter().any(|n| shape(n) == sh)
+        let sh = value_shape(o);
+        sh.is_exact() && new_only.iter().any(|n| value_shape(n) == sh)
     };
     if shared == 0 && old_only.iter().any(exact) {
         shared = 1;
@@ -310,20 +390,22 @@ fn about(sentence: &Terms, message: &Terms, mark: Mark, lower: &str, old: &Terms
     if shared == 0 {
         return None;
     }
-    let fresh = || message.all.difference(&old.all).next().is_some();
-    match value {
+    // A retraction that also gives a new value is a change ("stopped X, now Y").
+    let mark = if mark == Mark::Retraction && !new_only.is_empty() { Mark::Change } else { mark };
+    let fresh = message.all.iter().any(|v| !old.all.contains(v) && !message.ended.contains(v));
+    let loose = |s: Shape| matches!(s, Shape::Name | Shape::Text);
+    let alike = |o: Shape, n: Shape| o == n || (loose(o) && loose(n));
+    let strong = match value {
         // A claimed fact: its value must not be restated, and (for a change) something new said.
-        Some(v) => (!has(lower, v) && (mark == Mark::Retraction || fresh())).then_some(shared),
+        Some(v) => !has(&message.kept, v) && (mark == Mark::Retraction || fresh),
         // A plain statement: it holds a value the change does not, of a shape the change gives
         // a different one of.
         None => {
-            let loose = |s: Shape| matches!(s, Shape::Name | Shape::Text);
-            let alike = |o: Shape, n: Shape| o == n || (loose(o) && loose(n));
-            let compatible = old_only.iter().any(|o| new_only.iter().any(|n| alike(shape(o), shape(n))));
-            let ok = !old_only.is_empty() && (mark == Mark::Retraction || compatible);
-            ok.then_some(shared)
+            let compatible = old_only.iter().any(|o| new_only.iter().any(|n| alike(value_shape(o), value_shape(n))));
+            !old_only.is_empty() && (mark == Mark::Retraction || compatible)
         }
-    }
+    };
+    Some(Bearing { shared, strong, mark })
 }
 
 /// The retirements the newer messages make among the older memories (earlier messages only,
@@ -358,36 +440,41 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
             })
             .collect();
         let message = terms(&said.join(". "));
+        // "…but I'm keeping the Corolla": the message keeps the old value.
+        if any(&masked(&n.text), &WORDS.keeping) {
+            continue;
+        }
         for class in &classes {
             let (mark, text) = match class {
                 Class::Marked(m, t) => (*m, t),
                 Class::Plain(t) => (message_mark, t),
                 Class::Screened => continue,
             };
-            // A retraction that also gives a value is a change ("stopped X, now Y").
-            let mark = if mark == Mark::Retraction && !message.values.is_empty() { Mark::Change } else { mark };
-            let lower = text.to_lowercase();
             let new = terms(text);
-            // Best score per earlier message, and the memories of it that matched.
-            let mut by_group: BTreeMap<&str, (usize, Vec<Uuid>)> = BTreeMap::new();
+            // Per earlier message: the memories of it the change bears on.
+            let mut by_group: BTreeMap<&str, Vec<(Uuid, Bearing)>> = BTreeMap::new();
             for (o, sentences) in &olds {
                 if o.group == n.group || retired.contains(&o.id) {
                     continue;
                 }
-                let best = sentences.iter().filter_map(|t| about(&new, &message, mark, &lower, t, o.value.as_deref())).max();
-                if let Some(score) = best {
-                    let e = by_group.entry(o.group.as_str()).or_default();
-                    e.0 = e.0.max(score);
-                    e.1.push(o.id);
+                let best = sentences
+                    .iter()
+                    .filter_map(|t| about(&new, &message, mark, t, o.value.as_deref()))
+                    .max_by_key(|b| (b.strong, b.shared));
+                if let Some(b) = best {
+                    by_group.entry(o.group.as_str()).or_default().push((o.id, b));
                 }
             }
-            let top = by_group.values().map(|(s, _)| *s).max().unwrap_or(0);
-            let winners: Vec<&Vec<Uuid>> = by_group.values().filter(|(s, _)| *s == top).map(|(_, ids)| ids).collect();
-            let [ids] = winners.as_slice() else { continue };
-            for id in ids.iter() {
+            // A message is about the change when one of its memories shows it by a value; the
+            // one message sharing most topic words is, when it is the only one.
+            let score = |items: &Vec<(Uuid, Bearing)>| items.iter().filter(|(_, b)| b.strong).map(|(_, b)| b.shared).max();
+            let top = by_group.values().filter_map(score).max().unwrap_or(0);
+            let winners: Vec<&Vec<(Uuid, Bearing)>> = by_group.values().filter(|i| score(i) == Some(top)).collect();
+            let [items] = winners.as_slice() else { continue };
+            for (id, b) in items.iter() {
                 retired.insert(*id);
-                let newer = if mark == Mark::Retraction { None } else { n.successor };
-                out.push(Retirement { older: *id, newer, mark, shared: top });
+                let newer = if b.mark == Mark::Retraction { None } else { n.successor };
+                out.push(Retirement { older: *id, newer, mark: b.mark, shared: top });
             }
         }
     }

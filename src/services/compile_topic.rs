@@ -82,9 +82,13 @@ pub fn decide(
     for r in active.iter().filter(|r| !r.evidence && !taken.contains(&r.id)) {
         let (text, value, key) = match r.kind {
             MemoryKind::EpisodeSummary => (user_lines(&r.content, true), None, None),
-            MemoryKind::ProfileFact => {
+            // A standing instruction restated ("answer in English now") is a change too.
+            MemoryKind::ProfileFact | MemoryKind::Procedure => {
                 let claim = r.claim.as_ref().and_then(|c| parse_claim(c, registry));
-                if claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Multi) {
+                let single = claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Single);
+                if (r.kind == MemoryKind::Procedure && !single)
+                    || claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Multi)
+                {
                     continue;
                 }
                 let key = claim.as_ref().map(|c| c.key.clone());
