@@ -415,9 +415,10 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
         .iter()
         .map(|o| {
             let mut ts: Vec<Terms> = sentences(&o.text).iter().map(|(s, _)| terms(s)).collect();
-            let named = terms(&o.key_words.join(" "));
+            // The attribute's own words, not their topic groups ("place of work" is no home).
+            let named = terms(&o.key_words.join(". "));
             for t in &mut ts {
-                t.topic.extend(named.topic.iter().cloned());
+                t.topic.extend(named.topic.iter().filter(|w| !w.starts_with('#')).cloned());
             }
             (o, ts)
         })

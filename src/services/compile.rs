@@ -6,7 +6,7 @@
 //! commit. Any failure rolls the whole batch back, so episodes are never consumed by a
 //! failed compile.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -382,7 +382,13 @@ async fn apply_supersession(
         });
     }
     // Then the same-topic judge, over what the claim and lexical rules left standing.
-    let taken: BTreeSet<Uuid> = losers.iter().copied().collect();
+    let order: HashMap<Uuid, (chrono::DateTime<Utc>, String)> =
+        active.iter().map(|r| (r.id, (r.order_at, compile_topic::group_key(&r.order_tiebreak)))).collect();
+    let taken: HashMap<Uuid, (chrono::DateTime<Utc>, String)> = decisions
+        .iter()
+        .filter(|d| d.rule != Rule::WideningSkipped)
+        .filter_map(|d| order.get(&d.superseding).map(|o| (d.superseded, o.clone())))
+        .collect();
     let (topic_losers, topic_records) = compile_topic::decide(messages, &active, registry, &taken);
     for (id, to) in topic_losers {
         losers.push(id);

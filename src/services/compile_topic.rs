@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+
 use chrono::{DateTime, Utc};
 use serde_json::json;
 use uuid::Uuid;
@@ -25,8 +26,8 @@ pub struct NewMessage {
 }
 
 /// The group key of a memory: its episode's seq, the first part of its order tiebreak.
-fn group_of(tiebreak: &str) -> &str {
-    tiebreak.split(':').next().unwrap_or(tiebreak)
+pub fn group_key(tiebreak: &str) -> String {
+    tiebreak.split(':').next().unwrap_or(tiebreak).to_string()
 }
 
 /// The user's lines of a sanitised text ("user: …" lines, or a plain text of the user's).
@@ -66,20 +67,22 @@ pub fn new_messages(inputs: &[EpisodeInput], drafts: &[MemoryDraft], ids: &[Uuid
 }
 
 /// The supersessions the judge decides: (loser, its new valid_to) and the records to write.
-/// `taken` are the memories already superseded by this batch's other rules.
+/// `taken` are the memories this batch's other rules supersede, with the place in time of the
+/// memory that supersedes each: a message is judged against what was current at its own place,
+/// so any split of the same episodes into batches decides the same.
 pub fn decide(
     messages: &[NewMessage],
     active: &[ActiveRow],
     registry: &Registry,
-    taken: &BTreeSet<Uuid>,
+    taken: &HashMap<Uuid, (DateTime<Utc>, String)>,
 ) -> (Vec<(Uuid, DateTime<Utc>)>, Vec<RecordRow>) {
     let mut losers = Vec::new();
     let mut records = Vec::new();
-    if messages.is_empty() {
+    if messages.is_empty() || std::env::var("MNEMO_TOPIC_OFF").is_ok() {
         return (losers, records);
     }
     let mut older: Vec<(Older, (DateTime<Utc>, String), DateTime<Utc>)> = Vec::new();
-    for r in active.iter().filter(|r| !r.evidence && !taken.contains(&r.id)) {
+    for r in active.iter().filter(|r| !r.evidence) {
         let (text, value, key) = match r.kind {
             MemoryKind::EpisodeSummary => (user_lines(&r.content, true), None, None),
             // A standing instruction restated ("answer in English now") is a change too.
@@ -99,7 +102,7 @@ pub fn decide(
         if text.trim().is_empty() {
             continue;
         }
-        let group = group_of(&r.order_tiebreak).to_string();
+        let group = group_key(&r.order_tiebreak);
         let key_words = key.map(|k| attributes().words_of(&k).into_iter().collect()).unwrap_or_default();
         let o = Older { id: r.id, group: group.clone(), text, value, key_words };
         older.push((o, (r.order_at, group), r.valid_from));
@@ -109,6 +112,7 @@ pub fn decide(
         let earlier: Vec<Older> = older
             .iter()
             .filter(|(o, order, _)| *order < m.order && !gone.contains(&o.id))
+            .filter(|(o, _, _)| taken.get(&o.id).is_none_or(|by| *by > m.order))
             .map(|(o, _, _)| o.clone())
             .collect();
         for r in judge(std::slice::from_ref(&m.newer), &earlier) {
@@ -117,6 +121,10 @@ pub fn decide(
                 eprintln!("TOPIC {:?} | {:?} => {:?}", r.mark, m.newer.text, o);
             }
             gone.insert(r.older);
+            if taken.contains_key(&r.older) {
+                // A later memory of this batch supersedes it by claim or words already.
+                continue;
+            }
             let from = older.iter().find(|(o, _, _)| o.id == r.older).map_or(m.order.0, |(_, _, f)| *f);
             losers.push((r.older, m.order.0.max(from)));
             let rule = if r.mark == Mark::Retraction { Rule::Retraction } else { Rule::TopicChange };
