@@ -2,8 +2,7 @@
 //! new messages against the subject's active memories of the user's own words, and the
 //! supersessions it decides, as rows to write.
 
-use std::collections::{BTreeSet, HashMap};
-
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -13,16 +12,22 @@ use crate::compile::attributes::attributes;
 use crate::compile::claims::{parse_claim, Cardinality, Registry};
 use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, MemoryDraft};
 use crate::compile::supersede::Rule;
+pub use crate::compile::topic::Place;
 use crate::compile::topic::{judge, Mark, Newer, Older};
 use crate::db::compile::{ActiveRow, RecordRow};
 use crate::model::memory::MemoryKind;
 use crate::model::voice::Voice;
 
-/// A new message of the batch as the judge needs it, with its place in time.
+/// A new message of the batch as the judge needs it, with its time anchor.
 #[derive(Debug, Clone)]
 pub struct NewMessage {
     newer: Newer,
-    order: (DateTime<Utc>, String),
+    anchor: DateTime<Utc>,
+}
+
+/// A memory's or message's place in time as the judge compares them.
+pub fn place(at: DateTime<Utc>, group: String) -> Place {
+    (at.timestamp_micros(), group)
 }
 
 /// The group key of a memory: its episode's seq, the first part of its order tiebreak.
@@ -58,9 +63,10 @@ pub fn new_messages(inputs: &[EpisodeInput], drafts: &[MemoryDraft], ids: &[Uuid
             let text = user_lines(&sanitized_text(&ep.payload, ep.voice), ep.voice == Voice::User);
             let group = format!("{:020}", ep.seq);
             let successor = summaries.get(&ep.id).copied();
+            let anchor = time_anchor(ep);
             (!text.trim().is_empty()).then(|| NewMessage {
-                newer: Newer { group: group.clone(), successor, text },
-                order: (time_anchor(ep), group),
+                newer: Newer { group: group.clone(), successor, text, at: place(anchor, group) },
+                anchor,
             })
         })
         .collect()
@@ -74,14 +80,15 @@ pub fn decide(
     messages: &[NewMessage],
     active: &[ActiveRow],
     registry: &Registry,
-    taken: &HashMap<Uuid, (DateTime<Utc>, String)>,
+    taken: &HashMap<Uuid, Place>,
 ) -> (Vec<(Uuid, DateTime<Utc>)>, Vec<RecordRow>) {
     let mut losers = Vec::new();
     let mut records = Vec::new();
-    if messages.is_empty() || std::env::var("MNEMO_TOPIC_OFF").is_ok() {
+    if messages.is_empty() {
         return (losers, records);
     }
-    let mut older: Vec<(Older, (DateTime<Utc>, String), DateTime<Utc>)> = Vec::new();
+    let mut older: Vec<Older> = Vec::new();
+    let mut starts: HashMap<Uuid, DateTime<Utc>> = HashMap::new();
     for r in active.iter().filter(|r| !r.evidence) {
         let (text, value, key) = match r.kind {
             MemoryKind::EpisodeSummary => (user_lines(&r.content, true), None, None),
@@ -104,40 +111,30 @@ pub fn decide(
         }
         let group = group_key(&r.order_tiebreak);
         let key_words = key.map(|k| attributes().words_of(&k).into_iter().collect()).unwrap_or_default();
-        let o = Older { id: r.id, group: group.clone(), text, value, key_words };
-        older.push((o, (r.order_at, group), r.valid_from));
+        starts.insert(r.id, r.valid_from);
+        let until = taken.get(&r.id).cloned();
+        older.push(Older { id: r.id, group: group.clone(), text, value, key_words, at: place(r.order_at, group), until });
     }
-    let mut gone: BTreeSet<Uuid> = BTreeSet::new();
-    for m in messages {
-        let earlier: Vec<Older> = older
-            .iter()
-            .filter(|(o, order, _)| *order < m.order && !gone.contains(&o.id))
-            .filter(|(o, _, _)| taken.get(&o.id).is_none_or(|by| *by > m.order))
-            .map(|(o, _, _)| o.clone())
-            .collect();
-        for r in judge(std::slice::from_ref(&m.newer), &earlier) {
-            if std::env::var("MNEMO_TOPIC_DEBUG").is_ok() {
-                let o = earlier.iter().find(|o| o.id == r.older).map(|o| o.text.clone()).unwrap_or_default();
-                eprintln!("TOPIC {:?} | {:?} => {:?}", r.mark, m.newer.text, o);
-            }
-            gone.insert(r.older);
-            if taken.contains_key(&r.older) {
-                // A later memory of this batch supersedes it by claim or words already.
-                continue;
-            }
-            let from = older.iter().find(|(o, _, _)| o.id == r.older).map_or(m.order.0, |(_, _, f)| *f);
-            losers.push((r.older, m.order.0.max(from)));
-            let rule = if r.mark == Mark::Retraction { Rule::Retraction } else { Rule::TopicChange };
-            records.push(RecordRow {
-                superseded: r.older,
-                superseding: r.newer,
-                rule: rule.as_str().to_string(),
-                claim_key: None,
-                score: Some(r.shared as f64),
-                threshold: Some(1.0),
-                details: json!({"judge": "same_topic", "shared_terms": r.shared}),
-            });
+    let mut newer: Vec<(Newer, DateTime<Utc>)> = messages.iter().map(|m| (m.newer.clone(), m.anchor)).collect();
+    newer.sort_by(|a, b| a.0.at.cmp(&b.0.at));
+    let (newer, anchors): (Vec<Newer>, Vec<DateTime<Utc>>) = newer.into_iter().unzip();
+    for r in judge(&newer, &older) {
+        if taken.contains_key(&r.older) {
+            // A later memory of this batch supersedes it by claim or words already.
+            continue;
         }
+        let at = anchors[r.by];
+        losers.push((r.older, starts.get(&r.older).map_or(at, |f| at.max(*f))));
+        let rule = if r.mark == Mark::Retraction { Rule::Retraction } else { Rule::TopicChange };
+        records.push(RecordRow {
+            superseded: r.older,
+            superseding: r.newer,
+            rule: rule.as_str().to_string(),
+            claim_key: None,
+            score: Some(r.shared as f64),
+            threshold: Some(1.0),
+            details: json!({"judge": "same_topic", "shared_terms": r.shared}),
+        });
     }
     (losers, records)
 }
