@@ -382,13 +382,7 @@ async fn apply_supersession(
         });
     }
     // Then the same-topic judge, over what the claim and lexical rules left standing.
-    let order: HashMap<Uuid, compile_topic::Place> =
-        active.iter().map(|r| (r.id, compile_topic::place(r.order_at, compile_topic::group_key(&r.order_tiebreak)))).collect();
-    let taken: HashMap<Uuid, compile_topic::Place> = decisions
-        .iter()
-        .filter(|d| d.rule != Rule::WideningSkipped)
-        .filter_map(|d| order.get(&d.superseding).map(|o| (d.superseded, o.clone())))
-        .collect();
+    let taken = compile_topic::taken(&decisions, &active);
     let (topic_losers, topic_records) = compile_topic::decide(messages, &active, registry, &taken);
     for (id, to) in topic_losers {
         losers.push(id);

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::compile::attributes::attributes;
 use crate::compile::claims::{parse_claim, Cardinality, Registry};
 use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, MemoryDraft};
-use crate::compile::supersede::Rule;
+use crate::compile::supersede::{Decision, Rule};
 pub use crate::compile::topic::Place;
 use crate::compile::topic::{judge, Mark, Newer, Older};
 use crate::db::compile::{ActiveRow, RecordRow};
@@ -72,6 +72,18 @@ pub fn new_messages(inputs: &[EpisodeInput], drafts: &[MemoryDraft], ids: &[Uuid
         .collect()
 }
 
+/// The memories the claim and word rules supersede in this batch, with the place in time of
+/// the memory that supersedes each ([`decide`]'s `taken`).
+pub fn taken(decisions: &[Decision], active: &[ActiveRow]) -> HashMap<Uuid, Place> {
+    let order: HashMap<Uuid, Place> =
+        active.iter().map(|r| (r.id, place(r.order_at, group_key(&r.order_tiebreak)))).collect();
+    decisions
+        .iter()
+        .filter(|d| d.rule != Rule::WideningSkipped)
+        .filter_map(|d| order.get(&d.superseding).map(|o| (d.superseded, o.clone())))
+        .collect()
+}
+
 /// The supersessions the judge decides: (loser, its new valid_to) and the records to write.
 /// `taken` are the memories this batch's other rules supersede, with the place in time of the
 /// memory that supersedes each: a message is judged against what was current at its own place,
@@ -113,7 +125,15 @@ pub fn decide(
         let key_words = key.map(|k| attributes().words_of(&k).into_iter().collect()).unwrap_or_default();
         starts.insert(r.id, r.valid_from);
         let until = taken.get(&r.id).cloned();
-        older.push(Older { id: r.id, group: group.clone(), text, value, key_words, at: place(r.order_at, group), until });
+        older.push(Older {
+            id: r.id,
+            group: group.clone(),
+            text,
+            value,
+            key_words,
+            at: place(r.order_at, group),
+            until,
+        });
     }
     let mut newer: Vec<(Newer, DateTime<Utc>)> = messages.iter().map(|m| (m.newer.clone(), m.anchor)).collect();
     newer.sort_by(|a, b| a.0.at.cmp(&b.0.at));

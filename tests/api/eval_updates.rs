@@ -124,7 +124,9 @@ async fn run_with(config: mnemo::RuntimeConfig, embedder: Arc<dyn mnemo::embed::
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("updates") && n.ends_with(".json")))
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("updates") && n.ends_with(".json"))
+        })
         .collect();
     files.sort();
     let app = crate::common::spawn_full(config, embedder).await;
@@ -193,7 +195,10 @@ fn check(reports: &Reports, floors: &[(&str, usize)]) {
         let allowed = KNOWN_WRONG.iter().filter(|(s, _)| s == suite).count();
         let wrong: Vec<&String> = r.failures.iter().filter(|f| f.contains(" lookalike ")).collect();
         let known = |f: &&String| KNOWN_WRONG.iter().any(|(s, case)| s == suite && f.contains(&format!(" {case}:")));
-        assert!(wrong.len() <= allowed && wrong.iter().all(known), "{suite}: look-alikes wrongly superseded: {wrong:?}");
+        assert!(
+            wrong.len() <= allowed && wrong.iter().all(known),
+            "{suite}: look-alikes wrongly superseded: {wrong:?}"
+        );
     }
 }
 

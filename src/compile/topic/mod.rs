@@ -219,7 +219,8 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
             }
             // A message is about the change when one of its memories shows it by a value; the
             // one message sharing most topic words is, when it is the only one.
-            let score = |items: &Vec<(Uuid, Bearing)>| items.iter().filter(|(_, b)| b.strong).map(|(_, b)| b.shared).max();
+            let score =
+                |items: &Vec<(Uuid, Bearing)>| items.iter().filter(|(_, b)| b.strong).map(|(_, b)| b.shared).max();
             let top = by_group.values().filter_map(score).max().unwrap_or(0);
             let winners: Vec<&Vec<(Uuid, Bearing)>> = by_group.values().filter(|i| score(i) == Some(top)).collect();
             let [items] = winners.as_slice() else { continue };
@@ -250,7 +251,12 @@ mod tests {
     }
 
     fn newer(text: &str) -> Vec<Newer> {
-        vec![Newer { group: "new".into(), successor: Some(Uuid::from_u128(99)), text: text.into(), at: (1, "new".into()) }]
+        vec![Newer {
+            group: "new".into(),
+            successor: Some(Uuid::from_u128(99)),
+            text: text.into(),
+            at: (1, "new".into()),
+        }]
     }
 
     #[test]
@@ -273,7 +279,8 @@ mod tests {
 
     #[test]
     fn a_change_retires_the_one_statement_it_is_about() {
-        let old = [older(1, "a", "my laptop is a ThinkPad X1", Some("thinkpad x1")), older(2, "b", "I live in Oslo", None)];
+        let old =
+            [older(1, "a", "my laptop is a ThinkPad X1", Some("thinkpad x1")), older(2, "b", "I live in Oslo", None)];
         let r = judge(&newer("new laptop day, a MacBook Air M3"), &old);
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].older, Uuid::from_u128(1));
