@@ -13,7 +13,7 @@ use crate::compile::claims::{parse_claim, Cardinality, Registry};
 use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, MemoryDraft};
 use crate::compile::supersede::{Decision, Rule};
 pub use crate::compile::topic::Place;
-use crate::compile::topic::{judge, Mark, Newer, Older};
+use crate::compile::topic::{judge, may_change, Mark, Newer, Older};
 use crate::db::compile::{ActiveRow, RecordRow};
 use crate::model::memory::MemoryKind;
 use crate::model::voice::Voice;
@@ -96,7 +96,8 @@ pub fn decide(
 ) -> (Vec<(Uuid, DateTime<Utc>)>, Vec<RecordRow>) {
     let mut losers = Vec::new();
     let mut records = Vec::new();
-    if messages.is_empty() {
+    // Most batches change nothing: the earlier memories are read only when one may.
+    if !messages.iter().any(|m| may_change(&m.newer.text)) {
         return (losers, records);
     }
     let mut older: Vec<Older> = Vec::new();

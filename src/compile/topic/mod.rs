@@ -146,6 +146,13 @@ fn about(sentence: &Terms, message: &Terms, mark: Mark, old: &Terms, value: Opti
     Some(Bearing { shared, strong, mark })
 }
 
+/// Whether a message may change anything: short enough to be read, with a sentence that marks
+/// a change (callers skip reading the earlier memories when no message of a batch may).
+pub fn may_change(text: &str) -> bool {
+    text.chars().count() <= MAX_MESSAGE_CHARS
+        && sentences(text).iter().any(|(s, q)| matches!(classify_sentence(s, *q), Class::Marked(..)))
+}
+
 /// The retirements the newer messages make among the older memories (earlier messages only,
 /// in order: each newer message also sees the ones before it that survive).
 pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
@@ -289,6 +296,13 @@ mod tests {
         // Two earlier statements equally about it: nothing is retired.
         let two = [older(1, "a", "cache node is 10.0.0.1", None), older(2, "b", "cache node backup is 10.0.0.2", None)];
         assert!(judge(&newer("the cache node is 10.0.0.9 now"), &two).is_empty());
+    }
+
+    #[test]
+    fn only_a_short_message_that_marks_a_change_is_read() {
+        assert!(may_change("we moved to Oslo last month"));
+        assert!(!may_change("I like tea"));
+        assert!(!may_change(&"we moved to Oslo and then some more words. ".repeat(10)));
     }
 
     #[test]
