@@ -16,5 +16,6 @@ pub mod registry;
 pub mod scope;
 pub mod supersede;
 pub mod text;
+pub mod topic;
 pub mod updates;
 pub mod values;

@@ -69,6 +69,10 @@ pub enum Rule {
     Lexical,
     /// A lexical match skipped because the newer text says strictly less.
     WideningSkipped,
+    /// A later user statement about the same thing with another value ([`super::topic`]).
+    TopicChange,
+    /// A later user statement that ends the value with none after it ([`super::topic`]).
+    Retraction,
 }
 
 impl Rule {
@@ -79,6 +83,8 @@ impl Rule {
             Rule::ClaimDuplicate => "claim_duplicate",
             Rule::Lexical => "lexical",
             Rule::WideningSkipped => "widening_skipped",
+            Rule::TopicChange => "topic_change",
+            Rule::Retraction => "retraction",
         }
     }
 }

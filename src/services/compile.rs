@@ -34,6 +34,7 @@ use crate::model::voice::Trust;
 use crate::policy::suggest::suggest_labels;
 pub use crate::services::compile_budget::Phases;
 use crate::services::compile_budget::{busy_outcome, compile_within, CallLimits};
+use crate::services::compile_topic;
 use crate::services::forget;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
 use crate::telemetry::{self, MemoryOp};
@@ -298,7 +299,8 @@ async fn compile_in(
     db::compile::insert_episode_embeddings(&mut tx, tenant, subject_id, &ep_ids, &ep_vecs, &model).await?;
     lap(&mut phases.insert);
 
-    apply_supersession(&mut tx, &registry, tenant, subject_id, &ids, job_id).await?;
+    let messages = compile_topic::new_messages(&inputs, &drafts, &ids);
+    apply_supersession(&mut tx, &registry, tenant, subject_id, &ids, &messages, job_id).await?;
     lap(&mut phases.supersede);
     forget::apply_requests(&mut tx, tenant, subject_id, &inputs, &drafts, &ids, job_id).await?;
     db::terms::count_batch(&mut tx, tenant, subject_id, &ids, cursor, last_seq).await?;
@@ -337,11 +339,13 @@ async fn apply_supersession(
     tenant: &str,
     subject_id: &str,
     new_ids: &[Uuid],
+    messages: &[compile_topic::NewMessage],
     job_id: Option<&str>,
 ) -> Result<(), CompileError> {
     let active = db::compile::active_rows(conn, tenant, subject_id).await?;
     let views: Vec<MemoryView> = active
-        .into_iter()
+        .iter()
+        .cloned()
         .map(|r| MemoryView {
             id: r.id,
             kind: r.kind,
@@ -377,6 +381,14 @@ async fn apply_supersession(
             details: d.details.clone(),
         });
     }
+    // Then the same-topic judge, over what the claim and lexical rules left standing.
+    let taken = compile_topic::taken(&decisions, &active);
+    let (topic_losers, topic_records) = compile_topic::decide(messages, &active, registry, &taken);
+    for (id, to) in topic_losers {
+        losers.push(id);
+        valid_to.push(to);
+    }
+    records.extend(topic_records);
     db::compile::supersede(conn, tenant, subject_id, &losers, &valid_to).await?;
     db::compile::insert_records(conn, tenant, subject_id, job_id, &records).await?;
     Ok(())

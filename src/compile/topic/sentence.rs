@@ -1,0 +1,143 @@
+//! What a sentence of a new message is to the judge: a change, a retraction, a plain statement
+//! or a look-alike, and which of its clauses count.
+
+use super::words::{any, find, WORDS};
+use super::Mark;
+use crate::compile::text::split_sentences;
+
+/// What a sentence is to the judge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Class {
+    /// A look-alike (or a question): it changes nothing, and its words count for nothing.
+    Screened,
+    /// A plain statement: a change when another sentence of its message marks one.
+    Plain(String),
+    /// A change or retraction, with the words of its clauses that are not screened.
+    Marked(Mark, String),
+}
+
+/// Lower-cases a clause and masks its values: "kim@work.example" is no example.
+pub(super) fn masked(clause: &str) -> String {
+    let words: Vec<String> = clause
+        .split_whitespace()
+        .map(|t| {
+            let t = t.trim_end_matches(['.', ',', ';', ':', '!', '?', ')']);
+            if t.contains(['@', '/']) || t.contains('.') {
+                "_".to_string()
+            } else {
+                t.to_lowercase().replace('’', "'")
+            }
+        })
+        .collect();
+    words.join(" ")
+}
+
+/// The clauses of a sentence: split at commas, semicolons, colons, dashes and brackets.
+fn clauses(sentence: &str) -> Vec<String> {
+    let spaced = sentence.replace(" - ", " — ").replace(" – ", " — ");
+    spaced
+        .split([',', ';', '—', '(', ')'])
+        .flat_map(|c| c.split(": "))
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// A question that opens with a statement ("We downgraded to Basic, so why was I charged
+/// more?"): the statement, when there is one.
+fn statement_before_question(sentence: &str) -> Option<String> {
+    let w = &*WORDS;
+    let parts = clauses(sentence);
+    let asks = |c: &String| {
+        let m = masked(c);
+        let m = ["so ", "but ", "and ", "then "].iter().fold(m.as_str(), |m, p| m.strip_prefix(p).unwrap_or(m));
+        w.question_words.iter().any(|q| find(m, q) == Some(0))
+    };
+    let at = parts.iter().position(asks)?;
+    // "hmm, can I…": a filler is no statement.
+    let head = parts[..at].join(", ");
+    (head.split_whitespace().count() >= 3).then_some(head)
+}
+
+pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
+    let w = &*WORDS;
+    let whole = masked(sentence);
+    // A question is a change only as a request addressed to the assistant ("can you change my
+    // billing email to …?"); "do I need to update my scripts?" asks about one.
+    if question && !(any(&whole, &w.request) && any(&whole, &w.asking)) {
+        return match statement_before_question(sentence) {
+            Some(head) => classify_sentence(&head, false),
+            None => Class::Screened,
+        };
+    }
+    if any(&whole, &w.screens) || quotes(sentence) {
+        return Class::Screened;
+    }
+    // "my aunt texted me, my new email is …": the rest of the sentence is her words.
+    let others = clauses(sentence).iter().any(|c| any(&masked(c), &w.clause_screens));
+    if others && any(&whole, &w.reported) {
+        return Class::Screened;
+    }
+    // Someone else's thing, another instance, the past, a negation: that clause says nothing.
+    let kept: Vec<String> = clauses(sentence)
+        .into_iter()
+        .filter(|c| {
+            let m = masked(c);
+            !any(&m, &w.clause_screens) && (!any(&m, &w.negation) || any(&m, &w.retraction))
+        })
+        .collect();
+    if kept.is_empty() {
+        return Class::Screened;
+    }
+    let text = kept.join(", ");
+    let m = masked(&text);
+    if any(&m, &w.retraction) {
+        Class::Marked(Mark::Retraction, text)
+    } else if any(&m, &w.request) || any(&m, &w.change) {
+        Class::Marked(Mark::Change, text)
+    } else {
+        Class::Plain(text)
+    }
+}
+
+/// Whether a sentence quotes something: double quotes, backticks, or a single quote opening
+/// a word (an apostrophe inside a word is no quote).
+fn quotes(sentence: &str) -> bool {
+    sentence.contains(['"', '`', '“', '‘'])
+        || sentence.split_whitespace().any(|t| t.starts_with('\'') || (t.ends_with('\'') && !t.ends_with("s'")))
+}
+
+/// Whether an earlier sentence asserted anything: a question (other than one that opens with
+/// a statement), a plan or a hedge holds no value a later change could replace.
+pub(super) fn asserts(sentence: &str, question: bool) -> bool {
+    let head = if question { statement_before_question(sentence) } else { Some(sentence.to_string()) };
+    head.is_some_and(|h| !any(&masked(&h), &WORDS.screens))
+}
+
+/// Whether a sentence changes a value of the user's own, and how; None for anything else.
+pub fn classify(sentence: &str, question: bool) -> Option<Mark> {
+    match classify_sentence(sentence, question) {
+        Class::Marked(m, _) => Some(m),
+        _ => None,
+    }
+}
+
+/// The sentences of a text; an abbreviation's full stop ("Dr. Quint") ends none.
+pub(super) fn sentences(text: &str) -> Vec<(String, bool)> {
+    let mut t = text.to_string();
+    for a in &WORDS.abbreviations {
+        for cased in [a.clone(), capitalised(a)] {
+            t = t.replace(&format!(" {cased}. "), &format!(" {cased} "));
+            if t.starts_with(&format!("{cased}. ")) {
+                t = format!("{cased} {}", &t[cased.len() + 2..]);
+            }
+        }
+    }
+    split_sentences(&t)
+}
+
+fn capitalised(w: &str) -> String {
+    let mut c = w.chars();
+    c.next().map(|f| f.to_uppercase().collect::<String>() + c.as_str()).unwrap_or_default()
+}

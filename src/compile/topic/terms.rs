@@ -1,0 +1,115 @@
+//! The terms of a sentence as the judge compares them: topic words, values, and what an
+//! ending word reaches.
+
+use std::collections::BTreeSet;
+
+use super::words::{NOT_TOPIC, WORDS};
+use crate::compile::attributes::{shape, Shape};
+
+/// A sentence's topic words (stemmed, plus the topic groups of `topic.json`), its values
+/// (value-shaped tokens, number and time words, capitalised names) and which of its terms sit
+/// next to a word that ends them ("moved off DigitalOcean", "LaunchDarkly anymore").
+#[derive(Debug, Default)]
+pub(super) struct Terms {
+    pub(super) topic: BTreeSet<String>,
+    pub(super) values: BTreeSet<String>,
+    pub(super) all: BTreeSet<String>,
+    pub(super) ended: BTreeSet<String>,
+    /// The sentence lower-cased without the words an ending word reaches.
+    pub(super) kept: String,
+    /// How many tokens the sentence has.
+    pub(super) words: usize,
+}
+
+/// How far (in words) an ending word reaches.
+const ENDING_REACH: usize = 3;
+
+/// The tokens of a sentence, a run of tokens with digits joined ("0161 496 0734").
+pub(super) fn tokens(sentence: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut joinable = false;
+    for raw in sentence.split_whitespace() {
+        let tok = raw.trim_matches(|c: char| !c.is_alphanumeric() && !matches!(c, '~' | '/' | '+' | '@'));
+        if tok.is_empty() {
+            joinable = false;
+            continue;
+        }
+        let digits = tok.chars().any(|c| c.is_ascii_digit()) && !tok.contains(['@', '/']);
+        match out.last_mut() {
+            Some(last) if digits && joinable => {
+                last.push(' ');
+                last.push_str(tok);
+            }
+            _ => out.push(tok.to_string()),
+        }
+        // A token ending in punctuation ends a run.
+        joinable = digits && raw.ends_with(|c: char| c.is_alphanumeric());
+    }
+    out
+}
+
+fn group_of(word: &str) -> Option<String> {
+    WORDS.topics.iter().find(|g| g.iter().any(|w| w == word)).map(|g| format!("#{}", g[0]))
+}
+
+pub(super) fn terms(sentence: &str) -> Terms {
+    let w = &*WORDS;
+    let mut t = Terms::default();
+    let toks = tokens(sentence);
+    t.words = toks.len();
+    let lowers: Vec<String> = toks.iter().map(|x| x.to_lowercase().replace('’', "'")).collect();
+    let ending: Vec<usize> =
+        lowers.iter().enumerate().filter(|(_, l)| w.ending.iter().any(|e| e == *l)).map(|(i, _)| i).collect();
+    for (n, (tok, lower)) in toks.iter().zip(&lowers).enumerate() {
+        let ended = ending.iter().any(|&e| e != n && e.abs_diff(n) <= ENDING_REACH);
+        if !ended {
+            t.kept.push_str(lower);
+            t.kept.push(' ');
+        }
+        let add = |t: &mut Terms, term: String, value: bool, topic: bool| {
+            if ended {
+                t.ended.insert(term.clone());
+            }
+            if value {
+                t.values.insert(term.clone());
+            }
+            if topic {
+                t.topic.insert(term.clone());
+            }
+            t.all.insert(term);
+        };
+        let word = lower.trim_end_matches("'s").trim_end_matches('\'');
+        if let Some(g) = group_of(word) {
+            add(&mut t, g, false, true);
+        }
+        let spoken = w.numbers.iter().chain(&w.times).any(|x| x == word);
+        if spoken || tok.chars().any(|c| c.is_ascii_digit()) || tok.contains(['@', '/', '.', '-', '_']) {
+            add(&mut t, lower.clone(), true, false);
+            // "on-call" still names its topic.
+            for part in lower.split(['-', '_']).filter(|p| p.len() >= 3 && p.chars().all(char::is_alphabetic)) {
+                if let Some(Some(stem)) = crate::lexemes::english::lexeme(part) {
+                    add(&mut t, stem, false, true);
+                }
+            }
+            continue;
+        }
+        if word.chars().count() < 2 || NOT_TOPIC.contains(word) || NOT_TOPIC.contains(lower.as_str()) {
+            continue;
+        }
+        let Some(Some(stem)) = crate::lexemes::english::lexeme(word) else { continue };
+        let name = n > 0 && tok.chars().next().is_some_and(char::is_uppercase);
+        add(&mut t, stem, name, true);
+    }
+    t
+}
+
+/// The shape of a value token: a weekday or month is a time, a number word a number.
+pub(super) fn value_shape(v: &str) -> Shape {
+    if WORDS.times.iter().any(|x| x == v) {
+        Shape::Time
+    } else if WORDS.numbers.iter().any(|x| x == v) {
+        Shape::Number
+    } else {
+        shape(v)
+    }
+}

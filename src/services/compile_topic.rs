@@ -1,0 +1,173 @@
+//! Feeding the same-topic judge ([`crate::compile::topic`]) from a compile batch: the user's
+//! new messages against the subject's active memories of the user's own words, and the
+//! supersessions it decides, as rows to write.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::compile::attributes::attributes;
+use crate::compile::claims::{parse_claim, Cardinality, Registry};
+use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, MemoryDraft};
+use crate::compile::supersede::{Decision, Rule};
+pub use crate::compile::topic::Place;
+use crate::compile::topic::{judge, may_change, Mark, Newer, Older};
+use crate::db::compile::{ActiveRow, RecordRow};
+use crate::model::memory::MemoryKind;
+use crate::model::voice::Voice;
+
+/// A new message of the batch as the judge needs it, with its time anchor.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    newer: Newer,
+    anchor: DateTime<Utc>,
+}
+
+/// A memory's or message's place in time as the judge compares them.
+pub fn place(at: DateTime<Utc>, group: String) -> Place {
+    (at.timestamp_micros(), group)
+}
+
+/// The group key of a memory: its episode's seq, the first part of its order tiebreak.
+pub fn group_key(tiebreak: &str) -> String {
+    tiebreak.split(':').next().unwrap_or(tiebreak).to_string()
+}
+
+/// The user's lines of a sanitised text ("user: …" lines, or a plain text of the user's).
+fn user_lines(text: &str, plain: bool) -> String {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("user: ") {
+            out.push(rest);
+        } else if plain && !line.split_once(": ").is_some_and(|(r, _)| r.chars().all(char::is_alphabetic)) {
+            out.push(line);
+        }
+    }
+    out.join("\n")
+}
+
+/// The batch's messages in the user's voice, each with the summary that stands for it.
+pub fn new_messages(inputs: &[EpisodeInput], drafts: &[MemoryDraft], ids: &[Uuid]) -> Vec<NewMessage> {
+    let summaries: HashMap<Uuid, Uuid> = drafts
+        .iter()
+        .zip(ids)
+        .filter(|(d, _)| d.kind == MemoryKind::EpisodeSummary)
+        .map(|(d, id)| (d.source_episode_id, *id))
+        .collect();
+    inputs
+        .iter()
+        .filter(|ep| ep.voice.relays_user())
+        .filter_map(|ep| {
+            let text = user_lines(&sanitized_text(&ep.payload, ep.voice), ep.voice == Voice::User);
+            let group = format!("{:020}", ep.seq);
+            let successor = summaries.get(&ep.id).copied();
+            let anchor = time_anchor(ep);
+            (!text.trim().is_empty()).then(|| NewMessage {
+                newer: Newer { group: group.clone(), successor, text, at: place(anchor, group) },
+                anchor,
+            })
+        })
+        .collect()
+}
+
+/// The memories the claim and word rules supersede in this batch, with the place in time of
+/// the memory that supersedes each ([`decide`]'s `taken`).
+pub fn taken(decisions: &[Decision], active: &[ActiveRow]) -> HashMap<Uuid, Place> {
+    let order: HashMap<Uuid, Place> =
+        active.iter().map(|r| (r.id, place(r.order_at, group_key(&r.order_tiebreak)))).collect();
+    decisions
+        .iter()
+        .filter(|d| d.rule != Rule::WideningSkipped)
+        .filter_map(|d| order.get(&d.superseding).map(|o| (d.superseded, o.clone())))
+        .collect()
+}
+
+/// The supersessions the judge decides: (loser, its new valid_to) and the records to write.
+/// `taken` are the memories this batch's other rules supersede, with the place in time of the
+/// memory that supersedes each: a message is judged against what was current at its own place,
+/// so any split of the same episodes into batches decides the same.
+pub fn decide(
+    messages: &[NewMessage],
+    active: &[ActiveRow],
+    registry: &Registry,
+    taken: &HashMap<Uuid, Place>,
+) -> (Vec<(Uuid, DateTime<Utc>)>, Vec<RecordRow>) {
+    let mut losers = Vec::new();
+    let mut records = Vec::new();
+    // Most batches change nothing: the earlier memories are read only when one may.
+    if !messages.iter().any(|m| may_change(&m.newer.text)) {
+        return (losers, records);
+    }
+    let mut older: Vec<Older> = Vec::new();
+    let mut starts: HashMap<Uuid, DateTime<Utc>> = HashMap::new();
+    for r in active.iter().filter(|r| !r.evidence) {
+        let (text, value, key) = match r.kind {
+            MemoryKind::EpisodeSummary => (user_lines(&r.content, true), None, None),
+            // A standing instruction restated ("answer in English now") is a change too.
+            MemoryKind::ProfileFact | MemoryKind::Procedure => {
+                let claim = r.claim.as_ref().and_then(|c| parse_claim(c, registry));
+                let single = claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Single);
+                if (r.kind == MemoryKind::Procedure && !single)
+                    || claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Multi)
+                {
+                    continue;
+                }
+                let key = claim.as_ref().map(|c| c.key.clone());
+                (r.content.clone(), claim.map(|c| c.value), key)
+            }
+            _ => continue,
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        let group = group_key(&r.order_tiebreak);
+        let key_words = key.map(|k| attributes().words_of(&k).into_iter().collect()).unwrap_or_default();
+        starts.insert(r.id, r.valid_from);
+        let until = taken.get(&r.id).cloned();
+        older.push(Older {
+            id: r.id,
+            group: group.clone(),
+            text,
+            value,
+            key_words,
+            at: place(r.order_at, group),
+            until,
+        });
+    }
+    let mut newer: Vec<(Newer, DateTime<Utc>)> = messages.iter().map(|m| (m.newer.clone(), m.anchor)).collect();
+    newer.sort_by(|a, b| a.0.at.cmp(&b.0.at));
+    let (newer, anchors): (Vec<Newer>, Vec<DateTime<Utc>>) = newer.into_iter().unzip();
+    for r in judge(&newer, &older) {
+        if taken.contains_key(&r.older) {
+            // A later memory of this batch supersedes it by claim or words already.
+            continue;
+        }
+        let at = anchors[r.by];
+        losers.push((r.older, starts.get(&r.older).map_or(at, |f| at.max(*f))));
+        let rule = if r.mark == Mark::Retraction { Rule::Retraction } else { Rule::TopicChange };
+        records.push(RecordRow {
+            superseded: r.older,
+            superseding: r.newer,
+            rule: rule.as_str().to_string(),
+            claim_key: None,
+            score: Some(r.shared as f64),
+            threshold: Some(1.0),
+            details: json!({"judge": "same_topic", "shared_terms": r.shared}),
+        });
+    }
+    (losers, records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_lines_keep_only_the_user() {
+        assert_eq!(user_lines("user: my phone is a Pixel\nassistant: noted", false), "my phone is a Pixel");
+        assert_eq!(user_lines("I live in Oslo", true), "I live in Oslo");
+        assert_eq!(user_lines("assistant: noted", true), "");
+    }
+}
