@@ -20,6 +20,7 @@
 
 pub mod backup;
 pub mod compile;
+pub mod supersession;
 pub mod console;
 pub mod console_sessions;
 pub mod context;

@@ -25,7 +25,8 @@ use crate::compile::scope::related;
 use crate::compile::supersede::{resolve, MemoryView, Rule};
 use crate::compile::text::{embedded_text, episode_text};
 use crate::db;
-use crate::db::compile::{MemoryRows, RecordRow, LABEL_SEPARATOR};
+use crate::db::compile::{MemoryRows, LABEL_SEPARATOR};
+use crate::db::supersession::RecordRow;
 use crate::embed::embed_texts;
 use crate::embed::Embedder;
 use crate::model::id::new_id;
@@ -223,7 +224,7 @@ async fn compile_in(
     let mut drafts = match compiler {
         Compiler::Heuristic => inputs.iter().flat_map(|input| compile_episode(input, &registry)).collect(),
         Compiler::Llm(llm) => {
-            let rows = db::compile::current_facts(&mut tx, tenant, subject_id, OFFERED_FACTS).await?;
+            let rows = db::supersession::current_facts(&mut tx, tenant, subject_id, OFFERED_FACTS).await?;
             let facts = offered_facts(rows, &registry);
             let out = llm.compile(&inputs, &facts, &registry).await;
             llm_cost = Some(LlmCost {
@@ -257,7 +258,7 @@ async fn compile_in(
     let mut unlinked = Vec::new();
     let mut current_rows = Vec::new();
     if drafts.iter().any(|d| d.link.is_some()) {
-        current_rows = db::compile::current_claims(&mut tx, tenant, subject_id, &model)
+        current_rows = db::supersession::current_claims(&mut tx, tenant, subject_id, &model)
             .await?
             .into_iter()
             .filter_map(|(env, vector)| parse_claim(&env, &registry).map(|c| (Current::of(&c), vector)))
@@ -307,7 +308,7 @@ async fn compile_in(
 
     db::compile::advance_cursor(&mut tx, tenant, subject_id, last_seq).await?;
     let remaining = db::compile::remaining(&mut tx, tenant, subject_id, last_seq).await?;
-    let memories = db::compile::memories_by_ids(&mut tx, tenant, subject_id, &ids).await?;
+    let memories = db::supersession::memories_by_ids(&mut tx, tenant, subject_id, &ids).await?;
     let data = json!({"subject_id": subject_id, "memories_created": memories.len()});
     hooks.enqueue(&mut tx, tenant, WebhookEvent::MemoriesCompiled, data).await?;
     tx.commit().await?;
@@ -342,7 +343,7 @@ async fn apply_supersession(
     messages: &[compile_topic::NewMessage],
     job_id: Option<&str>,
 ) -> Result<(), CompileError> {
-    let active = db::compile::active_rows(conn, tenant, subject_id).await?;
+    let active = db::supersession::active_rows(conn, tenant, subject_id).await?;
     let views: Vec<MemoryView> = active
         .iter()
         .cloned()
@@ -389,7 +390,7 @@ async fn apply_supersession(
         valid_to.push(to);
     }
     records.extend(topic_records);
-    db::compile::supersede(conn, tenant, subject_id, &losers, &valid_to).await?;
-    db::compile::insert_records(conn, tenant, subject_id, job_id, &records).await?;
+    db::supersession::supersede(conn, tenant, subject_id, &losers, &valid_to).await?;
+    db::supersession::insert_records(conn, tenant, subject_id, job_id, &records).await?;
     Ok(())
 }

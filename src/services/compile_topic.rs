@@ -14,7 +14,7 @@ use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, Memory
 use crate::compile::supersede::{Decision, Rule};
 pub use crate::compile::topic::Place;
 use crate::compile::topic::{judge, may_change, Mark, Newer, Older};
-use crate::db::compile::{ActiveRow, RecordRow};
+use crate::db::supersession::{ActiveRow, RecordRow};
 use crate::model::memory::MemoryKind;
 use crate::model::voice::Voice;
 

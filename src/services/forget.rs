@@ -9,7 +9,7 @@ use crate::compile::forget;
 use crate::compile::pipeline::{time_anchor, EpisodeInput, MemoryDraft};
 use crate::compile::text::user_statements;
 use crate::db;
-use crate::db::compile::RecordRow;
+use crate::db::supersession::RecordRow;
 use crate::model::memory::MemoryKind;
 use crate::services::compile::CompileError;
 
@@ -36,7 +36,7 @@ pub async fn apply_requests(
     if asked.is_empty() {
         return Ok(());
     }
-    let active = db::compile::active_texts(conn, tenant, subject_id).await?;
+    let active = db::supersession::active_texts(conn, tenant, subject_id).await?;
     let mut losers = Vec::new();
     let mut valid_to = Vec::new();
     let mut records = Vec::new();
@@ -74,7 +74,7 @@ pub async fn apply_requests(
             }
         }
     }
-    db::compile::supersede(conn, tenant, subject_id, &losers, &valid_to).await?;
-    db::compile::insert_records(conn, tenant, subject_id, job_id, &records).await?;
+    db::supersession::supersede(conn, tenant, subject_id, &losers, &valid_to).await?;
+    db::supersession::insert_records(conn, tenant, subject_id, job_id, &records).await?;
     Ok(())
 }
