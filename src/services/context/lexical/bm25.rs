@@ -156,6 +156,7 @@ mod tests {
         let hit = |n: u128, term: usize, dl: f64| Hit { id: id(n), term, dl };
         // Item 1 holds both terms, item 2 the rarer one only, item 3 the common one in a long text.
         let h = LexicalHits {
+            state: None,
             memory_terms: vec!["kafka".into(), "lag".into()],
             episode_terms: vec![],
             size: 10.0,
