@@ -20,7 +20,6 @@
 
 pub mod backup;
 pub mod compile;
-pub mod supersession;
 pub mod console;
 pub mod console_sessions;
 pub mod context;
@@ -47,6 +46,7 @@ pub mod replication;
 pub mod resolutions;
 pub mod scope;
 pub mod subjects;
+pub mod supersession;
 pub mod tenants;
 pub mod terms;
 pub mod vector_index;

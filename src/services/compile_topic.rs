@@ -11,6 +11,7 @@ use uuid::Uuid;
 use crate::compile::attributes::attributes;
 use crate::compile::claims::{parse_claim, Cardinality, Registry};
 use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, MemoryDraft};
+use crate::compile::procedures::standing_rules;
 use crate::compile::supersede::{Decision, Rule};
 pub use crate::compile::topic::Place;
 use crate::compile::topic::{judge, may_change, Mark, Newer, Older};
@@ -104,14 +105,19 @@ pub fn decide(
     let mut starts: HashMap<Uuid, DateTime<Utc>> = HashMap::new();
     for r in active.iter().filter(|r| !r.evidence) {
         let (text, value, key) = match r.kind {
-            MemoryKind::EpisodeSummary => (user_lines(&r.content, true), None, None),
-            // A standing instruction restated ("answer in English now") is a change too.
-            MemoryKind::ProfileFact | MemoryKind::Procedure => {
+            // A standing instruction is no value to replace: it changes through its procedure's
+            // topic claim (`procedure.<topic>`, compile::procedures), never by a later message
+            // that shares a word with it (on long chats such matches were all wrong).
+            MemoryKind::EpisodeSummary => {
+                let text = user_lines(&r.content, true);
+                if !standing_rules(&text).is_empty() {
+                    continue;
+                }
+                (text, None, None)
+            }
+            MemoryKind::ProfileFact => {
                 let claim = r.claim.as_ref().and_then(|c| parse_claim(c, registry));
-                let single = claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Single);
-                if (r.kind == MemoryKind::Procedure && !single)
-                    || claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Multi)
-                {
+                if claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Multi) {
                     continue;
                 }
                 let key = claim.as_ref().map(|c| c.key.clone());

@@ -162,6 +162,9 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
         older
             .iter()
             .filter(|o| o.text.chars().count() <= MAX_MESSAGE_CHARS)
+            // A plain message that asks something is a request to the assistant, not a
+            // statement of one's things (only a claimed fact is read out of such a message).
+            .filter(|o| o.value.is_some() || !o.text.contains('?'))
             .map(|o| {
                 // Only what the earlier message asserted: its questions hold no value to replace.
                 let mut ts: Vec<Terms> =
