@@ -30,7 +30,7 @@ mod terms;
 mod words;
 
 pub use sentence::classify;
-use sentence::{asserts, classify_sentence, masked, sentences, Class};
+use sentence::{asks, asserts, classify_sentence, masked, opens_as_reply, sentences, Class};
 use terms::{terms, value_shape, Terms};
 
 /// What a sentence does to an earlier value.
@@ -164,7 +164,8 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
             .filter(|o| o.text.chars().count() <= MAX_MESSAGE_CHARS)
             // A plain message that asks something is a request to the assistant, not a
             // statement of one's things (only a claimed fact is read out of such a message).
-            .filter(|o| o.value.is_some() || !o.text.contains('?'))
+            .filter(|o| o.value.is_some() || !asks(&o.text))
+            .filter(|o| !opens_as_reply(&o.text))
             .map(|o| {
                 // Only what the earlier message asserted: its questions hold no value to replace.
                 let mut ts: Vec<Terms> =
@@ -299,6 +300,19 @@ mod tests {
         // Two earlier statements equally about it: nothing is retired.
         let two = [older(1, "a", "cache node is 10.0.0.1", None), older(2, "b", "cache node backup is 10.0.0.2", None)];
         assert!(judge(&newer("the cache node is 10.0.0.9 now"), &two).is_empty());
+    }
+
+    #[test]
+    fn a_reply_to_the_assistant_changes_nothing_and_is_not_replaced() {
+        // "now" marks a change, but not in a reply to an answer.
+        assert_eq!(classify("Makes sense now, thanks for the breakdown", false), None);
+        assert_eq!(classify("Got it, the formula is clear now", false), None);
+        // An earlier message that opens as a reply restates the answer: nothing of it is retired.
+        let old = [older(1, "a", "Got it! So the scale factor is 1.5 for those triangles.", None)];
+        assert!(judge(&newer("the scale factor is 2 now"), &old).is_empty());
+        // An earlier message that asks something holds no value of the user's to replace.
+        let asked = [older(1, "a", "my review is on October 15, any tips?", None)];
+        assert!(judge(&newer("my review moved to October 20 now"), &asked).is_empty());
     }
 
     #[test]

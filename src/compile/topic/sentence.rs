@@ -71,7 +71,7 @@ pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
             None => Class::Screened,
         };
     }
-    if any(&whole, &w.screens) || quotes(sentence) {
+    if any(&whole, &w.screens) || any(&whole, &w.replies) || quotes(sentence) {
         return Class::Screened;
     }
     // "my aunt texted me, my new email is …": the rest of the sentence is her words.
@@ -112,7 +112,18 @@ fn quotes(sentence: &str) -> bool {
 /// a statement), a plan or a hedge holds no value a later change could replace.
 pub(super) fn asserts(sentence: &str, question: bool) -> bool {
     let head = if question { statement_before_question(sentence) } else { Some(sentence.to_string()) };
-    head.is_some_and(|h| !any(&masked(&h), &WORDS.screens))
+    head.is_some_and(|h| !any(&masked(&h), &WORDS.screens) && !any(&masked(&h), &WORDS.replies))
+}
+
+/// Whether a message asks the assistant something (a question mark, or "can you …").
+pub(super) fn asks(text: &str) -> bool {
+    text.contains('?') || any(&masked(text), &WORDS.asks)
+}
+
+/// Whether a message opens as a reply to the assistant's answer ("Got it! So the …"): what
+/// follows restates the answer, not a value of the user's own.
+pub(super) fn opens_as_reply(text: &str) -> bool {
+    sentences(text).first().is_some_and(|(s, _)| any(&masked(s), &WORDS.replies))
 }
 
 /// Whether a sentence changes a value of the user's own, and how; None for anything else.

@@ -14,6 +14,10 @@ pub(super) struct Words {
     pub(super) request: Vec<String>,
     pub(super) asking: Vec<String>,
     pub(super) screens: Vec<String>,
+    /// Replies to the assistant's answer ("got it", "makes sense"): they assert nothing.
+    pub(super) replies: Vec<String>,
+    /// Phrases that ask the assistant something, with or without a question mark.
+    pub(super) asks: Vec<String>,
     pub(super) clause_screens: Vec<String>,
     pub(super) reported: Vec<String>,
     pub(super) keeping: Vec<String>,
