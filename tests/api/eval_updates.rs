@@ -239,5 +239,5 @@ async fn updates_with_the_llm_compiler() {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let reports = run_with(config, embedder, "llm-stub+hash").await;
     assert!(stub.calls() > 0);
-    check(&reports, &[("updates", 119), ("updates_varied", 41), ("updates_heldout", 15)]);
+    check(&reports, &[("updates", 117), ("updates_varied", 41), ("updates_heldout", 15)]);
 }
