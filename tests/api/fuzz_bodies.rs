@@ -839,23 +839,37 @@ impl Fuzzer {
     /// Sends a case and judges the answer and the tables; None when the target is not a URL at all.
     async fn exchange(&mut self, case: &Case) -> Option<Outcome> {
         let url = reqwest::Url::parse(&format!("{}{}", self.app.base, case.target)).ok()?;
-        let mut req = self.app.client.request(case.method.clone(), url).timeout(Duration::from_secs(60));
-        if let Some(v) = case.tenant.as_deref().and_then(|t| HeaderValue::from_bytes(t).ok()) {
-            req = req.header("x-tenant-id", v);
-        }
-        if let Some(ct) = case.content_type {
-            req = req.header(CONTENT_TYPE, ct);
-        }
-        if let Some(b) = &case.body {
-            req = req.body(b.clone());
-        }
+        let build = |client: &reqwest::Client| {
+            let mut req = client.request(case.method.clone(), url.clone()).timeout(Duration::from_secs(60));
+            if let Some(v) = case.tenant.as_deref().and_then(|t| HeaderValue::from_bytes(t).ok()) {
+                req = req.header("x-tenant-id", v);
+            }
+            if let Some(ct) = case.content_type {
+                req = req.header(CONTENT_TYPE, ct);
+            }
+            if let Some(b) = &case.body {
+                req = req.body(b.clone());
+            }
+            req
+        };
+        let read = |r: reqwest::Response| async move {
+            let status = r.status().as_u16();
+            let header_id = r.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+            let ct = r.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+            r.bytes().await.map(|b| (status, header_id, ct, b))
+        };
         self.sent += 1;
-        let answer = match req.send().await {
-            Ok(r) => {
-                let status = r.status().as_u16();
-                let header_id = r.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_string);
-                let ct = r.headers().get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-                r.bytes().await.map(|b| (status, header_id, ct, b))
+        let answer = match build(&self.app.client).send().await {
+            Ok(r) => read(r).await,
+            // A pooled connection the server had just closed fails before any answer (a race of
+            // the client's pool under load, not the server's): once more on a new connection,
+            // so only a server that does not answer at all is counted as one.
+            Err(e) if e.is_request() && case.body.as_ref().is_none_or(|b| b.len() <= BODY_LIMIT) => {
+                let fresh = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+                match build(&fresh).send().await {
+                    Ok(r) => read(r).await,
+                    Err(e) => Err(e),
+                }
             }
             Err(e) => Err(e),
         };
