@@ -115,9 +115,13 @@ pub(super) fn asserts(sentence: &str, question: bool) -> bool {
     head.is_some_and(|h| !any(&masked(&h), &WORDS.screens) && !any(&masked(&h), &WORDS.replies))
 }
 
-/// Whether a message asks the assistant something (a question mark, or "can you …").
+/// Whether a message asks the assistant something: a question mark, a request addressed to it
+/// (the phrases of `asking` that name it, "can you …"; not a bare "please") or a question
+/// without its mark ("how do I …").
 pub(super) fn asks(text: &str) -> bool {
-    text.contains('?') || any(&masked(text), &WORDS.asks)
+    let m = masked(text);
+    let addressed: Vec<String> = WORDS.asking.iter().filter(|p| p.contains(' ')).cloned().collect();
+    text.contains('?') || any(&m, &addressed) || any(&m, &WORDS.asks)
 }
 
 /// Whether a message opens as a reply to the assistant's answer ("Got it! So the …"): what

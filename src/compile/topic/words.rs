@@ -16,7 +16,7 @@ pub(super) struct Words {
     pub(super) screens: Vec<String>,
     /// Replies to the assistant's answer ("got it", "makes sense"): they assert nothing.
     pub(super) replies: Vec<String>,
-    /// Phrases that ask the assistant something, with or without a question mark.
+    /// Questions to the assistant without their mark ("how do I …"); with `asking`, read by `sentence::asks`.
     pub(super) asks: Vec<String>,
     pub(super) clause_screens: Vec<String>,
     pub(super) reported: Vec<String>,
