@@ -6,9 +6,9 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Context};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{Tokenizer, TruncationParams};
 
+use super::bert::{Config, Encoder};
 use super::{l2_normalize, Embedder};
 
 /// Token limit per text: the model's `max_seq_length` in sentence-transformers (longer texts are truncated).
@@ -24,7 +24,7 @@ const MODEL_ID: &str = "minilm:all-MiniLM-L6-v2";
 
 /// all-MiniLM-L6-v2 loaded into memory; cheap to share behind an `Arc`.
 pub struct MiniLmEmbedder {
-    model: BertModel,
+    model: Encoder,
     tokenizer: Tokenizer,
     device: Device,
     pad_id: u32,
@@ -74,7 +74,7 @@ impl MiniLmEmbedder {
         let bytes = std::fs::read(&weights_path).with_context(|| format!("reading {}", weights_path.display()))?;
         let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &device)
             .with_context(|| format!("parsing {}", weights_path.display()))?;
-        let model = BertModel::load(vb, &config)
+        let model = Encoder::load(vb, &config)
             .with_context(|| format!("loading BERT weights from {}", weights_path.display()))?;
 
         Ok(Self { model, tokenizer, device, pad_id })
@@ -102,8 +102,7 @@ impl MiniLmEmbedder {
         }
         let ids = Tensor::from_vec(ids, (rows, width), &self.device)?;
         let mask = Tensor::from_vec(mask, (rows, width), &self.device)?;
-        let type_ids = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?; // (rows, width, 384)
+        let hidden = self.model.forward(&ids, &mask)?; // (rows, width, 384)
 
         // Mean over real tokens only: padded positions are zeroed and excluded from the count.
         let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (rows, width, 1)
@@ -269,6 +268,36 @@ mod tests {
         let batch: Vec<&[u32]> = tokens.iter().map(Vec::as_slice).collect();
         assert_eq!(bits(m.forward_batch(&batch).unwrap()), bits(rayon::scope(|_| m.forward_batch(&batch)).unwrap()));
     }
+
+    /// The exact bits the encoder gives for fixed texts (alone and in one padded batch), recorded
+    /// from candle-transformers' BERT before mnemo carried its own: a change to the forward pass
+    /// that moves any bit of any vector fails here, so stored vectors stay comparable.
+    #[test]
+    fn vectors_keep_their_recorded_bits() {
+        use sha2::{Digest, Sha256};
+        let Some(m) = model() else { return };
+        let texts = s(&[
+            "A man is eating food.",
+            "ok",
+            "The meeting with the landlord about the leaking roof is on Tuesday at 3pm, not Monday.",
+            "Ich wohne jetzt in Zürich — 東京 was before that.",
+        ]);
+        let mut hash = Sha256::new();
+        for text in &texts {
+            for x in m.embed(std::slice::from_ref(text)).unwrap().remove(0) {
+                hash.update(x.to_bits().to_le_bytes());
+            }
+        }
+        for v in m.embed(&texts).unwrap() {
+            for x in v {
+                hash.update(x.to_bits().to_le_bytes());
+            }
+        }
+        let got = hex::encode(hash.finalize());
+        assert_eq!(got, RECORDED_BITS, "MiniLM vectors changed");
+    }
+
+    const RECORDED_BITS: &str = "94ae3a5331813578db703438f8440e13b3864e8554945e372b36ef0cd0ea3551";
 
     #[test]
     fn truncates_long_input() {

@@ -1,5 +1,6 @@
 //! Text embedding: the `Embedder` trait, its three implementations and the factory.
 
+pub mod bert;
 pub mod hash;
 pub mod minilm;
 pub mod openai;
