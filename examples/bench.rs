@@ -953,6 +953,7 @@ async fn beam_in_process(b: &Bench, a: &Args) -> anyhow::Result<()> {
     let cache = TaskVectorCache::default();
     let options = tuned(&a.set)?;
     let mut tally = beam::Tally::default();
+    let mut depth = beam::Depth::default();
     for chat in &chats {
         let subject = format!("beam-{}", chat.id);
         for q in &chat.questions {
@@ -972,13 +973,23 @@ async fn beam_in_process(b: &Bench, a: &Args) -> anyhow::Result<()> {
                 let view = serde_json::json!({
                     "episodes": bundle.episodes, "facts": bundle.facts, "procedures": bundle.procedures,
                 });
-                tally.add(budget, q, &mnemo::eval::run::shown(&view, &msg_of));
+                let shown = mnemo::eval::run::shown(&view, &msg_of);
+                tally.add(budget, q, &shown);
+                if a.depth && q.evidence.iter().any(|e| !shown.contains(e)) {
+                    let deep = ContextRequest { max_tokens: 1_000_000, ..req.clone() };
+                    let all = assemble(b.pool(), &b.state.embedder, &cache, &b.state.subjects, TENANT, &deep).await?;
+                    let ranks = locomo::evidence_ranks(&all, &msg_of, &shown, &q.evidence);
+                    depth.add(budget, &q.category, bundle.selected.len(), &ranks);
+                }
             }
         }
     }
     let (p50, p95) = locomo::latency(&tally.latencies);
     println!("\n{}", tally.report(&a.budgets));
     println!("context latency: p50 {p50:.1} ms, p95 {p95:.1} ms over {} calls", tally.latencies.len());
+    if a.depth {
+        println!("\n{}", depth.report());
+    }
     Ok(())
 }
 

@@ -158,3 +158,49 @@ impl Tally {
         s
     }
 }
+
+/// Where the missing evidence of missed questions ranks in an unbounded bundle (`--depth`): a
+/// message that is no candidate at all needs retrieval; one ranked just past the cut needs room.
+#[derive(Default)]
+pub struct Depth {
+    /// (budget, category) -> (missed questions, missing messages, of which no candidate,
+    /// ranked within 2x the items the bundle held, ranked deeper, items held summed)
+    cells: BTreeMap<(usize, String), [usize; 6]>,
+}
+
+impl Depth {
+    /// Records one missed question: `held` items were in its bundle, `ranks` are its missing
+    /// messages' first ranks in the unbounded one.
+    pub fn add(&mut self, budget: usize, category: &str, held: usize, ranks: &[Option<usize>]) {
+        let c = self.cells.entry((budget, category.to_string())).or_default();
+        c[0] += 1;
+        c[1] += ranks.len();
+        c[5] += held;
+        for r in ranks {
+            match r {
+                None => c[2] += 1,
+                Some(r) if *r <= 2 * held => c[3] += 1,
+                Some(_) => c[4] += 1,
+            }
+        }
+    }
+
+    /// A Markdown table of the cells.
+    pub fn report(&self) -> String {
+        let mut s = String::from(
+            "| budget | category | missed questions | missing messages | no candidate | within 2x held | deeper | mean items held |\n|---|---|---|---|---|---|---|---|\n",
+        );
+        for ((b, cat), c) in &self.cells {
+            s.push_str(&format!(
+                "| {b} | {cat} | {} | {} | {} | {} | {} | {:.0} |\n",
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+                c[4],
+                c[5] as f64 / c[0].max(1) as f64
+            ));
+        }
+        s
+    }
+}
