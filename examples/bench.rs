@@ -737,6 +737,8 @@ fn tuned(set: &[(String, f64)]) -> anyhow::Result<RetrievalOptions> {
             "whole" => t.whole_turns = v as usize,
             "wshare" => t.whole_share = v as usize,
             "tchars" => t.turn_chars = v as usize,
+            "tailfrom" => t.tail_from = v as usize,
+            "tailchars" => t.tail_chars = v as usize,
             "lanetok" => t.lane_tokens = v as usize,
             other => bail!("--set: unknown name {other}"),
         }
@@ -975,6 +977,10 @@ async fn beam_in_process(b: &Bench, a: &Args) -> anyhow::Result<()> {
                 });
                 let shown = mnemo::eval::run::shown(&view, &msg_of);
                 tally.add(budget, q, &shown);
+                // BENCH_PRINT=<words of a question>: that question's bundle text, to read it.
+                if std::env::var("BENCH_PRINT").is_ok_and(|w| !w.is_empty() && q.text.contains(&w)) {
+                    println!("--- {budget} tokens: {}\n{}\n---", q.text, bundle.assembled_context);
+                }
                 if a.depth && q.evidence.iter().any(|e| !shown.contains(e)) {
                     let deep = ContextRequest { max_tokens: 1_000_000, ..req.clone() };
                     let all = assemble(b.pool(), &b.state.embedder, &cache, &b.state.subjects, TENANT, &deep).await?;

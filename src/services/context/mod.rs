@@ -177,6 +177,8 @@ pub fn bundle(
         whole_turns: if opts.excerpts { opts.tuning.whole_turns } else { usize::MAX },
         whole_chars: output::whole_chars(req.max_tokens, if opts.excerpts { opts.tuning.whole_share } else { 0 }),
         turn_chars: opts.tuning.turn_chars,
+        tail_from: opts.tuning.tail_from,
+        tail_chars: opts.tuning.tail_chars,
         trust,
     };
     output::bundle(ranked, &pack, policy)

@@ -79,6 +79,12 @@ pub struct Tuning {
     pub whole_share: usize,
     /// Room of the other turns' excerpts (the sentences sharing the task's words), in chars.
     pub turn_chars: usize,
+    /// From this many turns on (in rank order, counting the whole ones), a turn's excerpt gets
+    /// only `tail_chars`: the deeper a turn ranks, the less of it the bundle spends, so a task
+    /// whose evidence is spread over many moments sees many of them.
+    pub tail_from: usize,
+    /// Room of a deeper turn's excerpt, in chars.
+    pub tail_chars: usize,
     /// Tokens of the budget per candidate of each ranked lane (0: the longest lanes whatever the
     /// budget); see [`db::context::ranked_lane`].
     pub lane_tokens: usize,
@@ -100,6 +106,8 @@ impl Tuning {
         whole_turns: 3,
         whole_share: 16,
         turn_chars: 130,
+        tail_from: 10,
+        tail_chars: 60,
         lane_tokens: 20,
     };
 }

@@ -35,6 +35,9 @@ pub struct PackRequest<'a> {
     pub whole_chars: usize,
     /// Room of a turn's excerpt, in chars.
     pub turn_chars: usize,
+    /// Turns ranked from here on get `tail_chars` of room.
+    pub tail_from: usize,
+    pub tail_chars: usize,
     /// Which sources are evidence: their lines go to the fenced quoted section.
     pub trust: &'a Trust,
 }
@@ -88,6 +91,8 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
         whole: req.whole_turns,
         whole_chars: req.whole_chars,
         chars: req.turn_chars,
+        tail_from: req.tail_from,
+        tail_chars: req.tail_chars,
     };
     let mut turn_rank = 0;
     let ranked_lines = ranked.items.iter().filter(|(_, _, item)| !pinned(item)).map(|(_, _, item)| {
@@ -211,17 +216,21 @@ fn as_believed(c: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
     m
 }
 
-/// How compact bundles show chat turns: the best few whole, the rest as excerpts.
+/// How compact bundles show chat turns: the best few whole, the next as excerpts, the deeper
+/// ones as shorter excerpts.
 struct TurnText {
     stems: TaskStems,
     whole: usize,
     whole_chars: usize,
     chars: usize,
+    tail_from: usize,
+    tail_chars: usize,
 }
 
 impl TurnText {
     /// The turn's line text: whole (within `whole_chars`) for the `whole` best-ranked turns,
-    /// else its excerpt biased to the task's words (whole when short).
+    /// else its excerpt biased to the task's words (whole when short), within `chars` up to
+    /// rank `tail_from` and `tail_chars` after.
     fn line(&self, e: &crate::model::episode::Episode, rank: usize) -> Option<String> {
         let msgs = e.payload.get("messages")?.as_array()?;
         let prefixes: Vec<(String, &str)> = msgs
@@ -233,7 +242,13 @@ impl TurnText {
             })
             .collect();
         let parts: Vec<Part<'_>> = prefixes.iter().map(|(p, t)| Part { prefix: p, text: t }).collect();
-        let chars = if rank < self.whole { self.whole_chars } else { self.chars };
+        let chars = if rank < self.whole {
+            self.whole_chars
+        } else if rank < self.tail_from {
+            self.chars
+        } else {
+            self.tail_chars
+        };
         let text = newlines_flat(&excerpt(&parts, &self.stems, chars));
         Some(turn_line(&text, e.metadata.get("outcome"), usize::MAX))
     }
@@ -363,5 +378,41 @@ mod tests {
         assert_eq!(whole_chars(1000, 16), 250);
         assert_eq!(whole_chars(128_000, 16), PINNED_CHARS);
         assert_eq!(whole_chars(2000, 0), PINNED_CHARS);
+    }
+
+    #[test]
+    fn deeper_turns_get_shorter_excerpts() {
+        let text = "We planned the move to Denver in spring. The movers came on a rainy Tuesday morning. \
+                    Everything arrived except the piano, which came two weeks later in one piece.";
+        let e = crate::model::episode::Episode {
+            id: Uuid::nil(),
+            subject_id: "user:1".into(),
+            source: "chat".into(),
+            kind: "message".into(),
+            payload: serde_json::json!({"messages": [{"role": "user", "content": text}]}),
+            metadata: serde_json::json!({}),
+            provenance: serde_json::json!({}),
+            session_id: None,
+            occurred_at: chrono::DateTime::UNIX_EPOCH,
+            created_at: chrono::DateTime::UNIX_EPOCH,
+        };
+        let turns = TurnText {
+            stems: TaskStems::new("when did the piano arrive after the move"),
+            whole: 1,
+            whole_chars: 1000,
+            chars: 130,
+            tail_from: 3,
+            tail_chars: 60,
+        };
+        // The room holds the speaker and the text; the line adds its "- " bullet.
+        let len = |rank| turns.line(&e, rank).unwrap().chars().count() - 2;
+        assert!(len(0) > 130, "the best turn shows whole");
+        assert!(len(1) <= 130 && len(2) <= 130 && len(1) > 60);
+        assert_eq!(len(2), len(1));
+        // The room bounds the text; the speaker and the gap marks come on top.
+        let marks = "user: … …".chars().count();
+        assert!(len(3) < len(1) && len(3) <= 60 + marks, "from tail_from on the room is tail_chars");
+        assert_eq!(len(9), len(3));
+        assert!(turns.line(&e, 3).unwrap().contains("piano"), "the excerpt keeps the task's words");
     }
 }
