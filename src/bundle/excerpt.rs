@@ -163,9 +163,11 @@ fn opening(text: &str, chars: usize) -> String {
 fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
-    let bytes: Vec<(usize, char)> = text.char_indices().collect();
-    for (k, &(at, c)) in bytes.iter().enumerate() {
-        let next = bytes.get(k + 1).map(|(_, n)| *n);
+    // Peeking rather than collecting the chars first: a 4 KB answer would cost a 64 KB buffer
+    // for every excerpt of every candidate.
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
         let end_here = match c {
             '.' | '!' | '?' => next.is_none_or(char::is_whitespace),
             '\n' | ']' => true,
