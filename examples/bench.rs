@@ -956,6 +956,7 @@ async fn beam_in_process(b: &Bench, a: &Args) -> anyhow::Result<()> {
     let options = tuned(&a.set)?;
     let mut tally = beam::Tally::default();
     let mut depth = beam::Depth::default();
+    let mut stages: Vec<[f64; 3]> = Vec::new();
     for chat in &chats {
         let subject = format!("beam-{}", chat.id);
         for q in &chat.questions {
@@ -969,9 +970,18 @@ async fn beam_in_process(b: &Bench, a: &Args) -> anyhow::Result<()> {
                     options,
                     policy: Default::default(),
                 };
+                // The stages of `assemble`, timed apart: the task's vector, retrieval (Postgres
+                // and the in-process lanes), and suppression, ranking and packing.
                 let t = Instant::now();
-                let bundle = assemble(b.pool(), &b.state.embedder, &cache, &b.state.subjects, TENANT, &req).await?;
+                let probe = mnemo::services::context::probe(&b.state.embedder, &cache, TENANT, &req).await?;
+                let t_probe = t.elapsed();
+                let (found, _) =
+                    mnemo::services::context::candidates::retrieve(b.pool(), &probe, &req.options, &b.state.subjects)
+                        .await?;
+                let t_found = t.elapsed();
+                let bundle = mnemo::services::context::bundle(found, &probe, &req, &req.policy);
                 tally.latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                stages.push([t_probe, t_found - t_probe, t.elapsed() - t_found].map(|d| d.as_secs_f64() * 1000.0));
                 let view = serde_json::json!({
                     "episodes": bundle.episodes, "facts": bundle.facts, "procedures": bundle.procedures,
                 });
@@ -993,6 +1003,17 @@ async fn beam_in_process(b: &Bench, a: &Args) -> anyhow::Result<()> {
     let (p50, p95) = locomo::latency(&tally.latencies);
     println!("\n{}", tally.report(&a.budgets));
     println!("context latency: p50 {p50:.1} ms, p95 {p95:.1} ms over {} calls", tally.latencies.len());
+    let median = |i: usize| {
+        let mut v: Vec<f64> = stages.iter().map(|s| s[i]).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    println!(
+        "context stages (medians): task vector {:.2} ms, retrieval {:.2} ms, suppress+rank+pack {:.2} ms",
+        median(0),
+        median(1),
+        median(2)
+    );
     if a.depth {
         println!("\n{}", depth.report());
     }

@@ -7,10 +7,11 @@
 //! algorithm Postgres' `english` configuration uses, so the excerpt agrees with the lexical lane).
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
+use rustc_hash::FxHashMap;
 
 use crate::bundle::terms::content_words;
 use crate::bundle::tokens::{memo_key, MemoKey};
@@ -27,7 +28,11 @@ pub struct TaskStems {
     stems: Vec<MemoKey>,
     stemmer: Stemmer,
     /// Lower-cased word -> the index of its stem among `stems`, or None when it stems to none.
-    seen: RefCell<HashMap<String, Option<usize>>>,
+    /// Fx rather than SipHash: the keys are the subject's own words, looked up once per word
+    /// of every candidate turn, and the map is never iterated.
+    seen: RefCell<FxHashMap<String, Option<usize>>>,
+    /// The word being looked up, lower-cased into a buffer reused across words.
+    lower: RefCell<String>,
 }
 
 impl TaskStems {
@@ -36,18 +41,25 @@ impl TaskStems {
         let stemmer = Stemmer::create(Algorithm::English);
         let stems: BTreeSet<String> = content_words(task).iter().map(|w| stemmer.stem(w).into_owned()).collect();
         let stems = stems.iter().map(|s| memo_key(s)).collect();
-        TaskStems { stems, stemmer, seen: RefCell::new(HashMap::new()) }
+        TaskStems { stems, stemmer, seen: RefCell::default(), lower: RefCell::default() }
     }
 
     /// Which task stem `word` stems to (compared lower-cased), if any.
     fn stem_of(&self, word: &str) -> Option<usize> {
-        let lower = word.to_lowercase();
-        if let Some(hit) = self.seen.borrow().get(&lower) {
+        let mut lower = self.lower.borrow_mut();
+        lower.clear();
+        if word.is_ascii() {
+            lower.push_str(word);
+            lower.make_ascii_lowercase();
+        } else {
+            lower.push_str(&word.to_lowercase()); // str's rules (a final sigma), not char by char
+        }
+        if let Some(hit) = self.seen.borrow().get(lower.as_str()) {
             return *hit;
         }
         let stem = stem_key(&self.stemmer, &lower);
         let hit = self.stems.iter().position(|s| *s == stem);
-        self.seen.borrow_mut().insert(lower, hit);
+        self.seen.borrow_mut().insert(lower.clone(), hit);
         hit
     }
 }
