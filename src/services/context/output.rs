@@ -37,6 +37,7 @@ pub struct PackRequest<'a> {
     pub turn_chars: usize,
     /// Turns ranked from here on get `tail_chars` of room.
     pub tail_from: usize,
+    /// Room of those deeper turns' excerpts, in chars.
     pub tail_chars: usize,
     /// Which sources are evidence: their lines go to the fenced quoted section.
     pub trust: &'a Trust,
