@@ -134,6 +134,15 @@ pub fn memory_line(kind: MemoryKind, body: &str, valid_from: Option<DateTime<Utc
     line
 }
 
+/// A line marked as earlier: a later statement may have changed what it says ("- x" becomes
+/// "- (earlier) x"; the line keeps its date, or its session header shows it).
+pub fn earlier(line: &str) -> String {
+    match line.strip_prefix("- ") {
+        Some(rest) => format!("- (earlier) {rest}"),
+        None => format!("(earlier) {line}"),
+    }
+}
+
 /// Episode line: "- [source/type] " + first 150 chars of the text (newlines → spaces, trimmed), or "(no text content)";
 /// plus an outcome suffix when `outcome` is an object whose `status` is exactly "succeeded" (" [succeeded]") or "failed" (" [failed: <reason>]", reason = outcome.reason string, newlines → spaces, whole suffix < 100 chars, truncated with "…" if needed; reason missing → " [failed]"). Any other shape adds nothing.
 pub fn episode_line(source: &str, kind: &str, text: &str, outcome: Option<&Value>) -> String {
@@ -478,5 +487,11 @@ _No stored context is directly associated with this task. The items below are th
             "## Task\nT\n\n## Recent interactions\n### Current session (cur)\n- system: be brief\n\
              - Summary of earlier turns: asked twice\n- user: early\n- user: late\n"
         );
+    }
+
+    #[test]
+    fn an_earlier_line_keeps_its_bullet_and_date() {
+        assert_eq!(earlier("- [2026-01-05] I use Atom"), "- (earlier) [2026-01-05] I use Atom");
+        assert_eq!(earlier("- user: I use Atom"), "- (earlier) user: I use Atom");
     }
 }

@@ -49,6 +49,56 @@ pub async fn current_claims(
     Ok(rows.into_iter().map(|r| (r.claim, r.embedding)).collect())
 }
 
+/// The source episodes of the asked memories and their vectors when they were embedded by
+/// `model` (what the same-topic judge's doubts need of earlier memories).
+pub async fn sources_and_vectors(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    ids: &[Uuid],
+    model: &str,
+) -> sqlx::Result<Vec<(Uuid, Vec<Uuid>, Option<Vector>)>> {
+    let rows = sqlx::query!(
+        r#"SELECT id, source_episode_ids, CASE WHEN embedding_model = $4 THEN embedding END AS "embedding?: Vector"
+           FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND id = ANY($3)"#,
+        tenant,
+        subject_id,
+        ids,
+        model
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.source_episode_ids, r.embedding)).collect())
+}
+
+/// Records on memories written by this compile which earlier memories their message may
+/// change (`metadata.revises`, a list of `{memory, episodes}`; read by bundles to mark those
+/// as earlier).
+pub async fn mark_revises(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    ids: &[Uuid],
+    revises: &[Value],
+) -> sqlx::Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let revises: Vec<sqlx::types::Json<&Value>> = revises.iter().map(sqlx::types::Json).collect();
+    sqlx::query!(
+        "UPDATE memories m SET metadata = m.metadata || jsonb_build_object('revises', u.r) \
+         FROM UNNEST($3::uuid[], $4::jsonb[]) AS u(id, r) \
+         WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.id = u.id",
+        tenant,
+        subject_id,
+        ids,
+        &revises as _
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Every active, unexpired memory of the subject.
 pub async fn active_rows(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<ActiveRow>> {
     sqlx::query_as!(

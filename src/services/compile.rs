@@ -300,8 +300,14 @@ async fn compile_in(
     db::compile::insert_episode_embeddings(&mut tx, tenant, subject_id, &ep_ids, &ep_vecs, &model).await?;
     lap(&mut phases.insert);
 
-    let messages = compile_topic::new_messages(&inputs, &drafts, &ids);
-    apply_supersession(&mut tx, &registry, tenant, subject_id, &ids, &messages, job_id).await?;
+    let semantic = embedder.is_semantic().then_some(model.as_str());
+    let message_vectors: HashMap<Uuid, Vec<f32>> = match semantic {
+        Some(_) => ep_ids.iter().copied().zip(episode_vectors.iter().cloned()).collect(),
+        None => HashMap::new(),
+    };
+    let messages = compile_topic::new_messages(&inputs, &drafts, &ids, &message_vectors);
+    let scope = Scope { tenant, subject_id, job_id, semantic };
+    apply_supersession(&mut tx, &registry, &scope, &ids, &messages).await?;
     lap(&mut phases.supersede);
     forget::apply_requests(&mut tx, tenant, subject_id, &inputs, &drafts, &ids, job_id).await?;
     db::terms::count_batch(&mut tx, tenant, subject_id, &ids, cursor, last_seq).await?;
@@ -334,15 +340,23 @@ fn offered_facts(rows: Vec<(Uuid, String, Value)>, registry: &Registry) -> Vec<C
         .collect()
 }
 
+/// Whose memories a compile supersedes, for which job, and the embedder's model when its
+/// vectors carry meaning.
+struct Scope<'a> {
+    tenant: &'a str,
+    subject_id: &'a str,
+    job_id: Option<&'a str>,
+    semantic: Option<&'a str>,
+}
+
 async fn apply_supersession(
     conn: &mut sqlx::PgConnection,
     registry: &Registry,
-    tenant: &str,
-    subject_id: &str,
+    scope: &Scope<'_>,
     new_ids: &[Uuid],
     messages: &[compile_topic::NewMessage],
-    job_id: Option<&str>,
 ) -> Result<(), CompileError> {
+    let Scope { tenant, subject_id, job_id, semantic } = *scope;
     let active = db::supersession::active_rows(conn, tenant, subject_id).await?;
     let views: Vec<MemoryView> = active
         .iter()
@@ -384,13 +398,28 @@ async fn apply_supersession(
     }
     // Then the same-topic judge, over what the claim and lexical rules left standing.
     let taken = compile_topic::taken(&decisions, &active);
-    let (topic_losers, topic_records) = compile_topic::decide(messages, &active, registry, &taken);
-    for (id, to) in topic_losers {
+    // Earlier memories' vectors and sources, read only when a message may change one.
+    let mut sources: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
+    let mut vectors: HashMap<Uuid, Vec<f32>> = HashMap::new();
+    if compile_topic::may_change_any(messages) {
+        let ids = compile_topic::doubt_candidates(&active, registry);
+        let model = semantic.unwrap_or_default();
+        for (id, eps, v) in db::supersession::sources_and_vectors(conn, tenant, subject_id, &ids, model).await? {
+            sources.insert(id, eps);
+            if let (Some(v), Some(_)) = (v, semantic) {
+                vectors.insert(id, v.to_vec());
+            }
+        }
+    }
+    let topic = compile_topic::decide(messages, &active, registry, &taken, &vectors);
+    for (id, to) in topic.losers {
         losers.push(id);
         valid_to.push(to);
     }
-    records.extend(topic_records);
+    records.extend(topic.records);
     db::supersession::supersede(conn, tenant, subject_id, &losers, &valid_to).await?;
     db::supersession::insert_records(conn, tenant, subject_id, job_id, &records).await?;
+    let (ids, revises) = compile_topic::revises(&topic.doubts, &sources);
+    db::supersession::mark_revises(conn, tenant, subject_id, &ids, &revises).await?;
     Ok(())
 }

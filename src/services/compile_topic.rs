@@ -14,7 +14,7 @@ use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, Memory
 use crate::compile::procedures::standing_rules;
 use crate::compile::supersede::{Decision, Rule};
 pub use crate::compile::topic::Place;
-use crate::compile::topic::{judge, may_change, Mark, Newer, Older};
+use crate::compile::topic::{judge, may_change, readable, Mark, Newer, Older};
 use crate::db::supersession::{ActiveRow, RecordRow};
 use crate::model::memory::MemoryKind;
 use crate::model::voice::Voice;
@@ -49,8 +49,14 @@ fn user_lines(text: &str, plain: bool) -> String {
     out.join("\n")
 }
 
-/// The batch's messages in the user's voice, each with the summary that stands for it.
-pub fn new_messages(inputs: &[EpisodeInput], drafts: &[MemoryDraft], ids: &[Uuid]) -> Vec<NewMessage> {
+/// The batch's messages in the user's voice, each with the summary that stands for it and its
+/// vector (`vectors`, by episode, when the embedder is semantic).
+pub fn new_messages(
+    inputs: &[EpisodeInput],
+    drafts: &[MemoryDraft],
+    ids: &[Uuid],
+    vectors: &HashMap<Uuid, Vec<f32>>,
+) -> Vec<NewMessage> {
     let summaries: HashMap<Uuid, Uuid> = drafts
         .iter()
         .zip(ids)
@@ -66,7 +72,13 @@ pub fn new_messages(inputs: &[EpisodeInput], drafts: &[MemoryDraft], ids: &[Uuid
             let successor = summaries.get(&ep.id).copied();
             let anchor = time_anchor(ep);
             (!text.trim().is_empty()).then(|| NewMessage {
-                newer: Newer { group: group.clone(), successor, text, at: place(anchor, group) },
+                newer: Newer {
+                    group: group.clone(),
+                    successor,
+                    text,
+                    at: place(anchor, group),
+                    vector: vectors.get(&ep.id).cloned(),
+                },
                 anchor,
             })
         })
@@ -85,22 +97,20 @@ pub fn taken(decisions: &[Decision], active: &[ActiveRow]) -> HashMap<Uuid, Plac
         .collect()
 }
 
-/// The supersessions the judge decides: (loser, its new valid_to) and the records to write.
-/// `taken` are the memories this batch's other rules supersede, with the place in time of the
-/// memory that supersedes each: a message is judged against what was current at its own place,
-/// so any split of the same episodes into batches decides the same.
-pub fn decide(
-    messages: &[NewMessage],
+/// Whether any message of the batch may change an earlier memory ([`may_change`]).
+pub fn may_change_any(messages: &[NewMessage]) -> bool {
+    messages.iter().any(|m| may_change(&m.newer.text))
+}
+
+/// The earlier memories the judge may retire or doubt, with their valid_from: the active
+/// memories of the user's own words (facts of single-valued or no claims, and summaries that
+/// state no standing instruction), with their vectors from `vectors`.
+fn older_of(
     active: &[ActiveRow],
     registry: &Registry,
     taken: &HashMap<Uuid, Place>,
-) -> (Vec<(Uuid, DateTime<Utc>)>, Vec<RecordRow>) {
-    let mut losers = Vec::new();
-    let mut records = Vec::new();
-    // Most batches change nothing: the earlier memories are read only when one may.
-    if !messages.iter().any(|m| may_change(&m.newer.text)) {
-        return (losers, records);
-    }
+    vectors: &HashMap<Uuid, Vec<f32>>,
+) -> (Vec<Older>, HashMap<Uuid, DateTime<Utc>>) {
     let mut older: Vec<Older> = Vec::new();
     let mut starts: HashMap<Uuid, DateTime<Utc>> = HashMap::new();
     for r in active.iter().filter(|r| !r.evidence) {
@@ -140,20 +150,59 @@ pub fn decide(
             key_words,
             at: place(r.order_at, group),
             until,
+            vector: vectors.get(&r.id).cloned(),
         });
     }
+    (older, starts)
+}
+
+/// What the judge decides for a batch.
+#[derive(Debug, Default)]
+pub struct Decided {
+    /// The memories it retires, with their new valid_to.
+    pub losers: Vec<(Uuid, DateTime<Utc>)>,
+    /// The supersession records to write.
+    pub records: Vec<RecordRow>,
+    /// (the memory standing for a newer message, an earlier memory it may change): shown as
+    /// earlier in bundles ([`crate::compile::topic::Doubt`]).
+    pub doubts: Vec<(Uuid, Uuid)>,
+}
+
+/// What the judge decides: supersessions and doubts. `taken` are the memories this batch's
+/// other rules supersede, with the place in time of the memory that supersedes each: a message
+/// is judged against what was current at its own place, so any split of the same episodes into
+/// batches decides the same. `vectors` are earlier memories' vectors (semantic embedders only).
+pub fn decide(
+    messages: &[NewMessage],
+    active: &[ActiveRow],
+    registry: &Registry,
+    taken: &HashMap<Uuid, Place>,
+    vectors: &HashMap<Uuid, Vec<f32>>,
+) -> Decided {
+    let mut out = Decided::default();
+    // Most batches change nothing: the earlier memories are read only when one may.
+    if !may_change_any(messages) {
+        return out;
+    }
+    let (older, starts) = older_of(active, registry, taken, vectors);
     let mut newer: Vec<(Newer, DateTime<Utc>)> = messages.iter().map(|m| (m.newer.clone(), m.anchor)).collect();
     newer.sort_by(|a, b| a.0.at.cmp(&b.0.at));
     let (newer, anchors): (Vec<Newer>, Vec<DateTime<Utc>>) = newer.into_iter().unzip();
-    for r in judge(&newer, &older) {
+    let judgement = judge(&newer, &older);
+    for d in judgement.doubts {
+        if let (Some(successor), false) = (newer[d.by].successor, taken.contains_key(&d.older)) {
+            out.doubts.push((successor, d.older));
+        }
+    }
+    for r in judgement.retired {
         if taken.contains_key(&r.older) {
             // A later memory of this batch supersedes it by claim or words already.
             continue;
         }
         let at = anchors[r.by];
-        losers.push((r.older, starts.get(&r.older).map_or(at, |f| at.max(*f))));
+        out.losers.push((r.older, starts.get(&r.older).map_or(at, |f| at.max(*f))));
         let rule = if r.mark == Mark::Retraction { Rule::Retraction } else { Rule::TopicChange };
-        records.push(RecordRow {
+        out.records.push(RecordRow {
             superseded: r.older,
             superseding: r.newer,
             rule: rule.as_str().to_string(),
@@ -163,7 +212,31 @@ pub fn decide(
             details: json!({"judge": "same_topic", "shared_terms": r.shared}),
         });
     }
-    (losers, records)
+    out
+}
+
+/// The earlier memories the judge may doubt by meaning (for the caller to fetch their vectors).
+pub fn doubt_candidates(active: &[ActiveRow], registry: &Registry) -> Vec<Uuid> {
+    let (older, _) = older_of(active, registry, &HashMap::new(), &HashMap::new());
+    older.into_iter().filter(readable).map(|o| o.id).collect()
+}
+
+/// The doubts as `metadata.revises` of the memories standing for the newer messages: for each,
+/// the earlier memories and the episodes they came from (`sources`), in id order.
+pub fn revises(doubts: &[(Uuid, Uuid)], sources: &HashMap<Uuid, Vec<Uuid>>) -> (Vec<Uuid>, Vec<serde_json::Value>) {
+    let mut by: std::collections::BTreeMap<Uuid, std::collections::BTreeSet<Uuid>> = Default::default();
+    for (newer, older) in doubts {
+        by.entry(*newer).or_default().insert(*older);
+    }
+    by.into_iter()
+        .map(|(newer, olds)| {
+            let list: Vec<serde_json::Value> = olds
+                .into_iter()
+                .map(|o| json!({"memory": o, "episodes": sources.get(&o).cloned().unwrap_or_default()}))
+                .collect();
+            (newer, serde_json::Value::Array(list))
+        })
+        .unzip()
 }
 
 #[cfg(test)]

@@ -6,8 +6,10 @@
 //! episode per turn, compiled after each session as a live agent would. Then the case's question
 //! is asked for a context bundle (1,000 tokens) and the bundle's text is checked:
 //! - an `update` case is applied when every `must` (new value) is in the bundle and no
-//!   `must_not` (old value) is; otherwise it counts as a stale value left, a missing new value,
-//!   or both;
+//!   `must_not` (old value) is; it is shown as history when the old value appears only on lines
+//!   marked "(earlier)" (the compiler could not say surely that the change replaces it, so the
+//!   bundle shows both, the old one marked); otherwise it counts as a stale value left (on an
+//!   unmarked line), a missing new value, or both;
 //! - a `lookalike` case (someone else's change, a plan, a question, a negation, pasted text, an
 //!   instruction, another instance of the same thing) wrongly superseded a true fact when a
 //!   `must` value is missing from the bundle or a memory holding it was superseded.
@@ -33,6 +35,7 @@ const MAX_TOKENS: u64 = 1000;
 struct Tally {
     cases: usize,
     applied: usize,
+    history: usize,
     stale: usize,
     missing: usize,
     wrongly_superseded: usize,
@@ -50,6 +53,7 @@ impl Report {
             if k == kind {
                 t.cases += v.cases;
                 t.applied += v.applied;
+                t.history += v.history;
                 t.stale += v.stale;
                 t.missing += v.missing;
                 t.wrongly_superseded += v.wrongly_superseded;
@@ -93,11 +97,21 @@ async fn run_case(app: &crate::common::TestApp, suite: &str, i: usize, case: &Va
     let (s, bundle) = app.post("/v1/context", &req).await;
     assert_eq!(s, 200, "{bundle}");
     let text = bundle["assembled_context"].as_str().unwrap_or_default().to_string();
+    // EVAL_PRINT=<case name>: the case's bundle and memories, to read why it fails.
+    if std::env::var("EVAL_PRINT").is_ok_and(|n| case["name"].as_str() == Some(n.as_str())) {
+        println!("--- {subject}\n{text}");
+        for m in app.memories(&subject).await {
+            println!("  memory {} {} {} {}", m["kind"], m["status"], m["content"], m["metadata"]["revises"]);
+        }
+    }
     let strs = |k: &str| -> Vec<String> {
         case[k].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
     };
     let missing: Vec<String> = strs("must").into_iter().filter(|m| !text.contains(m.as_str())).collect();
-    let stale: Vec<String> = strs("must_not").into_iter().filter(|m| text.contains(m.as_str())).collect();
+    // What the bundle presents as current: every line but those marked as earlier.
+    let current: String = text.lines().filter(|l| !l.starts_with("- (earlier) ")).collect::<Vec<_>>().join("\n");
+    let stale: Vec<String> = strs("must_not").into_iter().filter(|m| current.contains(m.as_str())).collect();
+    let history: Vec<String> = strs("must_not").into_iter().filter(|m| text.contains(m.as_str())).collect();
     let mut superseded = Vec::new();
     if case["kind"] == "lookalike" {
         for m in app.memories(&subject).await {
@@ -107,8 +121,17 @@ async fn run_case(app: &crate::common::TestApp, suite: &str, i: usize, case: &Va
             }
         }
     }
+    // A look-alike's true value shown only as earlier is demoted as wrongly as one superseded.
+    if case["kind"] == "lookalike" {
+        superseded.extend(
+            strs("must")
+                .into_iter()
+                .filter(|m| text.contains(m.as_str()) && !current.contains(m.as_str()))
+                .map(|m| format!("shown as earlier: {m}")),
+        );
+    }
     let ok = missing.is_empty() && stale.is_empty() && superseded.is_empty();
-    let detail = format!("missing {missing:?} stale {stale:?} superseded {superseded:?}");
+    let detail = format!("missing {missing:?} stale {stale:?} earlier {history:?} superseded {superseded:?}");
     (ok, detail)
 }
 
@@ -149,7 +172,9 @@ async fn run_suite(app: &crate::common::TestApp, suite: &str, doc: &Value, label
         let t = report.by.entry((kind.clone(), register)).or_default();
         t.cases += 1;
         if kind == "update" {
-            t.applied += usize::from(ok);
+            let shown_earlier = detail.contains("earlier [\"");
+            t.applied += usize::from(ok && !shown_earlier);
+            t.history += usize::from(ok && shown_earlier);
             t.stale += usize::from(detail.contains("stale [\""));
             t.missing += usize::from(detail.contains("missing [\""));
         } else {
@@ -159,17 +184,17 @@ async fn run_suite(app: &crate::common::TestApp, suite: &str, doc: &Value, label
             report.failures.push(format!("{label} {suite} {kind} {}: {detail}", case["name"].as_str().unwrap_or("?")));
         }
     }
-    println!("update eval ({label}, {suite}): kind/register: cases, applied, stale left, new value missing, look-alikes wrongly superseded");
+    println!("update eval ({label}, {suite}): kind/register: cases, applied, shown as history, stale left, new value missing, look-alikes wrongly superseded");
     for ((kind, register), t) in &report.by {
         println!(
-            "  {kind:9} {register:17} {:3} {:3} {:3} {:3} {:3}",
-            t.cases, t.applied, t.stale, t.missing, t.wrongly_superseded
+            "  {kind:9} {register:17} {:3} {:3} {:3} {:3} {:3} {:3}",
+            t.cases, t.applied, t.history, t.stale, t.missing, t.wrongly_superseded
         );
     }
     let (u, l) = (report.total("update"), report.total("lookalike"));
     println!(
-        "  TOTAL {label} {suite}: updates applied {}/{}, stale values left {}, missing new values {}, look-alikes wrongly superseded {}/{}",
-        u.applied, u.cases, u.stale, u.missing, l.wrongly_superseded, l.cases
+        "  TOTAL {label} {suite}: updates applied {}/{}, shown as history {}, stale values left {}, missing new values {}, look-alikes wrongly superseded {}/{}",
+        u.applied, u.cases, u.history, u.stale, u.missing, l.wrongly_superseded, l.cases
     );
     for f in &report.failures {
         println!("  FAIL {f}");

@@ -58,6 +58,8 @@ pub struct Older {
     pub at: Place,
     /// Where a later memory of the same batch supersedes it by another rule, if one does.
     pub until: Option<Place>,
+    /// Its vector, when the embedder is semantic (for [`Doubt`]s no shared word explains).
+    pub vector: Option<Vec<f32>>,
 }
 
 /// A place in time: the time anchor in microseconds, then the message's sequence key.
@@ -72,6 +74,25 @@ pub struct Newer {
     pub text: String,
     /// Its place in time.
     pub at: Place,
+    /// The message's vector, when the embedder is semantic.
+    pub vector: Option<Vec<f32>>,
+}
+
+/// An earlier memory a change is likely about, though not surely enough to retire it (no
+/// unique earlier statement shows the change by a value, or only the meaning ties the two):
+/// the bundle shows it marked as earlier, so the agent sees that it may have changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Doubt {
+    pub older: Uuid,
+    /// The index of the newer message that may change it.
+    pub by: usize,
+}
+
+/// What the newer messages do to the older memories.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Judgement {
+    pub retired: Vec<Retirement>,
+    pub doubts: Vec<Doubt>,
 }
 
 /// One earlier memory retired by a newer message.
@@ -86,6 +107,19 @@ pub struct Retirement {
     /// How many topic words the two statements share.
     pub shared: usize,
 }
+
+/// Least cosine similarity between a change and an earlier memory for a [`Doubt`] that no
+/// shared word explains, and by how much the earlier memory must beat those of every other
+/// message (MiniLM; measured on the update suites, see docs/compile.md).
+const DOUBT_SIMILARITY: f32 = 0.25;
+const DOUBT_MARGIN: f32 = 0.05;
+/// At most this many earlier messages tie as what a change may be about: more is no signal.
+const MAX_DOUBTED: usize = 2;
+/// Longest message (in chars), new or earlier, a doubt reads: weaker evidence than a retirement
+/// needs a plainer statement. On the BEAM dev chats every doubt between longer messages was
+/// wrong (questions and plans about one's studies and work sharing a word or a theme, 138 to
+/// 325 chars); the update suites' user messages are at most 224 chars, 99% under 170.
+const DOUBT_CHARS: usize = 160;
 
 /// Longest sentence (in words) the judge reads as a statement about one thing.
 const MAX_WORDS: usize = 30;
@@ -153,19 +187,21 @@ pub fn may_change(text: &str) -> bool {
         && sentences(text).iter().any(|(s, q)| matches!(classify_sentence(s, *q), Class::Marked(..)))
 }
 
+/// Whether the judge reads an earlier memory at all: a short statement of the user's, not a
+/// request to the assistant (only a claimed fact is read out of such a message) nor a reply.
+pub fn readable(o: &Older) -> bool {
+    o.text.chars().count() <= MAX_MESSAGE_CHARS && (o.value.is_some() || !asks(&o.text)) && !opens_as_reply(&o.text)
+}
+
 /// The retirements the newer messages make among the older memories (earlier messages only,
 /// in order: each newer message also sees the ones before it that survive).
-pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
+pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
     // Most messages change nothing; the earlier memories are read only when one does.
     let mut olds: Option<Vec<(&Older, Vec<Terms>)>> = None;
     let read = || -> Vec<(&Older, Vec<Terms>)> {
         older
             .iter()
-            .filter(|o| o.text.chars().count() <= MAX_MESSAGE_CHARS)
-            // A plain message that asks something is a request to the assistant, not a
-            // statement of one's things (only a claimed fact is read out of such a message).
-            .filter(|o| o.value.is_some() || !asks(&o.text))
-            .filter(|o| !opens_as_reply(&o.text))
+            .filter(|o| readable(o))
             .map(|o| {
                 // Only what the earlier message asserted: its questions hold no value to replace.
                 let mut ts: Vec<Terms> =
@@ -180,7 +216,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
             .collect()
     };
     let mut retired: BTreeSet<Uuid> = BTreeSet::new();
-    let mut out = Vec::new();
+    let mut out = Judgement::default();
     for (k, n) in newer.iter().enumerate() {
         if n.text.chars().count() > MAX_MESSAGE_CHARS {
             continue;
@@ -205,6 +241,9 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
             continue;
         }
         let olds = olds.get_or_insert_with(read);
+        let before = out.retired.len();
+        // Per earlier message, the best bearing of a sentence that retired nothing.
+        let mut unsure: BTreeMap<&str, ((bool, usize), Vec<Uuid>)> = BTreeMap::new();
         for class in &classes {
             let (mark, text) = match class {
                 Class::Marked(m, t) => (*m, t),
@@ -234,15 +273,88 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Vec<Retirement> {
                 |items: &Vec<(Uuid, Bearing)>| items.iter().filter(|(_, b)| b.strong).map(|(_, b)| b.shared).max();
             let top = by_group.values().filter_map(score).max().unwrap_or(0);
             let winners: Vec<&Vec<(Uuid, Bearing)>> = by_group.values().filter(|i| score(i) == Some(top)).collect();
-            let [items] = winners.as_slice() else { continue };
+            let [items] = winners.as_slice() else {
+                for (group, items) in by_group {
+                    let key = items.iter().map(|(_, b)| (b.strong, b.shared)).max().unwrap_or_default();
+                    let entry = unsure.entry(group).or_default();
+                    if key > entry.0 {
+                        *entry = (key, items.iter().map(|(id, _)| *id).collect());
+                    }
+                }
+                continue;
+            };
             for (id, b) in items.iter() {
                 retired.insert(*id);
                 let newer = if b.mark == Mark::Retraction { None } else { n.successor };
-                out.push(Retirement { older: *id, by: k, newer, mark: b.mark, shared: top });
+                out.retired.push(Retirement { older: *id, by: k, newer, mark: b.mark, shared: top });
+            }
+        }
+        if out.retired.len() == before && short(&n.text) {
+            let current = |o: &Older| {
+                o.at < n.at && o.until.as_ref().is_none_or(|u| *u > n.at) && o.group != n.group && short(&o.text)
+            };
+            let is_short = |id: &Uuid| olds.iter().any(|(o, _)| o.id == *id && short(&o.text));
+            let by_words = doubted_by_words(&unsure).map(|ids| if ids.iter().all(is_short) { ids } else { Vec::new() });
+            let doubted = by_words.or_else(|| {
+                let eligible = olds.iter().map(|(o, _)| *o).filter(|o| current(o) && !retired.contains(&o.id));
+                doubted_by_meaning(n.vector.as_deref(), eligible)
+            });
+            for id in doubted.unwrap_or_default() {
+                out.doubts.push(Doubt { older: id, by: k });
             }
         }
     }
     out
+}
+
+/// Whether a message is short enough for a doubt ([`DOUBT_CHARS`]).
+fn short(text: &str) -> bool {
+    text.chars().count() <= DOUBT_CHARS
+}
+
+/// The earlier memories a change that retired nothing may be about, by shared words: those of
+/// the earlier messages it bears on best, when at most [`MAX_DOUBTED`] tie.
+fn doubted_by_words(unsure: &BTreeMap<&str, ((bool, usize), Vec<Uuid>)>) -> Option<Vec<Uuid>> {
+    let best = unsure.values().map(|(key, _)| *key).max()?;
+    let top: Vec<&Vec<Uuid>> = unsure.values().filter(|(key, _)| *key == best).map(|(_, ids)| ids).collect();
+    (top.len() <= MAX_DOUBTED).then(|| top.into_iter().flatten().copied().collect())
+}
+
+/// The earlier memories a change that shares no word with any is about by meaning: the most
+/// similar one, when similar enough, with the nearest of any other message within the margin
+/// of it (at most [`MAX_DOUBTED`] messages, else no signal).
+fn doubted_by_meaning<'a>(vector: Option<&[f32]>, older: impl Iterator<Item = &'a Older>) -> Option<Vec<Uuid>> {
+    let vector = vector?;
+    let mut scored: Vec<(f32, &Older)> =
+        older.filter_map(|o| o.vector.as_deref().map(|v| (cosine(vector, v), o))).collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
+    let best = scored.first()?.0;
+    if best < DOUBT_SIMILARITY {
+        return None;
+    }
+    // The nearest memory of each message near the best (a value changed twice is near both of
+    // its earlier values); beyond the margin another message is no rival.
+    let mut groups: Vec<&str> = Vec::new();
+    let mut doubted = Vec::new();
+    for (sim, o) in scored.iter().take_while(|(sim, _)| best - sim < DOUBT_MARGIN) {
+        if *sim >= DOUBT_SIMILARITY && !groups.contains(&o.group.as_str()) {
+            groups.push(&o.group);
+            doubted.push(o.id);
+        }
+    }
+    (groups.len() <= MAX_DOUBTED).then_some(doubted)
+}
+
+/// Cosine similarity of two vectors (0 when either is zero).
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let n = norm(a) * norm(b);
+    if n == 0.0 {
+        0.0
+    } else {
+        dot / n
+    }
 }
 
 #[cfg(test)]
@@ -258,6 +370,7 @@ mod tests {
             key_words: Vec::new(),
             at: (0, group.into()),
             until: None,
+            vector: None,
         }
     }
 
@@ -267,6 +380,7 @@ mod tests {
             successor: Some(Uuid::from_u128(99)),
             text: text.into(),
             at: (1, "new".into()),
+            vector: None,
         }]
     }
 
@@ -292,14 +406,17 @@ mod tests {
     fn a_change_retires_the_one_statement_it_is_about() {
         let old =
             [older(1, "a", "my laptop is a ThinkPad X1", Some("thinkpad x1")), older(2, "b", "I live in Oslo", None)];
-        let r = judge(&newer("new laptop day, a MacBook Air M3"), &old);
+        let r = judge(&newer("new laptop day, a MacBook Air M3"), &old).retired;
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].older, Uuid::from_u128(1));
         // The value restated is no change.
-        assert!(judge(&newer("finally got the ThinkPad X1 laptop set up now"), &old).is_empty());
+        assert!(judge(&newer("finally got the ThinkPad X1 laptop set up now"), &old).retired.is_empty());
         // Two earlier statements equally about it: nothing is retired.
         let two = [older(1, "a", "cache node is 10.0.0.1", None), older(2, "b", "cache node backup is 10.0.0.2", None)];
-        assert!(judge(&newer("the cache node is 10.0.0.9 now"), &two).is_empty());
+        let unsure = judge(&newer("the cache node is 10.0.0.9 now"), &two);
+        assert!(unsure.retired.is_empty());
+        // Both are shown as earlier: the change may be about either.
+        assert_eq!(unsure.doubts.iter().map(|d| d.older).collect::<Vec<_>>(), [Uuid::from_u128(1), Uuid::from_u128(2)]);
     }
 
     #[test]
@@ -309,10 +426,10 @@ mod tests {
         assert_eq!(classify("Got it, the formula is clear now", false), None);
         // An earlier message that opens as a reply restates the answer: nothing of it is retired.
         let old = [older(1, "a", "Got it! So the scale factor is 1.5 for those triangles.", None)];
-        assert!(judge(&newer("the scale factor is 2 now"), &old).is_empty());
+        assert!(judge(&newer("the scale factor is 2 now"), &old).retired.is_empty());
         // An earlier message that asks something holds no value of the user's to replace.
         let asked = [older(1, "a", "my review is on October 15, any tips?", None)];
-        assert!(judge(&newer("my review moved to October 20 now"), &asked).is_empty());
+        assert!(judge(&newer("my review moved to October 20 now"), &asked).retired.is_empty());
     }
 
     #[test]
@@ -325,7 +442,37 @@ mod tests {
     #[test]
     fn a_plain_statement_needs_a_value_of_the_same_shape() {
         let old = [older(1, "a", "doing 5k runs on weekends", None)];
-        assert_eq!(judge(&newer("finally up to 10k on my sunday runs"), &old).len(), 1);
-        assert!(judge(&newer("new shoes for the runs arrived"), &old).is_empty());
+        assert_eq!(judge(&newer("finally up to 10k on my sunday runs"), &old).retired.len(), 1);
+        assert!(judge(&newer("new shoes for the runs arrived"), &old).retired.is_empty());
+    }
+
+    #[test]
+    fn a_change_tied_to_nothing_by_words_is_doubted_by_meaning() {
+        let with = |n: u128, group: &str, text: &str, v: [f32; 3]| Older {
+            vector: Some(v.to_vec()),
+            ..older(n, group, text, None)
+        };
+        let old = [
+            with(1, "a", "I write everything in Sublime Text", [1.0, 0.2, 0.0]),
+            with(2, "b", "we have a dog called Pepper", [0.0, 0.1, 1.0]),
+        ];
+        let mut n = newer("been living in Zed for a month now");
+        n[0].vector = Some(vec![0.9, 0.5, 0.1]);
+        let j = judge(&n, &old);
+        assert!(j.retired.is_empty(), "meaning alone never retires");
+        assert_eq!(j.doubts, [Doubt { older: Uuid::from_u128(1), by: 0 }]);
+        // Two earlier messages about as close (a value changed twice): both are earlier.
+        let close = [
+            with(1, "a", "I write everything in Sublime Text", [1.0, 0.2, 0.0]),
+            with(2, "b", "switched to Atom", [1.0, 0.25, 0.0]),
+        ];
+        assert_eq!(judge(&n, &close).doubts.len(), 2);
+        // Three: no signal.
+        let three = [close[0].clone(), close[1].clone(), with(3, "c", "my shell is fish", [1.0, 0.22, 0.0])];
+        assert!(judge(&n, &three).doubts.is_empty());
+        // A message that marks no change doubts nothing.
+        let mut plain = newer("I like the Zed theme");
+        plain[0].vector = n[0].vector.clone();
+        assert!(judge(&plain, &old).doubts.is_empty());
     }
 }

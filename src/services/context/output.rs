@@ -11,7 +11,7 @@ use super::suppress::EPISODE_LINE_CHARS;
 use super::{Bundle, Considered, Selected, SessionInfo};
 use crate::bundle::excerpt::{excerpt, Part, TaskStems};
 use crate::bundle::pack::{pack, procedures_first};
-use crate::bundle::render::{episode_line, memory_line, quoted_line, turn_line, Line, Place, Section};
+use crate::bundle::render::{earlier, episode_line, memory_line, quoted_line, turn_line, Line, Place, Section};
 use crate::bundle::tokens;
 use crate::compile::pipeline::source_label;
 use crate::compile::text::episode_text;
@@ -101,6 +101,7 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
             Some(label) => (false, quoted_line_for(item, &label, req.compact, &ranked.full_text, &turns)),
             None => (is_procedure(item), line_for(item, req.compact, &ranked.full_text, &turns, turn_rank)),
         };
+        let line = if ranked.earlier.contains(&line.id) { Line { text: earlier(&line.text), ..line } } else { line };
         turn_rank += usize::from(matches!(item, Item::Episode(_)));
         (procedure, line)
     });

@@ -44,6 +44,8 @@ pub struct Ranked {
     pub caveat: bool,
     /// Compact bundles: the turns whose line shows their summary's whole text.
     pub full_text: HashMap<Uuid, String>,
+    /// Items shown marked as earlier ([`Shown::earlier`]).
+    pub earlier: HashSet<Uuid>,
 }
 
 /// Scores every item of `shown` and sorts them (score desc, then id).
@@ -70,7 +72,7 @@ pub fn score_all(shown: Shown, task: &Task<'_>, opts: &RetrievalOptions) -> Rank
     };
 
     let max_mem_lex = shown.memories.iter().map(|m| shown.signals(&m.memory.id, m.lex, m.sem).0).fold(0.0, f64::max);
-    let Shown { memories, episodes, joint, full_text, .. } = shown;
+    let Shown { memories, episodes, joint, full_text, earlier } = shown;
     let mut items: Vec<(f64, Uuid, Item)> = Vec::with_capacity(memories.len() + episodes.len());
     for m in memories {
         let (lex, sem) = joint.get(&m.memory.id).copied().unwrap_or((m.lex, m.sem));
@@ -117,7 +119,7 @@ pub fn score_all(shown: Shown, task: &Task<'_>, opts: &RetrievalOptions) -> Rank
         items.push((score_with(&signals, &t.weights), e.episode.id, Item::Episode(e)));
     }
     rank(&mut items, |(s, id, _)| (*s, *id));
-    Ranked { items, caveat, full_text }
+    Ranked { items, caveat, full_text, earlier }
 }
 
 /// True when the task has words, something was found, and nothing matches it: no word in

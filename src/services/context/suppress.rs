@@ -27,6 +27,9 @@ pub struct Shown {
     pub joint: HashMap<Uuid, (f64, Option<f64>)>,
     /// Compact bundles: the turns whose line shows their summary's whole text.
     pub full_text: HashMap<Uuid, String>,
+    /// Memories and episodes a later statement among the candidates may have changed
+    /// ([`revised`]): shown marked as earlier.
+    pub earlier: HashSet<Uuid>,
 }
 
 impl Shown {
@@ -65,11 +68,28 @@ pub fn suppress(c: Candidates, policy: &PolicyContext, compact: bool) -> (Shown,
         .collect();
     let (block, hidden) = apply_policy(policy, &mut memories);
     episodes.retain(|e| !hidden.contains(&e.episode.id));
-    let mut shown = Shown { memories, episodes, ..Default::default() };
+    let earlier = revised(&memories);
+    let mut shown = Shown { memories, episodes, earlier, ..Default::default() };
     one_of_two(&mut shown, compact);
     let mut seen = HashSet::new();
     shown.episodes.retain(|e| seen.insert(e.episode.id));
     (shown, block)
+}
+
+/// The memories and episodes that a candidate memory says its message may change
+/// (`metadata.revises`, written by the compiler when it could not say surely, see
+/// [`crate::compile::topic::Doubt`]): the bundle marks them as earlier, so the agent sees the
+/// newer statement as current.
+fn revised(memories: &[MemoryCandidate]) -> HashSet<Uuid> {
+    let mut out = HashSet::new();
+    for m in memories {
+        let Some(list) = m.memory.metadata.get("revises").and_then(Value::as_array) else { continue };
+        for r in list {
+            let ids = r.get("episodes").and_then(Value::as_array).into_iter().flatten().chain(r.get("memory"));
+            out.extend(ids.filter_map(Value::as_str).filter_map(|s| s.parse::<Uuid>().ok()));
+        }
+    }
+    out
 }
 
 /// Evaluates the policy on the candidates before scoring: in enforce mode denied memories go
@@ -244,5 +264,20 @@ mod tests {
         assert!(loose.episodes.is_empty(), "the summary stands for the long turn");
         assert_eq!(loose.memories.len(), 1);
         assert_eq!(loose.signals(&Uuid::from_u128(10), 0.0, None), (0.9, Some(0.2)));
+    }
+
+    #[test]
+    fn what_a_later_statement_may_have_changed_is_marked_earlier() {
+        let mut newer = summary(11, 2, "user: these days it's a matcha latte");
+        newer.memory.metadata = json!({"revises": [{"memory": Uuid::from_u128(10), "episodes": [Uuid::from_u128(1)]}]});
+        let c = Candidates {
+            memories: vec![summary(10, 1, "user: usual coffee: flat white"), newer],
+            episodes: vec![turn(1, 1, "usual coffee: flat white"), turn(2, 2, "these days it's a matcha latte")],
+            ..Candidates::default()
+        };
+        let (s, _) = suppress(c, &PolicyContext::default(), true);
+        let mut earlier: Vec<u128> = s.earlier.iter().map(|id| id.as_u128()).collect();
+        earlier.sort_unstable();
+        assert_eq!(earlier, [1, 10], "the earlier memory and its turn; the newer is current");
     }
 }
