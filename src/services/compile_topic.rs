@@ -163,8 +163,9 @@ pub struct Decided {
     pub losers: Vec<(Uuid, DateTime<Utc>)>,
     /// The supersession records to write.
     pub records: Vec<RecordRow>,
-    /// (the memory standing for a newer message, an earlier memory it may change): shown as
-    /// earlier in bundles ([`crate::compile::topic::Doubt`]).
+    /// (the memory standing for a newer message, an earlier memory it may change or retires):
+    /// shown as earlier in bundles ([`crate::compile::topic::Doubt`]; a retired memory is
+    /// never shown, but its turn may be, while another memory of it is current).
     pub doubts: Vec<(Uuid, Uuid)>,
 }
 
@@ -198,6 +199,11 @@ pub fn decide(
         if taken.contains_key(&r.older) {
             // A later memory of this batch supersedes it by claim or words already.
             continue;
+        }
+        // The retired message's turn still shows while another memory of it is current (a
+        // fact about something else): it shows marked as earlier.
+        if let Some(successor) = newer[r.by].successor {
+            out.doubts.push((successor, r.older));
         }
         let at = anchors[r.by];
         out.losers.push((r.older, starts.get(&r.older).map_or(at, |f| at.max(*f))));
