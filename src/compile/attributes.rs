@@ -297,6 +297,11 @@ impl Attributes {
         self.phrase_key.get(&phrase_words(phrase).join(" ")).map(String::as_str)
     }
 
+    /// True when the phrase is one the registry knows (not a made-up `attr.` slug).
+    pub fn knows(&self, phrase: &str) -> bool {
+        self.group_key(phrase).is_some()
+    }
+
     /// The one attribute a thing's kind names ("Harwell Community College" → school), if unique.
     pub fn kind_of(&self, value: &str) -> Option<String> {
         let kinds = self.keys_for_thing(value);

@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::attributes::{attributes, phrase_words, shape};
 use super::claims::{claim_from_parts, normalize_value, Cardinality, Claim, Registry};
-use super::heuristic::LinkHint;
+use super::fact::LinkHint;
 use super::pipeline::MemoryDraft;
 
 /// One of the subject's current claims, as the linker sees it.

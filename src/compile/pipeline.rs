@@ -6,7 +6,8 @@ use uuid::Uuid;
 
 use super::candidates::structured_candidates;
 use super::claims::{claim_from_parts, parse_claim, Claim, Registry};
-use super::heuristic::{extract_facts_with, summarize, LinkHint};
+use super::fact::LinkHint;
+use super::heuristic::{extract_facts_with, summarize};
 use super::instruction::{self, Speaker};
 use super::procedures::standing_rules;
 use super::text::{episode_text, strip_pasted_with, user_statements, Quotes, LOG_MARK, PASTE_MARK};
