@@ -295,7 +295,8 @@ mod tests {
 
     #[test]
     fn every_attribute_group_key_is_open_or_built_in() {
-        let data: Value = serde_json::from_str(include_str!("attributes.json")).expect("attributes.json parses");
+        let data: Value =
+            serde_json::from_str(include_str!("attributes/attributes.json")).expect("attributes.json parses");
         for g in data["groups"].as_array().expect("groups") {
             let key = g["key"].as_str().expect("key");
             assert!(is_open_key(key) || Registry::builtin().is_builtin(key), "{key}");
