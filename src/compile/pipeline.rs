@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::candidates::structured_candidates;
 use super::claims::{claim_from_parts, parse_claim, Claim, Registry};
-use super::fact::LinkHint;
+use super::fact::{FactRule, LinkHint};
 use super::heuristic::{extract_facts_with, summarize};
 use super::instruction::{self, Speaker};
 use super::procedures::standing_rules;
@@ -249,7 +249,7 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
             let claim = fact.claim.as_ref().and_then(|c| claim_from_parts(&c.key, &c.value, registry, "heuristic"));
             let mut metadata = Map::new();
             metadata.insert("compiler".into(), json!("heuristic"));
-            metadata.insert("rule".into(), json!(fact.rule));
+            metadata.insert("rule".into(), json!(fact.rule.as_str()));
             if let Some(cl) = &claim {
                 metadata.insert("claim".into(), cl.to_envelope());
             }
@@ -289,7 +289,7 @@ fn procedure_drafts(
         .enumerate()
         .map(|(i, (rule, claim))| {
             let mut metadata = Map::from_iter([("compiler".to_string(), json!("heuristic"))]);
-            metadata.insert("rule".into(), json!("standing_instruction"));
+            metadata.insert("rule".into(), json!(FactRule::StandingInstruction.as_str()));
             metadata.insert("claim".into(), claim.to_envelope());
             MemoryDraft {
                 kind: MemoryKind::Procedure,

@@ -203,6 +203,7 @@ mod tests {
     use super::rules::{EMPLOYER, HOME, NAME_KEY, PREFS, TITLE, TOOLS};
     use super::statements::claim;
     use super::*;
+    use crate::compile::fact::FactRule;
 
     fn facts(s: &str) -> Vec<ExtractedFact> {
         extract_facts(s)
@@ -241,10 +242,10 @@ mod tests {
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(got[0].content, "I work at Globex");
         assert_eq!(got[0].claim, claim(EMPLOYER, "Globex"));
-        assert_eq!(got[0].rule, "employer");
+        assert_eq!(got[0].rule, FactRule::Employer);
         assert_eq!(got[1].content, "my name is Dana Reyes");
         assert_eq!(got[1].claim, claim(NAME_KEY, "Dana Reyes"));
-        assert_eq!(got[1].rule, "name");
+        assert_eq!(got[1].rule, FactRule::Name);
     }
 
     #[test]
@@ -265,7 +266,7 @@ mod tests {
     fn tool_examples() {
         let f = only("I use Postgres for the main app.", "I use Postgres for the main app");
         assert_eq!(f.claim, claim(TOOLS, "Postgres"));
-        assert_eq!(f.rule, "tool");
+        assert_eq!(f.rule, FactRule::Tool);
         assert_eq!(claims("I use Redis for caching too."), vec![kv(TOOLS, "Redis")]);
     }
 
@@ -295,7 +296,7 @@ mod tests {
     fn dog_name_is_kept() {
         let f = only("By the way, my dog's name is Biscuit and she is a beagle.", "my dog's name is Biscuit");
         assert_eq!(f.claim, claim("attr.dog_name", "Biscuit"));
-        assert_eq!(f.rule, "attribute");
+        assert_eq!(f.rule, FactRule::Attribute);
     }
 
     #[test]
@@ -334,7 +335,7 @@ mod tests {
     fn intro_name_positive() {
         let f = only("Hi, I'm Dana.", "I'm Dana");
         assert_eq!(f.claim, None);
-        assert_eq!(f.rule, "intro_name");
+        assert_eq!(f.rule, FactRule::IntroName);
         only("Hello! I am Priya Shah and I work here", "I am Priya Shah");
         only("I’m Kenji from the data team", "I’m Kenji");
     }
@@ -387,7 +388,7 @@ mod tests {
     #[test]
     fn job_title() {
         let f = only("I work as a nurse.", "I work as a nurse");
-        assert_eq!((f.claim, f.rule), (claim(TITLE, "nurse"), "job_title"));
+        assert_eq!((f.claim, f.rule), (claim(TITLE, "nurse"), FactRule::JobTitle));
         only("I work as Head of Design", "I work as Head of Design");
         none("I work as needed");
         none("I work as much as I can");
@@ -397,7 +398,7 @@ mod tests {
     #[test]
     fn located_at() {
         let f = only("I'm at Globex.", "I'm at Globex");
-        assert_eq!((f.claim, f.rule), (None, "located_at"));
+        assert_eq!((f.claim, f.rule), (None, FactRule::LocatedAt));
         only("I am at Initech in Austin", "I am at Initech");
         none("I'm at a loss");
         none("I'm at home");
@@ -408,7 +409,7 @@ mod tests {
     fn on_team() {
         let f = only("I'm on the platform team.", "I'm on the platform team");
         // The kind of thing ("team") says which attribute it is.
-        assert_eq!((f.claim, f.rule), (claim("attr.team", "the platform team"), "on_team"));
+        assert_eq!((f.claim, f.rule), (claim("attr.team", "the platform team"), FactRule::OnTeam));
         only("I am on the SRE rotation at Globex", "I am on the SRE rotation");
         only("I'm on Ubuntu 24.04", "I'm on Ubuntu 24.04");
         none("I'm on it");
@@ -448,7 +449,7 @@ mod tests {
     #[test]
     fn origin() {
         let f = only("I'm from Porto, Portugal.", "I'm from Porto");
-        assert_eq!((f.claim, f.rule), (None, "origin"));
+        assert_eq!((f.claim, f.rule), (None, FactRule::Origin));
         only("I'm originally from Kyiv", "I'm originally from Kyiv");
         only("I come from Brazil", "I come from Brazil");
         none("I'm from there");
@@ -498,7 +499,7 @@ mod tests {
     #[test]
     fn preference() {
         let f = only("I prefer tabs over spaces.", "I prefer tabs over spaces");
-        assert_eq!((f.claim, f.rule), (claim(PREFS, "tabs over spaces"), "preference"));
+        assert_eq!((f.claim, f.rule), (claim(PREFS, "tabs over spaces"), FactRule::Preference));
         assert_eq!(claims("I prefer dark mode"), vec![kv(PREFS, "dark mode")]);
         none("I prefer not to say");
         none("I would prefer tabs");
@@ -509,7 +510,7 @@ mod tests {
     #[test]
     fn favorite() {
         let f = only("My favorite editor is Helix.", "My favorite editor is Helix");
-        assert_eq!((f.claim, f.rule), (claim("attr.favorite_editor", "Helix"), "favorite"));
+        assert_eq!((f.claim, f.rule), (claim("attr.favorite_editor", "Helix"), FactRule::Favorite));
         only("my favourite colour is green", "my favourite colour is green");
         none("My favorite editor was Emacs");
         none("My favorite editor is probably Helix");
@@ -521,7 +522,7 @@ mod tests {
     #[test]
     fn team_setup() {
         let f = only("Our database is Postgres 15.", "Our database is Postgres 15");
-        assert_eq!((f.claim, f.rule), (claim("attr.database", "Postgres 15"), "team_setup"));
+        assert_eq!((f.claim, f.rule), (claim("attr.database", "Postgres 15"), FactRule::TeamSetup));
         only("our main language is Rust", "our main language is Rust");
         none("Our database was MySQL");
         none("Our database is not Postgres");
@@ -532,7 +533,7 @@ mod tests {
     #[test]
     fn team_tool() {
         let f = only("We use Kubernetes.", "We use Kubernetes");
-        assert_eq!((f.claim, f.rule), (claim(TOOLS, "Kubernetes"), "team_tool"));
+        assert_eq!((f.claim, f.rule), (claim(TOOLS, "Kubernetes"), FactRule::TeamTool));
         // Where a team runs is its hosting, one value at a time.
         assert_eq!(claims("We run on AWS"), vec![kv("attr.hosting", "AWS")]);
         assert_eq!(claims("We run Nomad for scheduling"), vec![kv(TOOLS, "Nomad")]);
@@ -547,7 +548,7 @@ mod tests {
     #[test]
     fn team_on() {
         let f = only("We're on Postgres 15.", "We're on Postgres 15");
-        assert_eq!((f.claim, f.rule), (claim("attr.postgres_version", "Postgres 15"), "team_on"));
+        assert_eq!((f.claim, f.rule), (claim("attr.postgres_version", "Postgres 15"), FactRule::TeamOn));
         let f = only("We are on the payments team", "We are on the payments team");
         assert_eq!(f.claim, claim("attr.team", "the payments team"));
         none("We're on a tight deadline");
@@ -559,7 +560,7 @@ mod tests {
     fn migration() {
         let f = only("We migrated from MySQL to Postgres 16.", "We migrated to Postgres 16");
         // Versions of one tool replace each other.
-        assert_eq!((f.claim, f.rule), (claim("attr.postgres_version", "Postgres 16"), "migration"));
+        assert_eq!((f.claim, f.rule), (claim("attr.postgres_version", "Postgres 16"), FactRule::Migration));
         let f = only("I switched from Vim to Helix", "I switched to Helix");
         // Helix is an editor: the kind of thing names the attribute, one value at a time.
         assert_eq!(f.claim, claim("attr.editor", "Helix"));

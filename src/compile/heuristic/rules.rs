@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
 
+use crate::compile::fact::FactRule;
 use crate::compile::frames::LEAD;
 use crate::compile::updates::marks::CREDENTIALS;
 
@@ -38,7 +39,7 @@ pub(super) enum Kind {
 }
 
 pub(super) struct Trigger {
-    pub(super) rule: &'static str,
+    pub(super) rule: FactRule,
     pub(super) re: Regex,
     pub(super) kind: Kind,
     pub(super) key: Option<&'static str>,
@@ -79,19 +80,19 @@ fn build() -> Result<Rules, regex::Error> {
         Ok(Trigger { rule, re: Regex::new(&format!("(?i){pat}"))?, kind, key })
     };
     let triggers = vec![
-        trig("employer", format!(r"{i}{ADV}(?P<v>work\s+(?:at|for))\s+"), Kind::Place, Some(EMPLOYER))?,
-        trig("employer", format!(r"{im}{ADV}(?P<v>employed\s+(?:at|by))\s+"), Kind::Place, Some(EMPLOYER))?,
-        trig("job_title", format!(r"{i}{ADV}(?P<v>work\s+as)\s+"), Kind::Role, Some(TITLE))?,
-        trig("located_at", format!(r"{im}{ADV}(?P<v>at)\s+"), Kind::Capitalised, None)?,
-        trig("on_team", format!(r"{im}{ADV}(?P<v>on)\s+"), Kind::Team, None)?,
-        trig("home", format!(r"{i}{ADV}(?P<v>live\s+in)\s+"), Kind::Place, Some(HOME))?,
-        trig("home", format!(r"{im}{ADV}(?P<v>(?:based|located)\s+in)\s+"), Kind::Place, Some(HOME))?,
-        trig("origin", format!(r"{im}(?P<v>(?:originally\s+)?from)\s+"), Kind::Capitalised, None)?,
-        trig("origin", format!(r"{i}(?P<v>(?:originally\s+)?come\s+from)\s+"), Kind::Capitalised, None)?,
-        trig("tool", format!(r"{i}{ADV}(?P<v>use)\s+"), Kind::Tool, Some(TOOLS))?,
-        trig("preference", format!(r"{i}{ADV}(?P<v>prefer)\s+"), Kind::Pref, Some(PREFS))?,
-        trig("team_tool", format!(r"\b(?P<s>we)\s+{ADV}(?P<v>use|run)\s+"), Kind::Tool, Some(TOOLS))?,
-        trig("team_on", format!(r"\b(?P<s>we['’]re|we\s+are)\s+{ADV}(?P<v>on)\s+"), Kind::Team, Some(TOOLS))?,
+        trig(FactRule::Employer, format!(r"{i}{ADV}(?P<v>work\s+(?:at|for))\s+"), Kind::Place, Some(EMPLOYER))?,
+        trig(FactRule::Employer, format!(r"{im}{ADV}(?P<v>employed\s+(?:at|by))\s+"), Kind::Place, Some(EMPLOYER))?,
+        trig(FactRule::JobTitle, format!(r"{i}{ADV}(?P<v>work\s+as)\s+"), Kind::Role, Some(TITLE))?,
+        trig(FactRule::LocatedAt, format!(r"{im}{ADV}(?P<v>at)\s+"), Kind::Capitalised, None)?,
+        trig(FactRule::OnTeam, format!(r"{im}{ADV}(?P<v>on)\s+"), Kind::Team, None)?,
+        trig(FactRule::Home, format!(r"{i}{ADV}(?P<v>live\s+in)\s+"), Kind::Place, Some(HOME))?,
+        trig(FactRule::Home, format!(r"{im}{ADV}(?P<v>(?:based|located)\s+in)\s+"), Kind::Place, Some(HOME))?,
+        trig(FactRule::Origin, format!(r"{im}(?P<v>(?:originally\s+)?from)\s+"), Kind::Capitalised, None)?,
+        trig(FactRule::Origin, format!(r"{i}(?P<v>(?:originally\s+)?come\s+from)\s+"), Kind::Capitalised, None)?,
+        trig(FactRule::Tool, format!(r"{i}{ADV}(?P<v>use)\s+"), Kind::Tool, Some(TOOLS))?,
+        trig(FactRule::Preference, format!(r"{i}{ADV}(?P<v>prefer)\s+"), Kind::Pref, Some(PREFS))?,
+        trig(FactRule::TeamTool, format!(r"\b(?P<s>we)\s+{ADV}(?P<v>use|run)\s+"), Kind::Tool, Some(TOOLS))?,
+        trig(FactRule::TeamOn, format!(r"\b(?P<s>we['’]re|we\s+are)\s+{ADV}(?P<v>on)\s+"), Kind::Team, Some(TOOLS))?,
     ];
     Ok(Rules {
         clause_split: re(

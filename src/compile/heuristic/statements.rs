@@ -5,7 +5,7 @@ use regex::Captures;
 
 use super::rules::{group, rest, Kind, Rules, Trigger, HOME, NAME_KEY, TOOLS};
 use crate::compile::attributes::{attributes, shape, Shape};
-use crate::compile::fact::{ExtractedFact, LinkHint, RawClaim};
+use crate::compile::fact::{ExtractedFact, FactRule, LinkHint, RawClaim};
 use crate::compile::updates::marks::marks_update;
 use crate::compile::values::{
     claim_cut, cut_value, first_word, in_list, looks_like_place, plausible, starts_upper, strip_leading, version_key,
@@ -38,10 +38,10 @@ pub(super) fn name_fact(c: &Captures, clause: &str, intro: bool) -> Option<Extra
         if in_list(NOT_NAMES, &first) {
             return None;
         }
-        return Some(fact(&[group(c, "s"), name], None, "intro_name"));
+        return Some(fact(&[group(c, "s"), name], None, FactRule::IntroName));
     }
     let claim = claim(NAME_KEY, name);
-    Some(fact(&[group(c, "s"), group(c, "v"), name], claim, "name"))
+    Some(fact(&[group(c, "s"), group(c, "v"), name], claim, FactRule::Name))
 }
 
 /// "my dog's name is Biscuit", "my favorite editor is Helix", "our database is Postgres 15",
@@ -64,7 +64,7 @@ pub(super) fn attribute_fact(r: &Rules, c: &Captures, clause: &str) -> Option<Ex
     if let Some(rest) = strip_leading(value, &["at", "with", "through", "via"]) {
         if let Some(key) = attributes().kind_of(rest) {
             let v = claim_cut(rest);
-            let mut f = fact(&[subject_of(c), np, verb, value], claim(&key, v), "attribute");
+            let mut f = fact(&[subject_of(c), np, verb, value], claim(&key, v), FactRule::Attribute);
             f.link = Some(LinkHint { update, object: None, old: None, value: v.to_string(), kinds: &[] });
             return Some(f);
         }
@@ -101,11 +101,11 @@ pub(super) fn attribute_fact(r: &Rules, c: &Captures, clause: &str) -> Option<Ex
         return None;
     }
     let rule = if subject.eq_ignore_ascii_case("our") || the || bare {
-        "team_setup"
+        FactRule::TeamSetup
     } else if np.to_lowercase().starts_with("favo") {
-        "favorite"
+        FactRule::Favorite
     } else {
-        "attribute"
+        FactRule::Attribute
     };
     let claim_value = claim_cut(strip_leading(value, &["a", "an", "the"]).unwrap_or(value));
     let claim = claimable_attribute(value)
@@ -145,7 +145,7 @@ fn claimable_attribute(value: &str) -> bool {
 
 pub(super) fn trigger_fact(r: &Rules, t: &Trigger, c: &Captures, clause: &str) -> Option<ExtractedFact> {
     // "we run on AWS" is where the team hosts (a verb frame), not a tool it runs.
-    if t.rule == "team_tool" && rest(c, clause).to_lowercase().starts_with("on ") {
+    if t.rule == FactRule::TeamTool && rest(c, clause).to_lowercase().starts_with("on ") {
         return None;
     }
     let extra = match t.kind {
@@ -181,7 +181,9 @@ pub(super) fn trigger_fact(r: &Rules, t: &Trigger, c: &Captures, clause: &str) -
     };
     // "I'm at Harwell Community College", "I'm on Pacific time": the kind of place or thing
     // says which attribute it is.
-    let typed = matches!(t.rule, "located_at" | "on_team" | "team_on").then(|| attributes().kind_of(value)).flatten();
+    let typed = matches!(t.rule, FactRule::LocatedAt | FactRule::OnTeam | FactRule::TeamOn)
+        .then(|| attributes().kind_of(value))
+        .flatten();
     let claim_value = if typed.is_some() { Some(claim_cut(value).to_string()) } else { claim_value };
     let key = typed.or(t.key.map(str::to_string));
     let claim = key.as_deref().zip(claim_value).and_then(|(k, v)| {
@@ -191,7 +193,7 @@ pub(super) fn trigger_fact(r: &Rules, t: &Trigger, c: &Captures, clause: &str) -
     });
     let mut f = fact(&[group(c, "s"), group(c, "v"), value], claim, t.rule);
     let kinds: &'static [&'static str] =
-        if t.rule == "located_at" { &["employment.current_employer", "attr.school", "attr.gym"] } else { &[] };
+        if t.rule == FactRule::LocatedAt { &["employment.current_employer", "attr.school", "attr.gym"] } else { &[] };
     f.link = Some(LinkHint { update: marks_update(clause), object: None, old: None, value: value.to_string(), kinds });
     Some(f)
 }
@@ -244,7 +246,7 @@ pub(super) fn migration_fact(r: &Rules, c: &Captures, clause: &str) -> Option<Ex
     let claim_value = if key.as_deref() == Some(TOOLS) { tool_claim(r, value) } else { Some(value.to_string()) };
     let claim = key.zip(claim_value).and_then(|(k, v)| claim(&k, &v));
     let head = format!("{}{}", verb, group(c, "o"));
-    let mut f = fact(&[group(c, "s"), &head, "to", value], claim, "migration");
+    let mut f = fact(&[group(c, "s"), &head, "to", value], claim, FactRule::Migration);
     let old = c.name("from").map(|m| cut_value(m.as_str(), None).to_string()).filter(|o| !o.is_empty());
     let object = if object.is_empty() { tiered.then(|| "plan tier".to_string()) } else { Some(object.to_string()) };
     f.link = Some(LinkHint { update: true, object, old, value: value.to_string(), kinds: &[] });
@@ -291,7 +293,7 @@ pub(super) fn claim(key: &str, value: &str) -> Option<RawClaim> {
 }
 
 /// Joins phrase parts as the user wrote them, normalising whitespace only.
-fn fact(parts: &[&str], claim: Option<RawClaim>, rule: &'static str) -> ExtractedFact {
+fn fact(parts: &[&str], claim: Option<RawClaim>, rule: FactRule) -> ExtractedFact {
     let content = parts.iter().flat_map(|p| p.split_whitespace()).collect::<Vec<_>>().join(" ");
     ExtractedFact { content, claim, rule, link: None }
 }

@@ -8,7 +8,7 @@ use regex::{Captures, Regex};
 
 use super::marks::marks_update;
 use crate::compile::attributes::{attributes, shape};
-use crate::compile::fact::ExtractedFact;
+use crate::compile::fact::{ExtractedFact, FactRule};
 use crate::compile::frames::LEAD;
 use crate::compile::values::{claim_cut, cut_value, lower_name_run, name_run, plausible, strip_article, version_key};
 
@@ -118,7 +118,7 @@ fn role_at_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     let start = c.get(0)?.start();
     let content = format!("{} {value}", clause[start..c.get(0)?.end()].trim_end());
     let key = "employment.current_employer".to_string();
-    Some(ExtractedFact::claimed(content, key, value, "role_at", marks_update(clause), None))
+    Some(ExtractedFact::claimed(content, key, value, FactRule::RoleAt, marks_update(clause), None))
 }
 
 /// "now at 16 seats": a count of a thing the registry knows.
@@ -131,7 +131,7 @@ fn counted_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     let start = c.get(0)?.start();
     let end = c.name("v")?.end() + 1 + np.len();
     let content = clause.get(start..end.min(clause.len()))?.to_string();
-    Some(ExtractedFact::claimed(content, key, value, "count", marks_update(clause), Some(np.clone())))
+    Some(ExtractedFact::claimed(content, key, value, FactRule::Count, marks_update(clause), Some(np.clone())))
 }
 
 /// "we got a new manager, Rafael Costa".
@@ -150,7 +150,7 @@ fn appositive_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     }
     let key = attributes().key_for(np, value)?;
     let content = format!("new {np}: {value}");
-    Some(ExtractedFact::claimed(content, key, value, "appositive", true, Some(np.to_string())))
+    Some(ExtractedFact::claimed(content, key, value, FactRule::Appositive, true, Some(np.to_string())))
 }
 
 /// "Dr. Patel is my dentist": the phrase after "my" names the attribute, the subject is its value.
@@ -165,7 +165,7 @@ fn inverse_fact(c: &Captures) -> Option<ExtractedFact> {
     let key = a.key_for(np, value)?;
     let content = c.get(0)?.as_str().trim().trim_end_matches(['.', '!', ',', ';']).to_string();
     let content = content.trim_start_matches(|ch: char| !ch.is_alphanumeric()).to_string();
-    Some(ExtractedFact::claimed(content, key, value, "inverse", c.name("new").is_some(), Some(np.to_string())))
+    Some(ExtractedFact::claimed(content, key, value, FactRule::Inverse, c.name("new").is_some(), Some(np.to_string())))
 }
 
 /// "my old dentist retired, the new one is dr lindqvist".
@@ -177,7 +177,7 @@ fn new_one_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     }
     let key = version_key(np, value).or_else(|| attributes().key_for(np, value))?;
     let content = format!("new {np}: {value}");
-    Some(ExtractedFact::claimed(content, key, value, "new_one", true, Some(np.to_string())))
+    Some(ExtractedFact::claimed(content, key, value, FactRule::NewOne, true, Some(np.to_string())))
 }
 
 /// "my X changed to V", "the cache node moved to 10.2.3.5", "our standup got pushed to 10:00".
@@ -203,7 +203,7 @@ fn change_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     let start = c.get(0)?.start();
     let content = format!("{} {}", clause[start..c.get(0)?.end()].trim_end(), value);
     let content = content.split_whitespace().collect::<Vec<_>>().join(" ");
-    Some(ExtractedFact::claimed(content, key, value, "change", true, Some(np.to_string())))
+    Some(ExtractedFact::claimed(content, key, value, FactRule::Change, true, Some(np.to_string())))
 }
 
 /// "new address: 12 Main St", "my billing email: ap@example.com".
@@ -220,5 +220,5 @@ fn colon_fact(clause: &str, c: &Captures) -> Option<ExtractedFact> {
     let key = attributes().key_for(np, value)?;
     let content = format!("{}: {value}", clause[..c.get(0)?.end()].trim().trim_end_matches(':').trim());
     let content = content.trim_start_matches(|ch: char| !ch.is_alphanumeric()).to_string();
-    Some(ExtractedFact::claimed(content, key, value, "terse", c.name("new").is_some(), Some(np.to_string())))
+    Some(ExtractedFact::claimed(content, key, value, FactRule::Terse, c.name("new").is_some(), Some(np.to_string())))
 }

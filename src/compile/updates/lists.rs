@@ -8,7 +8,7 @@ use regex::Regex;
 
 use super::marks::marks_update;
 use crate::compile::attributes::{attributes, shape};
-use crate::compile::fact::ExtractedFact;
+use crate::compile::fact::{ExtractedFact, FactRule};
 use crate::compile::values::{claim_cut, first_word, plausible, NAME_END};
 
 struct Lists {
@@ -52,7 +52,7 @@ pub(crate) fn item_fact(item: &str) -> Option<ExtractedFact> {
             return None;
         }
         let key = a.key_for(np, value)?;
-        Some(ExtractedFact::claimed(content, key, value, "list_item", marks_update(item), Some(np.to_string())))
+        Some(ExtractedFact::claimed(content, key, value, FactRule::ListItem, marks_update(item), Some(np.to_string())))
     };
     // "np: value" and "np value": the longest known phrase first.
     for n in (1..=3.min(words.len() - 1)).rev() {

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::attributes::{attributes, shape};
-use super::fact::{ExtractedFact, LinkHint, RawClaim};
+use super::fact::{ExtractedFact, FactRule, LinkHint, RawClaim};
 use super::frames::{builtin_candidates, Frame, FrameMatch, Slot};
 use super::values::{
     claim_cut, cut_value, first_word_lower, looks_like_place, lower_name_run, name_run, plausible, strip_article,
@@ -70,10 +70,15 @@ fn frame_fact(clause: &str, m: &FrameMatch, update: bool) -> Option<ExtractedFac
     if m.key == "link" {
         // "got a OnePlus 9": a thing of one kind is the value of that attribute.
         let claim = attributes().kind_of(value).map(|key| RawClaim { key, value: value.to_string() });
-        return Some(ExtractedFact { content, claim, rule: "replacement", link: Some(hint) });
+        return Some(ExtractedFact { content, claim, rule: FactRule::Replacement, link: Some(hint) });
     }
     let claim = Some(RawClaim { key: m.key.clone(), value: value.to_string() });
-    Some(ExtractedFact { content, claim, rule: if m.event { "update_event" } else { "frame" }, link: Some(hint) })
+    Some(ExtractedFact {
+        content,
+        claim,
+        rule: if m.event { FactRule::UpdateEvent } else { FactRule::Frame },
+        link: Some(hint),
+    })
 }
 
 fn slot_accepts(slot: Slot, value: &str, lower: bool) -> bool {
