@@ -39,7 +39,7 @@ impl Current {
 }
 
 /// Words too generic to identify the replaced thing.
-const GENERIC: &[&str] =
+const GENERIC_THING_WORDS: &[&str] =
     &["old", "trusty", "beloved", "previous", "former", "current", "existing", "one", "thing", "stuff"];
 
 /// Ties the batch's update drafts to the subject's current claims. Returns the indexes of the
@@ -141,7 +141,8 @@ fn choose(claim: Option<&Claim>, hint: &LinkHint, current: &[Current]) -> Option
     let new_shape = shape(&hint.value);
     let fits = |c: &Current| shape(&c.value).compatible(new_shape) || c.cardinality == Cardinality::Multi;
     let words_of = |s: Option<&str>| -> BTreeSet<String> {
-        s.map(|o| phrase_words(o).into_iter().filter(|w| !GENERIC.contains(&w.as_str())).collect()).unwrap_or_default()
+        s.map(|o| phrase_words(o).into_iter().filter(|w| !GENERIC_THING_WORDS.contains(&w.as_str())).collect())
+            .unwrap_or_default()
     };
     let old_words = words_of(hint.old.as_deref());
     let single = |c: &&Current| c.cardinality == Cardinality::Single && fits(c);

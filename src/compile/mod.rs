@@ -15,6 +15,7 @@ pub mod pipeline;
 pub mod procedures;
 pub mod registry;
 pub mod scope;
+pub mod stop_words;
 pub mod supersede;
 pub mod text;
 pub mod topic;

@@ -8,6 +8,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::decision::{clamp_to_start, single_claim, threshold, Decision, MemoryView, Pending, Rule};
+use crate::compile::stop_words::is_stop_word;
 use crate::model::memory::MemoryKind;
 
 /// Lexical decisions among `rows`, skipping the rows the claim passes already retired.
@@ -118,21 +119,6 @@ pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
     ratio(inter, a.len() + b.len() - inter)
 }
 
-// Function words of 3+ letters; shorter tokens are dropped by length anyway.
-#[rustfmt::skip]
-const STOPWORDS: &[&str] = &[
-    "about", "above", "after", "again", "against", "all", "also", "and", "any", "are", "because",
-    "been", "before", "being", "below", "between", "both", "but", "can", "could", "did", "does",
-    "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have",
-    "having", "her", "here", "hers", "herself", "him", "himself", "his", "how", "into", "its",
-    "itself", "just", "may", "might", "more", "most", "much", "must", "myself", "nor", "not", "now",
-    "off", "once", "only", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she",
-    "should", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves",
-    "then", "there", "these", "they", "this", "those", "through", "too", "under", "until", "very",
-    "was", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
-    "would", "you", "your", "yours", "yourself", "yourselves",
-];
-
 // Month names count as date detail, like numbers, for the widening guard.
 #[rustfmt::skip]
 const MONTHS: &[&str] = &[
@@ -149,8 +135,7 @@ struct GuardView<'a> {
 
 impl<'a> GuardView<'a> {
     fn new(tokens: &'a BTreeSet<String>) -> Self {
-        let words =
-            tokens.iter().map(String::as_str).filter(|t| t.chars().count() >= 3 && !STOPWORDS.contains(t)).collect();
+        let words = tokens.iter().map(String::as_str).filter(|t| t.chars().count() >= 3 && !is_stop_word(t)).collect();
         let numbers = tokens
             .iter()
             .map(String::as_str)
