@@ -33,9 +33,10 @@ pub struct RawClaim {
     pub value: String,
 }
 
-/// Which pattern read a fact. [`FactRule::as_str`] is the name stored in the memory's
-/// `metadata.rule`, so a variant's name never changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which pattern read a fact. It is stored as the memory's `metadata.rule` by its snake_case
+/// name ("team_setup"), so a variant is never renamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FactRule {
     // Heuristic triggers: "I work at X", "I'm at X", "we use X"…
     Employer,
@@ -71,42 +72,6 @@ pub enum FactRule {
     StandingInstruction,
 }
 
-impl FactRule {
-    /// The stable name stored in `metadata.rule`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FactRule::Employer => "employer",
-            FactRule::JobTitle => "job_title",
-            FactRule::LocatedAt => "located_at",
-            FactRule::OnTeam => "on_team",
-            FactRule::Home => "home",
-            FactRule::Origin => "origin",
-            FactRule::Tool => "tool",
-            FactRule::Preference => "preference",
-            FactRule::TeamTool => "team_tool",
-            FactRule::TeamOn => "team_on",
-            FactRule::TeamSetup => "team_setup",
-            FactRule::Favorite => "favorite",
-            FactRule::Attribute => "attribute",
-            FactRule::Migration => "migration",
-            FactRule::IntroName => "intro_name",
-            FactRule::Name => "name",
-            FactRule::RoleAt => "role_at",
-            FactRule::Count => "count",
-            FactRule::Appositive => "appositive",
-            FactRule::ListItem => "list_item",
-            FactRule::Inverse => "inverse",
-            FactRule::NewOne => "new_one",
-            FactRule::Change => "change",
-            FactRule::Terse => "terse",
-            FactRule::Frame => "frame",
-            FactRule::UpdateEvent => "update_event",
-            FactRule::Replacement => "replacement",
-            FactRule::StandingInstruction => "standing_instruction",
-        }
-    }
-}
-
 impl ExtractedFact {
     /// A fact whose claim is `key = value`, with the hint the linker reads.
     pub(crate) fn claimed(
@@ -127,12 +92,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rule_names_are_the_stored_ones() {
-        let names: Vec<&str> = [FactRule::Employer, FactRule::TeamSetup, FactRule::ListItem, FactRule::UpdateEvent]
-            .iter()
-            .map(|r| r.as_str())
-            .collect();
-        assert_eq!(names, ["employer", "team_setup", "list_item", "update_event"]);
-        assert_eq!(FactRule::StandingInstruction.as_str(), "standing_instruction");
+    fn rules_are_stored_by_the_names_of_today() {
+        use FactRule::*;
+        let rules = [
+            Employer,
+            JobTitle,
+            LocatedAt,
+            OnTeam,
+            Home,
+            Origin,
+            Tool,
+            Preference,
+            TeamTool,
+            TeamOn,
+            TeamSetup,
+            Favorite,
+            Attribute,
+            Migration,
+            IntroName,
+            Name,
+            RoleAt,
+            Count,
+            Appositive,
+            ListItem,
+            Inverse,
+            NewOne,
+            Change,
+            Terse,
+            Frame,
+            UpdateEvent,
+            Replacement,
+            StandingInstruction,
+        ];
+        let names: Vec<String> =
+            rules.iter().map(|r| serde_json::json!(r).as_str().unwrap_or("").to_string()).collect();
+        assert_eq!(
+            names.join(" "),
+            "employer job_title located_at on_team home origin tool preference team_tool team_on team_setup favorite \
+             attribute migration intro_name name role_at count appositive list_item inverse new_one change terse frame \
+             update_event replacement standing_instruction"
+        );
     }
 }

@@ -249,7 +249,7 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
             let claim = fact.claim.as_ref().and_then(|c| claim_from_parts(&c.key, &c.value, registry, "heuristic"));
             let mut metadata = Map::new();
             metadata.insert("compiler".into(), json!("heuristic"));
-            metadata.insert("rule".into(), json!(fact.rule.as_str()));
+            metadata.insert("rule".into(), json!(fact.rule));
             if let Some(cl) = &claim {
                 metadata.insert("claim".into(), cl.to_envelope());
             }
@@ -289,7 +289,7 @@ fn procedure_drafts(
         .enumerate()
         .map(|(i, (rule, claim))| {
             let mut metadata = Map::from_iter([("compiler".to_string(), json!("heuristic"))]);
-            metadata.insert("rule".into(), json!(FactRule::StandingInstruction.as_str()));
+            metadata.insert("rule".into(), json!(FactRule::StandingInstruction));
             metadata.insert("claim".into(), claim.to_envelope());
             MemoryDraft {
                 kind: MemoryKind::Procedure,
