@@ -41,10 +41,12 @@ pub(super) fn first_word(v: &str) -> &str {
     v.split_whitespace().next().unwrap_or_default().trim_end_matches([',', '.', ';', '!'])
 }
 
+/// The first word of a value, lower-cased.
 pub(super) fn first_word_lower(v: &str) -> String {
     v.split_whitespace().next().unwrap_or_default().to_lowercase()
 }
 
+/// The value without a leading article or "my"/"our".
 pub(super) fn strip_article(v: &str) -> &str {
     let lower = v.to_lowercase();
     for a in ["a ", "an ", "the ", "my ", "our "] {

@@ -9,6 +9,7 @@ use crate::compile::fact::FactRule;
 use crate::compile::frames::LEAD;
 use crate::compile::updates::marks::CREDENTIALS;
 
+/// Claim keys the triggers give.
 pub(super) const NAME_KEY: &str = "identity.name";
 pub(super) const EMPLOYER: &str = "employment.current_employer";
 pub(super) const HOME: &str = "location.current_home";
@@ -20,6 +21,9 @@ pub(super) const TITLE: &str = "attr.job_title";
 const ADV: &str = r"(?:(?:currently|now|also|still)\s+)?";
 /// Leading chatter that may precede an imperative or interrogative word.
 const FILLER: &str = r"(?:[\s\p{P}]*(?:ok|okay|so|also|and|but|hey|hi|hello|btw|oh|well|alright|fyi|anyway|yeah|yes|thanks|cool|by\s+the\s+way|quick\s+update|just\s+so\s+you\s+know)\b)*[\s\p{P}]*";
+/// A migration verb, the thing moved, what it moved from and the word before its new value
+/// ("migrated the monorepo from yarn to pnpm").
+const MIGRATION: &str = r"(?P<v>moved|migrated|switched|upgraded|downgraded|bumped|updated|changed|repointed|pointed|renamed|ported|rewrote|rebuilt|converted|transferred|reinstalled)(?P<o>\s+(?:(?:our|my|the|all)\s+)?[\w.-]+(?:\s+[\w.-]+){0,3}?)??(?:\s+over)?(?:\s+from\s+(?P<from>.+?))?\s+(?:over\s+)?(?:to|->|→|with|onto|into)\s+";
 const NAME: &str = r"(?P<n>(?-i:\p{Lu}[\p{L}\p{M}'’\-]*(?:[ \t]+\p{Lu}[\p{L}\p{M}'’\-]*)*))";
 
 /// How a trigger's captured value is bounded, validated and claimed.
@@ -38,6 +42,7 @@ pub(super) enum Kind {
     Pref,
 }
 
+/// A first-person phrase ("I work at", "we use") whose value follows it.
 pub(super) struct Trigger {
     pub(super) rule: FactRule,
     pub(super) re: Regex,
@@ -45,6 +50,7 @@ pub(super) struct Trigger {
     pub(super) key: Option<&'static str>,
 }
 
+/// Every pattern of the extractor.
 pub(super) struct Rules {
     pub(super) clause_split: Regex,
     /// Any match drops the whole sentence: instructions, questions, conditionals, framing.
@@ -70,7 +76,7 @@ pub(super) struct Rules {
     pub(super) triggers: Vec<Trigger>,
 }
 
-// Built once; `None` (a bad pattern) makes extraction return nothing: fail closed.
+/// Built once; a bad pattern fails loudly on first use (`crate::patterns`).
 pub(super) static RULES: LazyLock<Rules> = LazyLock::new(|| crate::patterns::built("sentence rules", build()));
 
 fn build() -> Result<Rules, regex::Error> {
@@ -152,7 +158,7 @@ fn build() -> Result<Rules, regex::Error> {
         ))?,
         // "migrated the monorepo to pnpm", told without a subject at the start of a clause.
         migrate_bare: re(&format!(
-            r"(?i){LEAD}(?P<s>)(?:(?:just|finally|recently|also)\s+)?(?P<v>moved|migrated|switched|upgraded|downgraded|bumped|updated|changed|repointed|pointed|renamed|ported|rewrote|rebuilt|converted|transferred|reinstalled)(?P<o>\s+(?:(?:our|my|the|all)\s+)?[\w.-]+(?:\s+[\w.-]+){{0,3}}?)??(?:\s+over)?(?:\s+from\s+(?P<from>.+?))?\s+(?:over\s+)?(?:to|->|→|with|onto|into)\s+"
+            r"(?i){LEAD}(?P<s>)(?:(?:just|finally|recently|also)\s+)?{MIGRATION}"
         ))?,
         // "built with Angular", "hosted in Frankfurt": a participle describes, a frame reads it.
         passive: re(
@@ -163,9 +169,9 @@ fn build() -> Result<Rules, regex::Error> {
         np_skip: re(
             r"(?i)^(?:name|name['’]s)$|\b(?:question|point|problem|issue|concern|guess|idea|understanding|hope|answer|request|suggestion|bad|fault|pleasure|thoughts?|worry|fear|take|opinion|bet)\b",
         )?,
-        migrate: re(
-            r"(?i)\b(?P<s>i|we)(?:['’]ve|\s+have)?\s+(?:(?:recently|finally|just|also)\s+)?(?P<v>moved|migrated|switched|upgraded|downgraded|bumped|updated|changed|repointed|pointed|renamed|ported|rewrote|rebuilt|converted|transferred|reinstalled)(?P<o>\s+(?:(?:our|my|the|all)\s+)?[\w.-]+(?:\s+[\w.-]+){0,3}?)??(?:\s+over)?(?:\s+from\s+(?P<from>.+?))?\s+(?:over\s+)?(?:to|->|→|with|onto|into)\s+",
-        )?,
+        migrate: re(&format!(
+            r"(?i)\b(?P<s>i|we)(?:['’]ve|\s+have)?\s+(?:(?:recently|finally|just|also)\s+)?{MIGRATION}"
+        ))?,
         triggers,
     })
 }

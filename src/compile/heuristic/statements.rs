@@ -143,6 +143,7 @@ fn claimable_attribute(value: &str) -> bool {
     words.len() <= 6 && !in_list(NOT_VALUES, &first) && !(first.ends_with("ing") && first.len() > 5)
 }
 
+/// "I work at Globex", "I'm at Harwell Community College", "we use Kubernetes".
 pub(super) fn trigger_fact(r: &Rules, t: &Trigger, c: &Captures, clause: &str) -> Option<ExtractedFact> {
     // "we run on AWS" is where the team hosts (a verb frame), not a tool it runs.
     if t.rule == FactRule::TeamTool && rest(c, clause).to_lowercase().starts_with("on ") {

@@ -100,6 +100,7 @@ pub struct Decision {
     pub details: serde_json::Value,
 }
 
+/// One end of a validity window; None is unbounded.
 pub(super) type Bound = Option<DateTime<Utc>>;
 
 /// Half-open [from, to) with None meaning unbounded; empty windows overlap nothing.

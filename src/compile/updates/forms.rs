@@ -12,6 +12,14 @@ use crate::compile::fact::{ExtractedFact, FactRule};
 use crate::compile::frames::LEAD;
 use crate::compile::values::{claim_cut, cut_value, lower_name_run, name_run, plausible, strip_article, version_key};
 
+/// Auxiliaries before a verb of change ("has just been").
+const AUX: &str = r"(?:(?:has|have|had|just|finally|officially|now|been|got|was|were|is|are|also)\s+)*";
+/// Verbs of change ("moved", "bumped", "pushed").
+const CHANGE_VERBS: &str =
+    "changed|switched|moved|bumped|updated|upgraded|migrated|shifted|pushed|pointed|repointed|reset|set";
+/// The old value, if told, and the "to" before the new one.
+const CHANGED_TO: &str = r"\s+(?:over\s+)?(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+";
+
 struct Forms {
     change: Regex,
     change_bare: Regex,
@@ -29,11 +37,11 @@ fn build() -> Result<Forms, regex::Error> {
     let np = r"(?P<np>[\p{L}\p{N}'’\-]+(?:\s+[\p{L}\p{N}'’\-]+){0,3}?)";
     Ok(Forms {
         change: Regex::new(&format!(
-            r"(?i)\b(?P<s>my|our|the)\s+{np}\s+(?:(?:has|have|had|just|finally|officially|now|been|got|was|were|is|are|also)\s+)*(?P<verb>changed|switched|moved|bumped|updated|upgraded|migrated|shifted|pushed|pointed|repointed|reset|set|gone|went)\s+(?:over\s+)?(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+"
+            r"(?i)\b(?P<s>my|our|the)\s+{np}\s+{AUX}(?P<verb>{CHANGE_VERBS}|gone|went){CHANGED_TO}"
         ))?,
         // Terse chat drops the determiner: "standup got pushed to 10:15".
         change_bare: Regex::new(&format!(
-            r"(?i){LEAD}(?P<s>)(?P<np>[\p{{L}}\p{{N}}\-]+(?:\s+[\p{{L}}\p{{N}}'’\-]+){{0,3}}?)\s+(?:(?:has|have|had|just|finally|officially|now|been|got|was|were|is|are|also)\s+)*(?P<verb>changed|switched|moved|bumped|updated|upgraded|migrated|shifted|pushed|pointed|repointed|reset|set)\s+(?:over\s+)?(?:from\s+\S+(?:\s+\S+)?\s+)?to\s+"
+            r"(?i){LEAD}(?P<s>)(?P<np>[\p{{L}}\p{{N}}\-]+(?:\s+[\p{{L}}\p{{N}}'’\-]+){{0,3}}?)\s+{AUX}(?P<verb>{CHANGE_VERBS}){CHANGED_TO}"
         ))?,
         colon: Regex::new(&format!(
             r"(?i)^\W*(?:(?:got|have|here's|heres|this\s+is|it's|its)\s+)?(?:(?:a|an|my|our)\s+)?(?P<new>(?:new|updated|changed|current)\s+)?{np}\s*:\s+"

@@ -1,7 +1,12 @@
 //! Statements that give an attribute a (new) value: verb frames ("I bank with Monzo", "first
 //! day at Acme"), changes of a named thing ("the cache node moved to 10.2.3.5", "we bumped node
 //! to 20"), terse forms ("new address: 12 Main St") and replacements ("sold my old car and got
-//! a Model 3").
+//! a Model 3"). This module reads the verb frames; `forms` the named-thing changes and terse
+//! forms, `lists` lists and disposals, `marks` which clauses mark a change.
+
+mod forms;
+pub(crate) mod lists;
+pub(crate) mod marks;
 
 use std::sync::LazyLock;
 
@@ -14,10 +19,6 @@ use super::values::{
     claim_cut, cut_value, first_word_lower, looks_like_place, lower_name_run, name_run, plausible, strip_article,
 };
 use marks::marks_update;
-
-mod forms;
-pub(crate) mod lists;
-pub(crate) mod marks;
 
 /// A schedule ("every two weeks", "weekly"): what a `{cadence}` slot accepts.
 static CADENCE: LazyLock<Regex> = LazyLock::new(|| {
