@@ -311,18 +311,9 @@ pub fn normalized(value: &str) -> String {
 mod tests {
     use super::*;
     use crate::compile::pipeline::{compile_episode, EpisodeInput};
-    use chrono::DateTime;
-    use uuid::Uuid;
 
     fn drafts(text: &str) -> Vec<MemoryDraft> {
-        let ep = EpisodeInput {
-            id: Uuid::nil(),
-            seq: 1,
-            source: "chat".into(),
-            voice: crate::model::voice::Voice::User,
-            payload: json!({"messages": [{"role": "user", "content": text}]}),
-            occurred_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default(),
-        };
+        let ep = EpisodeInput::user_chat(1, json!({"messages": [{"role": "user", "content": text}]}));
         compile_episode(&ep, &Registry::builtin())
     }
 

@@ -351,18 +351,20 @@ pub fn warm() {
 }
 
 #[cfg(test)]
+impl EpisodeInput {
+    /// A user's chat episode at a fixed time (tests of the compilers).
+    pub(crate) fn user_chat(seq: i64, payload: Value) -> EpisodeInput {
+        let occurred_at = DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
+        EpisodeInput { id: Uuid::nil(), seq, source: "chat".into(), voice: Voice::User, payload, occurred_at }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     fn ep(payload: Value) -> EpisodeInput {
-        EpisodeInput {
-            id: Uuid::nil(),
-            seq: 7,
-            source: "chat".into(),
-            payload,
-            occurred_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
-            voice: Voice::User,
-        }
+        EpisodeInput::user_chat(7, payload)
     }
 
     fn user(text: &str) -> Value {

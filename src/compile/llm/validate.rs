@@ -288,17 +288,9 @@ mod tests {
     use crate::compile::llm::prompt::view;
     use crate::compile::llm::schema::ItemClaim;
     use serde_json::Value;
-    use uuid::Uuid;
 
     fn ep(text: &str) -> EpisodeInput {
-        EpisodeInput {
-            id: Uuid::nil(),
-            seq: 3,
-            source: "chat".into(),
-            voice: crate::model::voice::Voice::User,
-            payload: json!({"messages": [{"role": "user", "content": text}]}),
-            occurred_at: chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
-        }
+        EpisodeInput::user_chat(3, json!({"messages": [{"role": "user", "content": text}]}))
     }
 
     fn item(kind: &str, content: &str, claim: Option<(&str, &str)>) -> Item {
