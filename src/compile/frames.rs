@@ -20,13 +20,9 @@
 //! user's. `key` may contain `{slot}`: the text of the frame's first choice, slugged.
 
 use regex::{Regex, RegexSet};
-use serde_json::Value;
 
 use super::attributes::{attributes, is_open_key, phrase_words, FrameSpec};
-use super::registry::Registry;
 
-/// Most frames a tenant may add.
-pub const MAX_TENANT_FRAMES: usize = 64;
 /// Longest pattern accepted.
 const MAX_PATTERN_LEN: usize = 500;
 
@@ -313,43 +309,9 @@ pub fn builtin_candidates<'a>(clause: &str) -> impl Iterator<Item = &'a Frame> {
         .map(|(_, f)| -> &'a Frame { f })
 }
 
-/// Reads a tenant's `attribute_frames` ([{pattern, key, event?}]); invalid entries are skipped.
-pub fn tenant_frames(config: &Value, registry: &Registry) -> Vec<Frame> {
-    let Some(list) = config.get("attribute_frames").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    list.iter().take(MAX_TENANT_FRAMES).filter_map(|v| parse_tenant_frame(v, registry).ok()).collect()
-}
-
-fn parse_tenant_frame(v: &Value, registry: &Registry) -> Result<Frame, String> {
-    let spec: FrameSpec =
-        serde_json::from_value(v.clone()).map_err(|e| format!("each frame is {{pattern, key, event?}}: {e}"))?;
-    if spec.key != "link" && registry.resolve(&spec.key).is_none() && !is_open_key(&spec.key) {
-        return Err(format!("key '{}' is neither a known claim key nor an attr.* key", spec.key));
-    }
-    compile(&spec, &attributes().diets)
-}
-
-/// Validates a tenant's `attribute_frames` for the admin API; Err names the bad entry.
-pub fn validate_tenant_frames(v: &Value, registry: &Registry) -> Result<(), String> {
-    let list = match v {
-        Value::Null => return Ok(()),
-        Value::Array(list) => list,
-        _ => return Err("attribute_frames must be an array of {pattern, key, event?}".into()),
-    };
-    if list.len() > MAX_TENANT_FRAMES {
-        return Err(format!("attribute_frames has {} entries, at most {MAX_TENANT_FRAMES} allowed", list.len()));
-    }
-    for (i, f) in list.iter().enumerate() {
-        parse_tenant_frame(f, registry).map_err(|m| format!("attribute_frames[{i}]: {m}"))?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn spec(pattern: &str, key: &str) -> FrameSpec {
         FrameSpec { pattern: pattern.into(), key: key.into(), event: false, slot: None }
@@ -470,19 +432,5 @@ mod tests {
         assert!(compile(&spec("{i} bank with", "attr.bank"), &[]).unwrap_err().contains("exactly one value slot"));
         assert!(compile(&spec("(a|b {value}", "attr.x"), &[]).unwrap_err().contains("unbalanced"));
         assert!(compile(&spec("{nope} x {value}", "attr.x"), &[]).unwrap_err().contains("unknown slot"));
-        let r = Registry::builtin();
-        assert!(validate_tenant_frames(
-            &json!([{"pattern": "we bill through {name}", "key": "attr.billing_provider"}]),
-            &r
-        )
-        .is_ok());
-        let err = validate_tenant_frames(&json!([{"pattern": "x {value}", "key": "Bad Key"}]), &r).unwrap_err();
-        assert!(err.contains("attribute_frames[0]"), "{err}");
-        assert!(validate_tenant_frames(&json!({"a": 1}), &r).is_err());
-        let frames = tenant_frames(
-            &json!({"attribute_frames": [{"pattern": "we bill through {name}", "key": "attr.billing_provider"}]}),
-            &r,
-        );
-        assert_eq!(frames.len(), 1);
     }
 }

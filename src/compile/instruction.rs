@@ -69,36 +69,11 @@ struct Signals {
 const ADDRESS: &str = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\bhttps?://|\bwww\.|\b[\w-]+\.(?:com|net|org|io|ai|dev|app|co|me|xyz|ru|cn|info|biz|example|site|online|top)\b|(?-i:\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b)|\+\d[\d\s().-]{7,}\d|\(\d{3}\)\s?\d{3}[\s.-]\d{4}|\b\d{3}[.-]\d{3}[.-]\d{4}\b|\b\d{10,}\b";
 
 /// Verbs that move something from the conversation to someone else (base forms).
+#[rustfmt::skip]
 const TRANSFER_VERBS: [&str; 29] = [
-    "send",
-    "forward",
-    "email",
-    "e-mail",
-    "mail",
-    "transfer",
-    "wire",
-    "pay",
-    "post",
-    "upload",
-    "share",
-    "publish",
-    "leak",
-    "exfiltrate",
-    "export",
-    "dump",
-    "copy",
-    "reveal",
-    "disclose",
-    "give",
-    "provide",
-    "tell",
-    "text",
-    "message",
-    "dm",
-    "include",
-    "submit",
-    "transmit",
-    "redirect",
+    "send", "forward", "email", "e-mail", "mail", "transfer", "wire", "pay", "post", "upload",
+    "share", "publish", "leak", "exfiltrate", "export", "dump", "copy", "reveal", "disclose",
+    "give", "provide", "tell", "text", "message", "dm", "include", "submit", "transmit", "redirect",
 ];
 
 /// Verbs that act on the world or make the agent say something (base forms).

@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::attributes::{attributes, phrase_words, shape};
 use super::claims::{claim_from_parts, normalize_value, Cardinality, Claim, Registry};
-use super::heuristic::LinkHint;
+use super::fact::LinkHint;
 use super::pipeline::MemoryDraft;
 
 /// One of the subject's current claims, as the linker sees it.
@@ -39,7 +39,7 @@ impl Current {
 }
 
 /// Words too generic to identify the replaced thing.
-const GENERIC: &[&str] =
+const GENERIC_THING_WORDS: &[&str] =
     &["old", "trusty", "beloved", "previous", "former", "current", "existing", "one", "thing", "stuff"];
 
 /// Ties the batch's update drafts to the subject's current claims. Returns the indexes of the
@@ -141,7 +141,8 @@ fn choose(claim: Option<&Claim>, hint: &LinkHint, current: &[Current]) -> Option
     let new_shape = shape(&hint.value);
     let fits = |c: &Current| shape(&c.value).compatible(new_shape) || c.cardinality == Cardinality::Multi;
     let words_of = |s: Option<&str>| -> BTreeSet<String> {
-        s.map(|o| phrase_words(o).into_iter().filter(|w| !GENERIC.contains(&w.as_str())).collect()).unwrap_or_default()
+        s.map(|o| phrase_words(o).into_iter().filter(|w| !GENERIC_THING_WORDS.contains(&w.as_str())).collect())
+            .unwrap_or_default()
     };
     let old_words = words_of(hint.old.as_deref());
     let single = |c: &&Current| c.cardinality == Cardinality::Single && fits(c);
@@ -310,18 +311,9 @@ pub fn normalized(value: &str) -> String {
 mod tests {
     use super::*;
     use crate::compile::pipeline::{compile_episode, EpisodeInput};
-    use chrono::DateTime;
-    use uuid::Uuid;
 
     fn drafts(text: &str) -> Vec<MemoryDraft> {
-        let ep = EpisodeInput {
-            id: Uuid::nil(),
-            seq: 1,
-            source: "chat".into(),
-            voice: crate::model::voice::Voice::User,
-            payload: json!({"messages": [{"role": "user", "content": text}]}),
-            occurred_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default(),
-        };
+        let ep = EpisodeInput::user_chat(1, json!({"messages": [{"role": "user", "content": text}]}));
         compile_episode(&ep, &Registry::builtin())
     }
 

@@ -4,6 +4,7 @@
 pub mod attributes;
 pub mod candidates;
 pub mod claims;
+pub mod fact;
 pub mod forget;
 pub mod frames;
 pub mod heuristic;
@@ -14,6 +15,7 @@ pub mod pipeline;
 pub mod procedures;
 pub mod registry;
 pub mod scope;
+pub mod stop_words;
 pub mod supersede;
 pub mod text;
 pub mod topic;

@@ -6,7 +6,8 @@ use uuid::Uuid;
 
 use super::candidates::structured_candidates;
 use super::claims::{claim_from_parts, parse_claim, Claim, Registry};
-use super::heuristic::{extract_facts_with, summarize, LinkHint};
+use super::fact::{FactRule, LinkHint};
+use super::heuristic::{extract_facts_with, summarize};
 use super::instruction::{self, Speaker};
 use super::procedures::standing_rules;
 use super::text::{episode_text, strip_pasted_with, user_statements, Quotes, LOG_MARK, PASTE_MARK};
@@ -288,7 +289,7 @@ fn procedure_drafts(
         .enumerate()
         .map(|(i, (rule, claim))| {
             let mut metadata = Map::from_iter([("compiler".to_string(), json!("heuristic"))]);
-            metadata.insert("rule".into(), json!("standing_instruction"));
+            metadata.insert("rule".into(), json!(FactRule::StandingInstruction));
             metadata.insert("claim".into(), claim.to_envelope());
             MemoryDraft {
                 kind: MemoryKind::Procedure,
@@ -350,18 +351,20 @@ pub fn warm() {
 }
 
 #[cfg(test)]
+impl EpisodeInput {
+    /// A user's chat episode at a fixed time (tests of the compilers).
+    pub(crate) fn user_chat(seq: i64, payload: Value) -> EpisodeInput {
+        let occurred_at = DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
+        EpisodeInput { id: Uuid::nil(), seq, source: "chat".into(), voice: Voice::User, payload, occurred_at }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     fn ep(payload: Value) -> EpisodeInput {
-        EpisodeInput {
-            id: Uuid::nil(),
-            seq: 7,
-            source: "chat".into(),
-            payload,
-            occurred_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
-            voice: Voice::User,
-        }
+        EpisodeInput::user_chat(7, payload)
     }
 
     fn user(text: &str) -> Value {

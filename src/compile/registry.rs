@@ -6,12 +6,14 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::attributes::{attributes, is_open_key};
-use super::frames::{tenant_frames, Frame};
+use super::attributes::{attributes, is_open_key, FrameSpec};
+use super::frames::{compile, Frame};
 use super::procedures::PROCEDURE_PREFIX;
 
 /// Maximum number of tenant-defined claim keys.
 pub const MAX_TENANT_KEYS: usize = 64;
+/// Most verb frames a tenant may add.
+pub const MAX_TENANT_FRAMES: usize = 64;
 
 /// Whether a key holds one current value (superseding) or accumulates values (the wire's
 /// `scope`: `single` or `multi`).
@@ -182,7 +184,9 @@ impl Registry {
         }
         // Open attributes exist without being declared; only their cardinality is registered.
         is_open_key(canonical).then(|| {
-            let spec = KeySpec { cardinality: attributes().cardinality(canonical), entity: None, builtin: false };
+            let cardinality =
+                if attributes().accumulates(canonical) { Cardinality::Multi } else { Cardinality::Single };
+            let spec = KeySpec { cardinality, entity: None, builtin: false };
             (Cow::Owned(canonical.to_string()), Cow::Owned(spec))
         })
     }
@@ -249,4 +253,71 @@ pub fn validate_tenant_claim_keys(claim_keys: &Value) -> Result<(), String> {
         check_tenant_entry(&builtin, key, value)?;
     }
     Ok(())
+}
+
+/// Reads a tenant's `attribute_frames` ([{pattern, key, event?}]); invalid entries are skipped.
+fn tenant_frames(config: &Value, registry: &Registry) -> Vec<Frame> {
+    let Some(list) = config.get("attribute_frames").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter().take(MAX_TENANT_FRAMES).filter_map(|v| parse_tenant_frame(v, registry).ok()).collect()
+}
+
+fn parse_tenant_frame(v: &Value, registry: &Registry) -> Result<Frame, String> {
+    let spec: FrameSpec =
+        serde_json::from_value(v.clone()).map_err(|e| format!("each frame is {{pattern, key, event?}}: {e}"))?;
+    if spec.key != "link" && registry.resolve(&spec.key).is_none() && !is_open_key(&spec.key) {
+        return Err(format!("key '{}' is neither a known claim key nor an attr.* key", spec.key));
+    }
+    compile(&spec, &attributes().diets)
+}
+
+/// Validates a tenant's `attribute_frames` for the admin API; Err names the bad entry.
+pub fn validate_tenant_frames(v: &Value, registry: &Registry) -> Result<(), String> {
+    let list = match v {
+        Value::Null => return Ok(()),
+        Value::Array(list) => list,
+        _ => return Err("attribute_frames must be an array of {pattern, key, event?}".into()),
+    };
+    if list.len() > MAX_TENANT_FRAMES {
+        return Err(format!("attribute_frames has {} entries, at most {MAX_TENANT_FRAMES} allowed", list.len()));
+    }
+    for (i, f) in list.iter().enumerate() {
+        parse_tenant_frame(f, registry).map_err(|m| format!("attribute_frames[{i}]: {m}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_attribute_group_key_is_open_or_built_in() {
+        let data: Value =
+            serde_json::from_str(include_str!("attributes/attributes.json")).expect("attributes.json parses");
+        for g in data["groups"].as_array().expect("groups") {
+            let key = g["key"].as_str().expect("key");
+            assert!(is_open_key(key) || Registry::builtin().is_builtin(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn tenant_frames_are_checked_against_the_registry() {
+        let r = Registry::builtin();
+        assert!(validate_tenant_frames(
+            &json!([{"pattern": "we bill through {name}", "key": "attr.billing_provider"}]),
+            &r
+        )
+        .is_ok());
+        let err = validate_tenant_frames(&json!([{"pattern": "x {value}", "key": "Bad Key"}]), &r).unwrap_err();
+        assert!(err.contains("attribute_frames[0]"), "{err}");
+        assert!(validate_tenant_frames(&json!({"a": 1}), &r).is_err());
+        let frames = tenant_frames(
+            &json!({"attribute_frames": [{"pattern": "we bill through {name}", "key": "attr.billing_provider"}]}),
+            &r,
+        );
+        assert_eq!(frames.len(), 1);
+    }
 }

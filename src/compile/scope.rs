@@ -12,16 +12,8 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use uuid::Uuid;
 
-use super::supersede::{lexical_tokens, MemoryView, DEFAULT_THRESHOLD, PROFILE_FACT_THRESHOLD};
+use super::supersede::{lexical_tokens, threshold, MemoryView};
 use crate::model::memory::MemoryKind;
-
-fn threshold(kind: MemoryKind) -> f64 {
-    if kind == MemoryKind::ProfileFact {
-        PROFILE_FACT_THRESHOLD
-    } else {
-        DEFAULT_THRESHOLD
-    }
-}
 
 /// How many of a set's rarest tokens must be checked; one extra for floating-point safety.
 fn prefix_len(len: usize, t: f64) -> usize {

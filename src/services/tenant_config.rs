@@ -11,8 +11,7 @@ use serde_json::{Map, Value};
 use sqlx::PgPool;
 use utoipa::ToSchema;
 
-use crate::compile::frames::validate_tenant_frames;
-use crate::compile::registry::{validate_tenant_claim_keys, Cardinality, Registry};
+use crate::compile::registry::{validate_tenant_claim_keys, validate_tenant_frames, Cardinality, Registry};
 use crate::db;
 use crate::error::FieldError;
 use crate::input::rules::{between, bounded, NUL_IN_JSON};

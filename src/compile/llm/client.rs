@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::LlmConfig;
+use super::config::LlmConfig;
 
 /// What went wrong with a call, by what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]

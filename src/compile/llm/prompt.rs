@@ -146,17 +146,9 @@ pub fn messages(views: &[&EpisodeView], facts: &[CurrentFact], claim_keys: &[&st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::DateTime;
 
     fn ep(payload: Value) -> EpisodeInput {
-        EpisodeInput {
-            id: Uuid::nil(),
-            seq: 1,
-            source: "chat".into(),
-            voice: crate::model::voice::Voice::User,
-            payload,
-            occurred_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default(),
-        }
+        EpisodeInput::user_chat(1, payload)
     }
 
     #[test]

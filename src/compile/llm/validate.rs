@@ -18,9 +18,11 @@ use super::prompt::{CurrentFact, EpisodeView, INSTRUCTION, PASTED};
 use super::schema::{Item, KINDS};
 use crate::compile::attributes::attributes;
 use crate::compile::claims::{claim_from_parts, Claim, Registry};
-use crate::compile::heuristic::{is_instruction, mentions_credentials, summarize, LinkHint};
+use crate::compile::fact::LinkHint;
+use crate::compile::heuristic::{is_instruction, mentions_credentials, summarize};
 use crate::compile::instruction::{aimed_at_agent, Speaker};
 use crate::compile::pipeline::{mark_voice, time_anchor, EpisodeInput, MemoryDraft};
+use crate::compile::stop_words::is_stop_word;
 use crate::compile::text::{strip_pasted, LOG_MARK, PASTE_MARK};
 use crate::model::memory::MemoryKind;
 
@@ -219,7 +221,6 @@ const NUMBERS: &str =
     "zero one two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand";
 
 fn specific_terms(text: &str) -> BTreeSet<String> {
-    let stop: BTreeSet<&str> = STOP.split_whitespace().collect();
     let numbers: BTreeSet<&str> = NUMBERS.split_whitespace().collect();
     words(text)
         .enumerate()
@@ -230,7 +231,7 @@ fn specific_terms(text: &str) -> BTreeSet<String> {
                 || numbers.contains(lower.as_str())
         })
         .map(|(_, w)| w.to_lowercase())
-        .filter(|w| !stop.contains(w.as_str()))
+        .filter(|w| !is_filler(w))
         .map(|w| stem(&w))
         .collect()
 }
@@ -248,17 +249,19 @@ fn contained(value: &str, source: &BTreeSet<String>) -> bool {
     !t.is_empty() && t.iter().all(|w| source.contains(w))
 }
 
-/// Words too common to show support, and the model's own way of naming the user.
-const STOP: &str = "a an the is are am was were be been being of to in on at for with by from and or but as it its \
-    this that these those i me my mine we our ours us you your he she his her they them their theirs user users \
-    has have had do does did so than then there here about into over also just now currently very really which \
-    who what when where why how all any some can will would should could may might must not no yes uses use";
+/// Words the model writes around a value that show no support: its way of naming the user and
+/// of saying it holds ("User currently uses X").
+const MODEL_WORDS: &[&str] = &["currently", "really", "use", "uses", "user", "users", "yes"];
+
+/// Function words and [`MODEL_WORDS`].
+fn is_filler(word: &str) -> bool {
+    is_stop_word(word) || MODEL_WORDS.contains(&word)
+}
 
 /// Lower-cased, possessive-free, lightly stemmed content words.
 pub fn terms(text: &str) -> BTreeSet<String> {
-    let stop: BTreeSet<&str> = STOP.split_whitespace().collect();
     let lower = text.to_lowercase().replace('’', "'");
-    words(&lower).filter(|w| !stop.contains(w)).map(stem).collect()
+    words(&lower).filter(|w| !is_filler(w)).map(stem).collect()
 }
 
 fn stem(w: &str) -> String {
@@ -285,17 +288,9 @@ mod tests {
     use crate::compile::llm::prompt::view;
     use crate::compile::llm::schema::ItemClaim;
     use serde_json::Value;
-    use uuid::Uuid;
 
     fn ep(text: &str) -> EpisodeInput {
-        EpisodeInput {
-            id: Uuid::nil(),
-            seq: 3,
-            source: "chat".into(),
-            voice: crate::model::voice::Voice::User,
-            payload: json!({"messages": [{"role": "user", "content": text}]}),
-            occurred_at: chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
-        }
+        EpisodeInput::user_chat(3, json!({"messages": [{"role": "user", "content": text}]}))
     }
 
     fn item(kind: &str, content: &str, claim: Option<(&str, &str)>) -> Item {

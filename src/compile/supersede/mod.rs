@@ -18,136 +18,20 @@
 //! - Output order: claim pass first, then lexical pass; within a pass by the loser's
 //!   (order, id), then the winner's (order, id).
 
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+mod decision;
+mod lexical;
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
 use super::claims::{Cardinality, Claim};
-use crate::model::memory::MemoryKind;
-
-/// Lexical threshold for `profile_fact` memories, which restate facts in short sentences.
-pub const PROFILE_FACT_THRESHOLD: f64 = 0.6;
-/// Lexical threshold for every other kind.
-pub const DEFAULT_THRESHOLD: f64 = 0.8;
-
-/// The resolver's view of one active memory.
-#[derive(Debug, Clone)]
-pub struct MemoryView {
-    /// Memory id.
-    pub id: Uuid,
-    /// Memory kind.
-    pub kind: MemoryKind,
-    /// Memory text (only used for token sets; never copied into decisions).
-    pub content: String,
-    /// Row validity start.
-    pub valid_from: Option<DateTime<Utc>>,
-    /// Row validity end (exclusive).
-    pub valid_to: Option<DateTime<Utc>>,
-    /// Stable order among memories: (time anchor, tiebreak string), e.g. (episode time, "<episode id>:<index>"). Never the insert time,
-    /// so that compiling the same episodes in any batch split yields the same decisions.
-    pub order: (DateTime<Utc>, String),
-    /// Parsed claim, if the memory carries one.
-    pub claim: Option<Claim>,
-    /// Normalised value of an accumulating claim (same bucket) that this memory replaces:
-    /// "switched from Vim to Helix" retires `tools.used = vim` without touching other tools.
-    pub replaces: Option<String>,
-    /// Made from evidence (`metadata.voice`): it never supersedes a memory that is not.
-    pub evidence: bool,
-}
-
-/// Which rule produced a decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule {
-    /// Same single-valued bucket, different value, overlapping windows.
-    ClaimContradiction,
-    /// Same bucket, same value, overlapping windows.
-    ClaimDuplicate,
-    /// Token-set similarity at or above the kind's threshold.
-    Lexical,
-    /// A lexical match skipped because the newer text says strictly less.
-    WideningSkipped,
-    /// A later user statement about the same thing with another value ([`super::topic`]).
-    TopicChange,
-    /// A later user statement that ends the value with none after it ([`super::topic`]).
-    Retraction,
-}
-
-impl Rule {
-    /// The stable wire name of the rule.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Rule::ClaimContradiction => "claim_contradiction",
-            Rule::ClaimDuplicate => "claim_duplicate",
-            Rule::Lexical => "lexical",
-            Rule::WideningSkipped => "widening_skipped",
-            Rule::TopicChange => "topic_change",
-            Rule::Retraction => "retraction",
-        }
-    }
-}
-
-/// One supersession (or recorded skip) between two memories.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
-    /// The older memory that loses (or would have lost, for `WideningSkipped`).
-    pub superseded: Uuid,
-    /// The newer memory that wins.
-    pub superseding: Uuid,
-    /// The rule that decided.
-    pub rule: Rule,
-    /// Canonical claim key for claim rules.
-    pub claim_key: Option<String>,
-    /// Jaccard score (4 decimals) for lexical rules.
-    pub score: Option<f64>,
-    /// Threshold applied for lexical rules.
-    pub threshold: Option<f64>,
-    /// New valid_to for the loser (None for WideningSkipped, which supersedes nothing).
-    pub new_valid_to: Option<DateTime<Utc>>,
-    /// Non-textual details (sizes only; never memory text or claim values).
-    pub details: serde_json::Value,
-}
-
-type Bound = Option<DateTime<Utc>>;
-
-/// Half-open [from, to) with None meaning unbounded; empty windows overlap nothing.
-fn overlaps(a: (Bound, Bound), b: (Bound, Bound)) -> bool {
-    let starts_before_end = |from: Bound, to: Bound| match (from, to) {
-        (Some(f), Some(t)) => f < t,
-        _ => true,
-    };
-    starts_before_end(a.0, a.1)
-        && starts_before_end(b.0, b.1)
-        && starts_before_end(a.0, b.1)
-        && starts_before_end(b.0, a.1)
-}
-
-fn window(m: &MemoryView, c: &Claim) -> (Bound, Bound) {
-    (c.valid_from.or(m.valid_from), c.valid_to.or(m.valid_to))
-}
-
-/// Latest known start of the loser, so its new valid_to never precedes it.
-fn clamp_to_start(t: DateTime<Utc>, loser: &MemoryView) -> DateTime<Utc> {
-    let claim_from = loser.claim.as_ref().and_then(|c| c.valid_from);
-    [Some(t), loser.valid_from, claim_from].into_iter().flatten().max().unwrap_or(t)
-}
-
-fn order_cmp(a: &MemoryView, b: &MemoryView) -> Ordering {
-    a.order.cmp(&b.order).then(a.id.cmp(&b.id))
-}
-
-fn single_claim(m: &MemoryView) -> Option<&Claim> {
-    m.claim.as_ref().filter(|c| c.cardinality == Cardinality::Single)
-}
-
-struct Pending<'a> {
-    pass: u8,
-    loser: &'a MemoryView,
-    winner: &'a MemoryView,
-    decision: Decision,
-}
+use decision::{clamp_to_start, order_cmp, overlaps, window, Pending};
+pub use decision::{threshold, Decision, MemoryView, Rule, DEFAULT_THRESHOLD, PROFILE_FACT_THRESHOLD};
+use lexical::lexical_pass;
+pub use lexical::{jaccard, lexical_tokens};
 
 /// Decides supersessions among the subject's active, unexpired memories. Deterministic: same set in any input order → same output.
 pub fn resolve(active: &[MemoryView], now: DateTime<Utc>) -> Vec<Decision> {
@@ -250,167 +134,13 @@ fn replacement_pass<'a>(rows: &[&'a MemoryView], taken: &BTreeSet<Uuid>) -> Vec<
     out
 }
 
-fn lexical_pass<'a>(rows: &[&'a MemoryView], claim_losers: &BTreeSet<Uuid>) -> Vec<Pending<'a>> {
-    // Group order does not matter: `resolve` sorts the decisions.
-    let mut by_kind: HashMap<MemoryKind, Vec<&'a MemoryView>> = HashMap::new();
-    for &m in rows {
-        by_kind.entry(m.kind).or_default().push(m);
-    }
-    let mut out = Vec::new();
-    for (kind, group) in by_kind {
-        let threshold = if kind == MemoryKind::ProfileFact { PROFILE_FACT_THRESHOLD } else { DEFAULT_THRESHOLD };
-        let tokens: Vec<BTreeSet<String>> = group.iter().map(|m| lexical_tokens(&m.content)).collect();
-        let ids = interned(&tokens);
-        for (i, &older) in group.iter().enumerate() {
-            if claim_losers.contains(&older.id) {
-                continue;
-            }
-            for (j, &newer) in group.iter().enumerate().skip(i + 1) {
-                if single_claim(older).is_some() && single_claim(newer).is_some() {
-                    continue;
-                }
-                // A document's words never retire what the user or the agent said.
-                if newer.evidence && !older.evidence {
-                    continue;
-                }
-                let score = jaccard_ids(&ids[i], &ids[j]);
-                if score < threshold {
-                    continue;
-                }
-                let base = Decision {
-                    superseded: older.id,
-                    superseding: newer.id,
-                    rule: Rule::Lexical,
-                    claim_key: None,
-                    score: Some(round4(score)),
-                    threshold: Some(threshold),
-                    new_valid_to: None,
-                    details: json!({}),
-                };
-                let (older_view, newer_view) = (GuardView::new(&tokens[i]), GuardView::new(&tokens[j]));
-                if newer_view.narrows(&older_view) {
-                    let details = json!({
-                        "older_sizes": [older_view.words.len(), older_view.numbers.len()],
-                        "newer_sizes": [newer_view.words.len(), newer_view.numbers.len()],
-                    });
-                    let decision = Decision { rule: Rule::WideningSkipped, details, ..base };
-                    out.push(Pending { pass: 1, loser: older, winner: newer, decision });
-                    continue;
-                }
-                let end = newer.valid_from.unwrap_or(newer.order.0);
-                let decision = Decision { new_valid_to: Some(clamp_to_start(end, older)), ..base };
-                out.push(Pending { pass: 1, loser: older, winner: newer, decision });
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// The token sets as sorted ids (ids follow the tokens' order), so that comparing every pair
-/// of a group compares integers rather than strings.
-fn interned(tokens: &[BTreeSet<String>]) -> Vec<Vec<u32>> {
-    let all: BTreeSet<&str> = tokens.iter().flatten().map(String::as_str).collect();
-    let id: HashMap<&str, u32> = all.into_iter().zip(0u32..).collect();
-    tokens.iter().map(|t| t.iter().map(|tok| id[tok.as_str()]).collect()).collect()
-}
-
-/// [`jaccard`] of two sets given as sorted, distinct ids: the same counts, so the same value.
-fn jaccard_ids(a: &[u32], b: &[u32]) -> f64 {
-    let (mut i, mut j, mut inter) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        let order = a[i].cmp(&b[j]);
-        inter += usize::from(order == Ordering::Equal);
-        i += usize::from(order != Ordering::Greater);
-        j += usize::from(order != Ordering::Less);
-    }
-    ratio(inter, a.len() + b.len() - inter)
-}
-
-/// `inter / union`, 0 for two empty sets.
-fn ratio(inter: usize, union: usize) -> f64 {
-    if union == 0 {
-        return 0.0;
-    }
-    inter as f64 / union as f64
-}
-
-fn round4(x: f64) -> f64 {
-    (x * 10_000.0).round() / 10_000.0
-}
-
-const EDGE_PUNCTUATION: &[char] = &['?', '.', ',', ':', ';', '(', ')', '[', ']', '{', '}', '\'', '"', '!'];
-
-/// Token set used by the lexical rule (lower-case, whitespace split, edge punctuation ?.,:;()[]{}'"! stripped, empties dropped).
-pub fn lexical_tokens(s: &str) -> BTreeSet<String> {
-    s.to_lowercase()
-        .split_whitespace()
-        .map(|t| t.trim_matches(EDGE_PUNCTUATION))
-        .filter(|t| !t.is_empty())
-        .map(String::from)
-        .collect()
-}
-
-/// Jaccard similarity |a ∩ b| / |a ∪ b|; 0 when both sets are empty.
-pub fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
-    let inter = a.intersection(b).count();
-    ratio(inter, a.len() + b.len() - inter)
-}
-
-// Function words of 3+ letters; shorter tokens are dropped by length anyway.
-#[rustfmt::skip]
-const STOPWORDS: &[&str] = &[
-    "about", "above", "after", "again", "against", "all", "also", "and", "any", "are", "because",
-    "been", "before", "being", "below", "between", "both", "but", "can", "could", "did", "does",
-    "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have",
-    "having", "her", "here", "hers", "herself", "him", "himself", "his", "how", "into", "its",
-    "itself", "just", "may", "might", "more", "most", "much", "must", "myself", "nor", "not", "now",
-    "off", "once", "only", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she",
-    "should", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves",
-    "then", "there", "these", "they", "this", "those", "through", "too", "under", "until", "very",
-    "was", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with",
-    "would", "you", "your", "yours", "yourself", "yourselves",
-];
-
-// Month names count as date detail, like numbers, for the widening guard.
-#[rustfmt::skip]
-const MONTHS: &[&str] = &[
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep",
-    "sept", "oct", "nov", "dec",
-];
-
-/// The two token views used by the widening guard.
-struct GuardView<'a> {
-    words: BTreeSet<&'a str>,
-    numbers: BTreeSet<&'a str>,
-}
-
-impl<'a> GuardView<'a> {
-    fn new(tokens: &'a BTreeSet<String>) -> Self {
-        let words =
-            tokens.iter().map(String::as_str).filter(|t| t.chars().count() >= 3 && !STOPWORDS.contains(t)).collect();
-        let numbers = tokens
-            .iter()
-            .map(String::as_str)
-            .filter(|t| t.bytes().any(|b| b.is_ascii_digit()) || MONTHS.contains(t))
-            .collect();
-        GuardView { words, numbers }
-    }
-
-    /// True when self (the newer side) is contained in `older` on both views and strictly on one.
-    fn narrows(&self, older: &GuardView<'_>) -> bool {
-        self.words.is_subset(&older.words)
-            && self.numbers.is_subset(&older.numbers)
-            && (self.words.len() < older.words.len() || self.numbers.len() < older.numbers.len())
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::expect_used)] // a failed expectation is the test failure
 mod tests {
-    use super::super::claims::{claim_from_parts, Registry};
+    use super::decision::Bound;
     use super::*;
+    use crate::compile::claims::{claim_from_parts, Registry};
+    use crate::model::memory::MemoryKind;
     use chrono::TimeZone;
     use proptest::prelude::*;
 
@@ -469,43 +199,6 @@ mod tests {
         let a: Vec<String> = (0..only_a).map(|i| format!("older{i}")).collect();
         let b: Vec<String> = (0..only_b).map(|i| format!("newer{i}")).collect();
         ([shared.clone(), a].concat().join(" "), [shared, b].concat().join(" "))
-    }
-
-    #[test]
-    fn rule_names() {
-        assert_eq!(Rule::ClaimContradiction.as_str(), "claim_contradiction");
-        assert_eq!(Rule::ClaimDuplicate.as_str(), "claim_duplicate");
-        assert_eq!(Rule::Lexical.as_str(), "lexical");
-        assert_eq!(Rule::WideningSkipped.as_str(), "widening_skipped");
-    }
-
-    #[test]
-    fn interned_jaccard_is_jaccard() {
-        let sets: Vec<BTreeSet<String>> =
-            ["I use Vim daily", "i use vim", "", "completely unrelated words", "vim, Vim! daily? use I"]
-                .iter()
-                .map(|s| lexical_tokens(s))
-                .collect();
-        let ids = interned(&sets);
-        for i in 0..sets.len() {
-            for j in 0..sets.len() {
-                assert_eq!(jaccard_ids(&ids[i], &ids[j]).to_bits(), jaccard(&sets[i], &sets[j]).to_bits());
-            }
-        }
-    }
-
-    #[test]
-    fn tokens_and_jaccard() {
-        let t = lexical_tokens("  Hello, WORLD! (it's) \"quoted\" -- [x] ... ");
-        let expected: BTreeSet<String> =
-            ["hello", "world", "it's", "quoted", "--", "x"].iter().map(|s| s.to_string()).collect();
-        assert_eq!(t, expected);
-        let a = lexical_tokens("a b c d");
-        let b = lexical_tokens("c d e");
-        assert!((jaccard(&a, &b) - 0.4).abs() < 1e-12);
-        assert_eq!(jaccard(&a, &a), 1.0);
-        assert_eq!(jaccard(&BTreeSet::new(), &BTreeSet::new()), 0.0);
-        assert_eq!(jaccard(&a, &BTreeSet::new()), 0.0);
     }
 
     #[test]

@@ -12,10 +12,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
-use regex::Regex;
 use serde::Deserialize;
 
-use super::registry::Cardinality;
+mod phrase;
+mod shape;
+
+pub use phrase::phrase_words;
+use phrase::{singular, INSTANCE_WORDS};
+pub use shape::{shape, Shape};
 
 /// Namespace of open-attribute keys.
 pub const ATTR_PREFIX: &str = "attr.";
@@ -67,8 +71,8 @@ struct Data {
 pub struct Attributes {
     /// Normalised phrase → canonical key.
     phrase_key: BTreeMap<String, String>,
-    /// Canonical key → (cardinality, names a person, value shape → other key).
-    keys: BTreeMap<String, (Cardinality, bool, BTreeMap<String, String>)>,
+    /// Canonical key → (accumulates values, names a person, value shape → other key).
+    keys: BTreeMap<String, (bool, bool, BTreeMap<String, String>)>,
     /// Canonical key → the one value shape it takes, if it has one.
     expects: BTreeMap<String, String>,
     /// Canonical key → every word of its phrases (for linking an update by its head noun).
@@ -111,9 +115,8 @@ fn load() -> Attributes {
         if let Some(e) = &g.expects {
             expects.insert(g.key.clone(), e.clone());
         }
-        let cardinality =
-            if g.cardinality.as_deref() == Some("multi") { Cardinality::Multi } else { Cardinality::Single };
-        keys.insert(g.key.clone(), (cardinality, g.person, g.by_shape.clone()));
+        let multi = g.cardinality.as_deref() == Some("multi");
+        keys.insert(g.key.clone(), (multi, g.person, g.by_shape.clone()));
         let words = key_words.entry(g.key.clone()).or_default();
         for p in &g.phrases {
             let norm = phrase_words(p).join(" ");
@@ -140,125 +143,6 @@ fn load() -> Attributes {
         diets: data.diets,
         frames: data.frames,
     }
-}
-
-/// Words dropped from an attribute phrase: determiners, possessives and "which one" markers
-/// that do not change which attribute is meant ("my new primary email" is "email").
-const DROP: &[&str] = &[
-    "the",
-    "a",
-    "an",
-    "my",
-    "our",
-    "your",
-    "new",
-    "current",
-    "currently",
-    "updated",
-    "latest",
-    "present",
-    "actual",
-    "own",
-    "main",
-    "primary",
-    "usual",
-    "official",
-    "brand",
-    "shiny",
-    "old",
-    "its",
-    "this",
-    "that",
-    "all",
-    "every",
-    "both",
-];
-
-/// Words that tell two things of one kind apart ("the staging host", "my work email").
-const INSTANCE_WORDS: &[&str] = &[
-    "work",
-    "personal",
-    "home",
-    "office",
-    "test",
-    "testing",
-    "staging",
-    "stage",
-    "prod",
-    "production",
-    "dev",
-    "development",
-    "backup",
-    "secondary",
-    "spare",
-    "second",
-    "partner",
-    "wife",
-    "husband",
-    "kid",
-    "son",
-    "daughter",
-    "mom",
-    "dad",
-    "sandbox",
-    "demo",
-    "qa",
-    "local",
-    "remote",
-    "private",
-    "public",
-    "internal",
-    "external",
-    "old",
-    "legacy",
-    "shared",
-    "team",
-    "school",
-    "business",
-    "company",
-    "family",
-];
-
-/// Words that name the same part of an attribute ("VAT ID" and "VAT number").
-const SAME_WORD: &[(&str, &str)] = &[
-    ("e-mail", "email"),
-    ("id", "number"),
-    ("no", "number"),
-    ("num", "number"),
-    ("nr", "number"),
-    ("url", "url"),
-    ("addr", "address"),
-];
-
-/// Lower-cases an attribute phrase, splits possessives, drops determiners and turns a plural
-/// head into its singular ("the cache node's IP addresses" → ["cache", "node", "ip", "address"]).
-pub fn phrase_words(phrase: &str) -> Vec<String> {
-    let lowered = phrase.to_lowercase().replace(['’', '`'], "'").replace("'s ", " ").replace("s' ", "s ");
-    let mut words: Vec<String> = lowered
-        .split(|c: char| c.is_whitespace() || c == '_' || c == '/')
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).trim_end_matches("'s").to_string())
-        .map(|w| SAME_WORD.iter().find(|(a, _)| *a == w).map_or(w.clone(), |(_, b)| (*b).to_string()))
-        .filter(|w| !w.is_empty() && !DROP.contains(&w.as_str()))
-        .collect();
-    if let Some(last) = words.last_mut() {
-        *last = singular(last);
-    }
-    // "IP address" and "IP" are one attribute.
-    if words.len() >= 2 && words[words.len() - 1] == "address" && words[words.len() - 2] == "ip" {
-        words.pop();
-    }
-    words
-}
-
-fn singular(w: &str) -> String {
-    let keep = ["ss", "us", "is", "os", "ys"];
-    if w.len() > 3 && w.ends_with('s') && !keep.iter().any(|k| w.ends_with(k)) {
-        if let Some(stem) = w.strip_suffix("ies") {
-            return format!("{stem}y");
-        }
-        return w[..w.len() - 1].to_string();
-    }
-    w.to_string()
 }
 
 impl Attributes {
@@ -300,6 +184,11 @@ impl Attributes {
         self.phrase_key.get(&phrase_words(phrase).join(" ")).map(String::as_str)
     }
 
+    /// True when the phrase is one the registry knows (not a made-up `attr.` slug).
+    pub fn knows(&self, phrase: &str) -> bool {
+        self.group_key(phrase).is_some()
+    }
+
     /// The one attribute a thing's kind names ("Harwell Community College" → school), if unique.
     pub fn kind_of(&self, value: &str) -> Option<String> {
         let kinds = self.keys_for_thing(value);
@@ -330,9 +219,9 @@ impl Attributes {
             .collect()
     }
 
-    /// Cardinality of an open-attribute key: single unless the data says it accumulates.
-    pub fn cardinality(&self, key: &str) -> Cardinality {
-        self.keys.get(key).map_or(Cardinality::Single, |(c, _, _)| *c)
+    /// True when the data says the key accumulates values (an open attribute is single otherwise).
+    pub fn accumulates(&self, key: &str) -> bool {
+        self.keys.get(key).is_some_and(|(multi, _, _)| *multi)
     }
 
     /// The words that name a key: its group's phrases, or the words of an `attr.` slug.
@@ -365,108 +254,6 @@ impl Attributes {
     }
 }
 
-/// The kind of a value, for telling which updates can replace which values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    Email,
-    Url,
-    Ip,
-    Path,
-    Version,
-    Phone,
-    Time,
-    Money,
-    Number,
-    Name,
-    Text,
-}
-
-impl Shape {
-    /// Stable name, as used in `attributes.json` (`by_shape`).
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Shape::Email => "email",
-            Shape::Url => "url",
-            Shape::Ip => "ip",
-            Shape::Path => "path",
-            Shape::Version => "version",
-            Shape::Phone => "phone",
-            Shape::Time => "time",
-            Shape::Money => "money",
-            Shape::Number => "number",
-            Shape::Name => "name",
-            Shape::Text => "text",
-        }
-    }
-
-    /// Shapes that identify a value by its form alone (an IP is an IP whatever it is called).
-    pub fn is_exact(&self) -> bool {
-        matches!(
-            self,
-            Shape::Email | Shape::Url | Shape::Ip | Shape::Path | Shape::Version | Shape::Phone | Shape::Time
-        )
-    }
-
-    /// Whether a value of shape `other` can replace one of this shape.
-    pub fn compatible(&self, other: Shape) -> bool {
-        let loose = |s: &Shape| matches!(s, Shape::Text | Shape::Name);
-        *self == other || (loose(self) && loose(&other)) || (!self.is_exact() && !other.is_exact())
-    }
-}
-
-struct Shapes {
-    email: Regex,
-    url: Regex,
-    ip: Regex,
-    path: Regex,
-    version: Regex,
-    phone: Regex,
-    time: Regex,
-    money: Regex,
-    number: Regex,
-}
-
-static SHAPES: LazyLock<Shapes> = LazyLock::new(|| Shapes {
-    email: crate::patterns::regex(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$"),
-    url: crate::patterns::regex(r"(?i)^(?:https?|wss?|ftp|s3|gs|git|ssh)://\S+$|^(?i:www\.)\S+$"),
-    ip: crate::patterns::regex(
-        r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?(?:/\d{1,2})?$|^\[?[0-9a-fA-F:]*::[0-9a-fA-F:]*\]?$",
-    ),
-    path: crate::patterns::regex(r"^(?:~|\.{1,2})?/[\w.~@+-]+(?:/[\w.~@+-]*)*$|^[A-Za-z]:\\\S*$"),
-    version: crate::patterns::regex(r"(?i)^v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?$|^(?i:v)\d+$"),
-    phone: crate::patterns::regex(r"^\+?\(?\d[\d ()./-]{6,}\d$"),
-    time: crate::patterns::regex(r"(?i)^(?:at\s+)?\d{1,2}(?::\d{2}\s*(?:am|pm)?|\s*(?:am|pm))(?:\s+[a-z]{2,4})?$"),
-    money: crate::patterns::regex(
-        r"^(?:[$€£¥]\s?\d[\d,.]*\w*(?:/\w+)?|\d[\d,.]*\s?(?:usd|eur|gbp|dollars|euros|pounds)\b.*)$",
-    ),
-    number: crate::patterns::regex(r"^\d[\d,.]*$"),
-});
-
-/// Classifies a value by its form.
-pub fn shape(value: &str) -> Shape {
-    let v = value.trim().trim_end_matches(['.', ',', ';', '!', '?']);
-    let s = &*SHAPES;
-    let checks: [(&Regex, Shape); 9] = [
-        (&s.email, Shape::Email),
-        (&s.url, Shape::Url),
-        (&s.ip, Shape::Ip),
-        (&s.path, Shape::Path),
-        (&s.version, Shape::Version),
-        (&s.phone, Shape::Phone),
-        (&s.time, Shape::Time),
-        (&s.money, Shape::Money),
-        (&s.number, Shape::Number),
-    ];
-    if let Some((_, sh)) = checks.iter().find(|(re, _)| re.is_match(v)) {
-        return *sh;
-    }
-    if v.chars().next().is_some_and(char::is_uppercase) {
-        Shape::Name
-    } else {
-        Shape::Text
-    }
-}
-
 /// True for a key in the open-attribute namespace that is well formed.
 pub fn is_open_key(key: &str) -> bool {
     key.len() <= MAX_KEY_LEN
@@ -486,9 +273,6 @@ mod tests {
     fn data_file_parses_and_is_consistent() {
         let data: Data = serde_json::from_str(include_str!("attributes.json")).expect("attributes.json parses");
         assert!(data.groups.len() > 20 && data.frames.len() > 20);
-        for g in &data.groups {
-            assert!(is_open_key(&g.key) || super::super::registry::Registry::builtin().is_builtin(&g.key), "{}", g.key);
-        }
         assert!(!attributes().frames.is_empty());
     }
 
@@ -515,34 +299,13 @@ mod tests {
     #[test]
     fn cardinality_and_people() {
         let a = attributes();
-        assert_eq!(a.cardinality("attr.pets"), Cardinality::Multi);
-        assert_eq!(a.cardinality("attr.manager"), Cardinality::Single);
-        assert_eq!(a.cardinality("attr.anything_else"), Cardinality::Single);
+        assert!(a.accumulates("attr.pets"));
+        assert!(!a.accumulates("attr.manager"));
+        assert!(!a.accumulates("attr.anything_else"));
         assert!(a.names_person("brother"));
         assert!(a.names_person("my sister's phone"));
         assert!(!a.names_person("cache node"));
         assert!(a.is_role("Engineer"));
-    }
-
-    #[test]
-    fn shapes() {
-        assert_eq!(shape("10.2.3.4"), Shape::Ip);
-        assert_eq!(shape("10.2.3.4:6379"), Shape::Ip);
-        assert_eq!(shape("/var/cache/bazel"), Shape::Path);
-        assert_eq!(shape("~/builds"), Shape::Path);
-        assert_eq!(shape("https://hooks.example.com/v2?x=1"), Shape::Url);
-        assert_eq!(shape("dana@example.org"), Shape::Email);
-        assert_eq!(shape("v3.2.1"), Shape::Version);
-        assert_eq!(shape("20.11"), Shape::Version);
-        assert_eq!(shape("+44 20 7946 0958"), Shape::Phone);
-        assert_eq!(shape("9:30"), Shape::Time);
-        assert_eq!(shape("$49/month"), Shape::Money);
-        assert_eq!(shape("Acme Robotics"), Shape::Name);
-        assert_eq!(shape("every two weeks"), Shape::Text);
-        assert!(Shape::Ip.compatible(Shape::Ip));
-        assert!(!Shape::Ip.compatible(Shape::Name));
-        assert!(Shape::Name.compatible(Shape::Text));
-        assert!(Shape::Money.compatible(Shape::Number));
     }
 
     #[test]
