@@ -6,11 +6,10 @@
 //! commit. Any failure rolls the whole batch back, so episodes are never consumed by a
 //! failed compile.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
 use pgvector::Vector;
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -21,12 +20,9 @@ use crate::compile::link::{link_by_similarity, link_drafts, Current, SIMILARITY_
 use crate::compile::llm::prompt::CurrentFact;
 use crate::compile::llm::Compiler;
 use crate::compile::pipeline::{compile_episode, EpisodeInput, MemoryDraft};
-use crate::compile::scope::related;
-use crate::compile::supersede::{resolve, MemoryView, Rule};
 use crate::compile::text::{embedded_text, episode_text};
 use crate::db;
 use crate::db::compile::{MemoryRows, LABEL_SEPARATOR};
-use crate::db::supersession::RecordRow;
 use crate::embed::embed_texts;
 use crate::embed::Embedder;
 use crate::model::id::new_id;
@@ -35,9 +31,9 @@ use crate::model::voice::Trust;
 use crate::policy::suggest::suggest_labels;
 pub use crate::services::compile_budget::Phases;
 use crate::services::compile_budget::{busy_outcome, compile_within, CallLimits};
-use crate::services::compile_topic;
 use crate::services::forget;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
+use crate::services::{compile_supersede, compile_topic};
 use crate::telemetry::{self, MemoryOp};
 
 /// Why a compile failed.
@@ -306,8 +302,8 @@ async fn compile_in(
         None => HashMap::new(),
     };
     let messages = compile_topic::new_messages(&inputs, &drafts, &ids, &message_vectors);
-    let scope = Scope { tenant, subject_id, job_id, semantic };
-    apply_supersession(&mut tx, &registry, &scope, &ids, &messages).await?;
+    let scope = compile_supersede::Scope { tenant, subject_id, job_id, semantic };
+    compile_supersede::apply(&mut tx, &registry, &scope, &ids, &messages).await?;
     lap(&mut phases.supersede);
     forget::apply_requests(&mut tx, tenant, subject_id, &inputs, &drafts, &ids, job_id).await?;
     db::terms::count_batch(&mut tx, tenant, subject_id, &ids, cursor, last_seq).await?;
@@ -338,88 +334,4 @@ fn offered_facts(rows: Vec<(Uuid, String, Value)>, registry: &Registry) -> Vec<C
             content,
         })
         .collect()
-}
-
-/// Whose memories a compile supersedes, for which job, and the embedder's model when its
-/// vectors carry meaning.
-struct Scope<'a> {
-    tenant: &'a str,
-    subject_id: &'a str,
-    job_id: Option<&'a str>,
-    semantic: Option<&'a str>,
-}
-
-async fn apply_supersession(
-    conn: &mut sqlx::PgConnection,
-    registry: &Registry,
-    scope: &Scope<'_>,
-    new_ids: &[Uuid],
-    messages: &[compile_topic::NewMessage],
-) -> Result<(), CompileError> {
-    let Scope { tenant, subject_id, job_id, semantic } = *scope;
-    let active = db::supersession::active_rows(conn, tenant, subject_id).await?;
-    let views: Vec<MemoryView> = active
-        .iter()
-        .cloned()
-        .map(|r| MemoryView {
-            id: r.id,
-            kind: r.kind,
-            content: r.content,
-            valid_from: Some(r.valid_from),
-            valid_to: r.valid_to,
-            order: (r.order_at, r.order_tiebreak),
-            claim: r.claim.as_ref().and_then(|c| parse_claim(c, registry)),
-            replaces: r.replaces,
-            evidence: r.evidence,
-        })
-        .collect();
-    let new: HashSet<Uuid> = new_ids.iter().copied().collect();
-    let scope = related(views, &new);
-    let decisions = resolve(&scope, Utc::now());
-    let mut losers = Vec::new();
-    let mut valid_to = Vec::new();
-    let mut records = Vec::new();
-    for d in &decisions {
-        if d.rule != Rule::WideningSkipped {
-            if let Some(t) = d.new_valid_to {
-                losers.push(d.superseded);
-                valid_to.push(t);
-            }
-        }
-        records.push(RecordRow {
-            superseded: d.superseded,
-            superseding: Some(d.superseding),
-            rule: d.rule.as_str().to_string(),
-            claim_key: d.claim_key.clone(),
-            score: d.score,
-            threshold: d.threshold,
-            details: d.details.clone(),
-        });
-    }
-    // Then the same-topic judge, over what the claim and lexical rules left standing.
-    let taken = compile_topic::taken(&decisions, &active);
-    // Earlier memories' vectors and sources, read only when a message may change one.
-    let mut sources: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
-    let mut vectors: HashMap<Uuid, Vec<f32>> = HashMap::new();
-    if compile_topic::may_change_any(messages) {
-        let ids = compile_topic::doubt_candidates(&active, registry);
-        let model = semantic.unwrap_or_default();
-        for (id, eps, v) in db::supersession::sources_and_vectors(conn, tenant, subject_id, &ids, model).await? {
-            sources.insert(id, eps);
-            if let (Some(v), Some(_)) = (v, semantic) {
-                vectors.insert(id, v.to_vec());
-            }
-        }
-    }
-    let topic = compile_topic::decide(messages, &active, registry, &taken, &vectors);
-    for (id, to) in topic.losers {
-        losers.push(id);
-        valid_to.push(to);
-    }
-    records.extend(topic.records);
-    db::supersession::supersede(conn, tenant, subject_id, &losers, &valid_to).await?;
-    db::supersession::insert_records(conn, tenant, subject_id, job_id, &records).await?;
-    let (ids, revises) = compile_topic::revises(&topic.doubts, &sources);
-    db::supersession::mark_revises(conn, tenant, subject_id, &ids, &revises).await?;
-    Ok(())
 }

@@ -4,6 +4,7 @@ pub mod access;
 pub mod auth_throttle;
 pub mod compile;
 pub mod compile_budget;
+pub mod compile_supersede;
 pub mod compile_topic;
 pub mod context;
 pub mod context_call;

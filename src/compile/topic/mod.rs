@@ -29,18 +29,9 @@ mod sentence;
 mod terms;
 mod words;
 
-pub use sentence::classify;
 use sentence::{asks, asserts, classify_sentence, masked, opens_as_reply, sentences, Class};
+pub use sentence::{classify, Mark};
 use terms::{terms, value_shape, Terms};
-
-/// What a sentence does to an earlier value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mark {
-    /// Gives the thing a new value ("the movers dropped everything at our new place in Boise").
-    Change,
-    /// Ends the value with none after it ("we're no longer on Azure").
-    Retraction,
-}
 
 /// An earlier memory of the user's own words that a change may retire.
 #[derive(Debug, Clone)]

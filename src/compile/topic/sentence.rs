@@ -2,8 +2,16 @@
 //! or a look-alike, and which of its clauses count.
 
 use super::words::{any, find, WORDS};
-use super::Mark;
 use crate::compile::text::split_sentences;
+
+/// What a sentence does to an earlier value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// Gives the thing a new value ("the movers dropped everything at our new place in Boise").
+    Change,
+    /// Ends the value with none after it ("we're no longer on Azure").
+    Retraction,
+}
 
 /// What a sentence is to the judge.
 #[derive(Debug, Clone, PartialEq, Eq)]
