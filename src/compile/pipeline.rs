@@ -194,6 +194,11 @@ pub fn compile_episode(ep: &EpisodeInput, registry: &Registry) -> Vec<MemoryDraf
                 let claim =
                     c.claim.as_ref().filter(|_| ep.voice != Voice::Evidence).and_then(|env| parse_claim(env, registry));
                 let mut metadata = c.metadata.clone();
+                // Keys only the compiler writes: what a memory replaces or shows as earlier is
+                // decided here, never taken from a caller (or from text quoted in evidence).
+                for key in SERVER_KEYS {
+                    metadata.remove(*key);
+                }
                 metadata.insert("compiler".into(), json!("structured"));
                 mark_voice(&mut metadata, ep);
                 if let Some(cl) = &claim {
@@ -307,6 +312,10 @@ fn procedure_drafts(
         })
         .collect()
 }
+
+/// Metadata keys the compiler alone writes ([`crate::compile::link`]'s `replaces`, the
+/// same-topic judge's `revises`); a structured candidate's own values for them are dropped.
+pub const SERVER_KEYS: &[&str] = &["replaces", "revises"];
 
 /// Records on an evidence episode's memory that it is evidence and where it came from, so
 /// supersession never lets it replace the user's memories and bundles fence it.

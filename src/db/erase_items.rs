@@ -142,8 +142,41 @@ pub async fn receipts_naming(
     .await
 }
 
+/// Drops, from the subject's other memories, the `metadata.revises` entries that name an erased
+/// memory or episode (the same-topic judge's marks, [`crate::db::supersession::mark_revises`]);
+/// returns how many memories changed.
+pub async fn strip_revises(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    episodes: &[Uuid],
+    memories: &[Uuid],
+) -> sqlx::Result<u64> {
+    let episode_text: Vec<String> = episodes.iter().map(Uuid::to_string).collect();
+    let memory_text: Vec<String> = memories.iter().map(Uuid::to_string).collect();
+    let r = sqlx::query!(
+        r#"UPDATE memories m SET metadata = CASE WHEN k.kept = '[]'::jsonb THEN m.metadata - 'revises'
+                                                  ELSE jsonb_set(m.metadata, '{revises}', k.kept) END
+           FROM (SELECT m2.id, count(*) AS total,
+                        COALESCE(jsonb_agg(r.e) FILTER (WHERE NOT (r.e->>'memory' = ANY($4::text[])
+                                 OR COALESCE(r.e->'episodes' ?| $3::text[], false))), '[]'::jsonb) AS kept
+                 FROM memories m2 CROSS JOIN LATERAL jsonb_array_elements(m2.metadata->'revises') r(e)
+                 WHERE m2.tenant_id = $1 AND m2.subject_id = $2 AND jsonb_typeof(m2.metadata->'revises') = 'array'
+                 GROUP BY m2.id) k
+           WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.id = k.id AND jsonb_array_length(k.kept) < k.total"#,
+        tenant,
+        subject_id,
+        &episode_text,
+        &memory_text
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected())
+}
+
 /// Rows still naming the erased items, per table (the check before commit): the episodes,
-/// their embeddings, memories with those ids or derived from those episodes, supersession
+/// their embeddings, memories with those ids, derived from those episodes or marking them as
+/// earlier (`metadata.revises`), supersession
 /// records naming the memories, and active receipts naming any of them.
 pub async fn remaining(
     conn: &mut PgConnection,
@@ -160,7 +193,11 @@ pub async fn remaining(
              (SELECT count(*) FROM episode_embeddings WHERE tenant_id = $1 AND subject_id = $2
                 AND episode_id = ANY($3::uuid[])) AS "episode_embeddings!",
              (SELECT count(*) FROM memories WHERE tenant_id = $1 AND subject_id = $2
-                AND (id = ANY($4::uuid[]) OR source_episode_ids && $3::uuid[])) AS "memories!",
+                AND (id = ANY($4::uuid[]) OR source_episode_ids && $3::uuid[]
+                     OR (jsonb_typeof(metadata->'revises') = 'array' AND EXISTS (
+                         SELECT 1 FROM jsonb_array_elements(metadata->'revises') r(e)
+                         WHERE r.e->>'memory' = ANY($4::uuid[]::text[])
+                            OR COALESCE(r.e->'episodes' ?| $3::uuid[]::text[], false))))) AS "memories!",
              (SELECT count(*) FROM supersession_records WHERE tenant_id = $1 AND subject_id = $2
                 AND (superseded_memory_id = ANY($4::uuid[]) OR superseding_memory_id = ANY($4::uuid[])))
                 AS "supersession_records!""#,

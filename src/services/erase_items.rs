@@ -139,6 +139,8 @@ async fn erase_in(
         "memories".to_string(),
         db::erase_items::delete_memories(&mut tx, tenant, subject_id, &memories).await?,
     );
+    // Other memories' marks of them as earlier name their ids: those go too.
+    db::erase_items::strip_revises(&mut tx, tenant, subject_id, &episodes, &memories).await?;
 
     // Receipts that showed an erased item hold its text: content goes, hashes and ids remain.
     let episode_text: Vec<String> = episodes.iter().map(Uuid::to_string).collect();

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::compile::forget;
 use crate::compile::pipeline::{time_anchor, EpisodeInput, MemoryDraft};
+use crate::compile::supersede::Rule;
 use crate::compile::text::user_statements;
 use crate::db;
 use crate::db::supersession::RecordRow;
@@ -64,7 +65,7 @@ pub async fn apply_requests(
                     records.push(RecordRow {
                         superseded: *id,
                         superseding: by,
-                        rule: "forgotten".into(),
+                        rule: Rule::Forgotten.as_str().into(),
                         claim_key: None,
                         score: None,
                         threshold: None,

@@ -23,6 +23,7 @@ mod context_lanes;
 mod context_sql;
 mod definer;
 mod docs;
+mod doubts;
 mod episodes;
 mod erase;
 mod erase_items;

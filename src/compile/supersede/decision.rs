@@ -59,10 +59,12 @@ pub enum Rule {
     Lexical,
     /// A lexical match skipped because the newer text says strictly less.
     WideningSkipped,
-    /// A later user statement about the same thing with another value ([`super::topic`]).
+    /// A later user statement about the same thing with another value ([`crate::compile::topic`]).
     TopicChange,
-    /// A later user statement that ends the value with none after it ([`super::topic`]).
+    /// A later user statement that ends the value with none after it ([`crate::compile::topic`]).
     Retraction,
+    /// The user asked to forget the value (`services::forget`).
+    Forgotten,
 }
 
 impl Rule {
@@ -75,6 +77,7 @@ impl Rule {
             Rule::WideningSkipped => "widening_skipped",
             Rule::TopicChange => "topic_change",
             Rule::Retraction => "retraction",
+            Rule::Forgotten => "forgotten",
         }
     }
 }
@@ -154,5 +157,8 @@ mod tests {
         assert_eq!(Rule::ClaimDuplicate.as_str(), "claim_duplicate");
         assert_eq!(Rule::Lexical.as_str(), "lexical");
         assert_eq!(Rule::WideningSkipped.as_str(), "widening_skipped");
+        assert_eq!(Rule::TopicChange.as_str(), "topic_change");
+        assert_eq!(Rule::Retraction.as_str(), "retraction");
+        assert_eq!(Rule::Forgotten.as_str(), "forgotten");
     }
 }

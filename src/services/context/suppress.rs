@@ -82,7 +82,9 @@ pub fn suppress(c: Candidates, policy: &PolicyContext, compact: bool) -> (Shown,
 /// newer statement as current.
 fn revised(memories: &[MemoryCandidate]) -> HashSet<Uuid> {
     let mut out = HashSet::new();
-    for m in memories {
+    // Only the compiler writes `revises`, on memories of the user's own words.
+    let evidence = |m: &MemoryCandidate| m.memory.metadata.get("voice").and_then(Value::as_str) == Some("evidence");
+    for m in memories.iter().filter(|m| !evidence(m)) {
         let Some(list) = m.memory.metadata.get("revises").and_then(Value::as_array) else { continue };
         for r in list {
             let ids = r.get("episodes").and_then(Value::as_array).into_iter().flatten().chain(r.get("memory"));
