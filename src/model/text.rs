@@ -11,8 +11,7 @@ pub fn valid_tenant_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 256 && !id.chars().any(char::is_control)
 }
 
-/// Most characters a text id (subject, session, ...) may have.
-pub const MAX_ID_CHARS: usize = 256;
+use crate::model::limits::MAX_ID_CHARS;
 
 /// A text id (subject, session, ...) is 1-256 characters (not bytes) without NUL: the one rule
 /// for ids in API paths and the console's pages alike. Any other character, a tab or a
