@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use crate::model::limits::MAX_ID_CHARS;
+
 /// The tenant used when a request names none.
 pub const DEFAULT_TENANT: &str = "default";
 
@@ -10,8 +12,6 @@ pub const DEFAULT_TENANT: &str = "default";
 pub fn valid_tenant_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 256 && !id.chars().any(char::is_control)
 }
-
-use crate::model::limits::MAX_ID_CHARS;
 
 /// A text id (subject, session, ...) is 1-256 characters (not bytes) without NUL: the one rule
 /// for ids in API paths and the console's pages alike. Any other character, a tab or a
