@@ -302,7 +302,8 @@ async fn compile_in(
         None => HashMap::new(),
     };
     let messages = compile_topic::new_messages(&inputs, &drafts, &ids, &message_vectors);
-    let scope = compile_supersede::Scope { tenant, subject_id, job_id, semantic };
+    let words = compile_topic::words_for(&config);
+    let scope = compile_supersede::Scope { tenant, subject_id, job_id, semantic, words };
     compile_supersede::apply(&mut tx, &registry, &scope, &ids, &messages).await?;
     lap(&mut phases.supersede);
     forget::apply_requests(&mut tx, tenant, subject_id, &inputs, &drafts, &ids, job_id).await?;

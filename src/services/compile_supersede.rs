@@ -10,18 +10,21 @@ use uuid::Uuid;
 use crate::compile::claims::{parse_claim, Registry};
 use crate::compile::scope::related;
 use crate::compile::supersede::{resolve, MemoryView, Rule};
+use crate::compile::topic::with_words;
 use crate::db;
 use crate::db::supersession::RecordRow;
 use crate::services::compile::CompileError;
 use crate::services::compile_topic;
 
-/// Whose memories a compile supersedes, for which job, and the embedder's model when its
-/// vectors carry meaning.
+/// Whose memories a compile supersedes, for which job, the embedder's model when its vectors
+/// carry meaning, and the judge's words.
 pub struct Scope<'a> {
     pub tenant: &'a str,
     pub subject_id: &'a str,
     pub job_id: Option<&'a str>,
     pub semantic: Option<&'a str>,
+    /// The same-topic judge's word lists for the tenant ([`compile_topic::words_for`]).
+    pub words: std::sync::Arc<crate::compile::topic::Words>,
 }
 
 /// Decides and writes the supersessions of a batch whose memories `new_ids` were just inserted:
@@ -34,7 +37,7 @@ pub async fn apply(
     new_ids: &[Uuid],
     messages: &[compile_topic::NewMessage],
 ) -> Result<(), CompileError> {
-    let Scope { tenant, subject_id, job_id, semantic } = *scope;
+    let Scope { tenant, subject_id, job_id, semantic, ref words } = *scope;
     let active = db::supersession::active_rows(conn, tenant, subject_id).await?;
     let views: Vec<MemoryView> = active
         .iter()
@@ -79,8 +82,8 @@ pub async fn apply(
     // Earlier memories' vectors and sources, read only when a message may change one.
     let mut sources: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
     let mut vectors: HashMap<Uuid, Vec<f32>> = HashMap::new();
-    if compile_topic::may_change_any(messages) {
-        let ids = compile_topic::doubt_candidates(&active, registry);
+    if with_words(words, || compile_topic::may_change_any(messages)) {
+        let ids = with_words(words, || compile_topic::doubt_candidates(&active, registry));
         let model = semantic.unwrap_or_default();
         for (id, eps, v) in db::supersession::sources_and_vectors(conn, tenant, subject_id, &ids, model).await? {
             sources.insert(id, eps);
@@ -89,7 +92,7 @@ pub async fn apply(
             }
         }
     }
-    let topic = compile_topic::decide(messages, &active, registry, &taken, &vectors);
+    let topic = with_words(words, || compile_topic::decide(messages, &active, registry, &taken, &vectors));
     for (id, to) in topic.losers {
         losers.push(id);
         valid_to.push(to);

@@ -67,6 +67,12 @@ pub struct TenantConfigPatch {
     #[schema(value_type = Option<Vec<AttributeFrame>>, max_items = 64)]
     #[garde(custom(known_frames))]
     pub attribute_frames: Setting<Vec<AttributeFrame>>,
+    /// The tenant's own words for recognising updates (added to the built-in lists of
+    /// `src/compile/topic/topic.json`; see docs/compile.md, "Updates found by meaning").
+    #[serde(default)]
+    #[schema(value_type = Option<UpdateWords>)]
+    #[garde(custom(bounded_words))]
+    pub update_words: Setting<UpdateWords>,
     /// Requests per minute per API key and for the tenant, in place of the server's
     /// `MNEMO_RATE_LIMIT_RPM`; 0 is no limit.
     #[serde(default)]
@@ -107,6 +113,62 @@ pub struct AttributeFrame {
     /// Also read when told in the past ("first day at …").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<bool>,
+}
+
+/// A tenant's words for the same-topic judge: each list adds to the built-in one of its name.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateWords {
+    /// Words that mark a change ("rebaselined").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub change: Vec<String>,
+    /// Words that end a value with none after it ("sunset").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retraction: Vec<String>,
+    /// Requests to change a value ("please repoint").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub request: Vec<String>,
+    /// Phrases that screen a whole sentence as no change (plans: "in the pilot").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub screens: Vec<String>,
+    /// Phrases that screen their clause ("for the staging stack").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clause_screens: Vec<String>,
+    /// Words that never name a topic ("ticket", "sprint").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_topic: Vec<String>,
+}
+
+/// Most phrases in one list of [`UpdateWords`], and the longest phrase, in chars.
+const MAX_UPDATE_WORDS: usize = 200;
+const MAX_UPDATE_WORD_CHARS: usize = 100;
+
+/// garde rule: each list of [`UpdateWords`] holds at most 200 phrases of 1-100 chars.
+fn bounded_words(words: &Setting<UpdateWords>, _: &()) -> garde::Result {
+    let Some(w) = words.value() else { return Ok(()) };
+    let lists = [
+        ("change", &w.change),
+        ("retraction", &w.retraction),
+        ("request", &w.request),
+        ("screens", &w.screens),
+        ("clause_screens", &w.clause_screens),
+        ("not_topic", &w.not_topic),
+    ];
+    for (name, list) in lists {
+        if list.len() > MAX_UPDATE_WORDS {
+            return Err(garde::Error::new(format!("{name}: at most {MAX_UPDATE_WORDS} phrases")));
+        }
+        let bad = |p: &String| {
+            let n = p.trim().chars().count();
+            n == 0 || n > MAX_UPDATE_WORD_CHARS || p.contains('\0')
+        };
+        if list.iter().any(bad) {
+            return Err(garde::Error::new(format!(
+                "{name}: each phrase is 1-{MAX_UPDATE_WORD_CHARS} characters, without NUL"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// garde rule: claim keys the registry accepts (it words the problem, naming the key).
@@ -190,6 +252,7 @@ impl From<TenantConfigPatch> for Patch {
         out.put("receipt_signing_key_id", p.receipt_signing_key_id);
         out.put("claim_keys", p.claim_keys);
         out.put("attribute_frames", p.attribute_frames);
+        out.put("update_words", p.update_words);
         out.put("rate_limit_rpm", p.rate_limit_rpm);
         out.put("auto_labeling", p.auto_labeling);
         out.put("source_trust", p.source_trust);

@@ -93,3 +93,29 @@ async fn a_caller_cannot_mark_a_statement_earlier() {
     let text = bundle(&app, s, "where does the user live?").await;
     assert!(text.contains("Oslo") && !text.contains("(earlier)"), "{text}");
 }
+
+#[tokio::test]
+async fn a_tenants_own_change_words_let_the_judge_see_a_change() {
+    let app = spawn().await;
+    let before = "the sla target is 99.9 percent";
+    let after = "ops rebaselined the sla target to 99.5 percent";
+    say(&app, "user:sla-1", &[before, after]).await;
+    let text = bundle(&app, "user:sla-1", "what is the sla target?").await;
+    assert!(!line_with(&text, "99.9").contains("(earlier)"), "no built-in word marks it: {text}");
+
+    let bad = json!({"update_words": {"change": [""], "synonyms": ["x"]}});
+    let r = app.client.patch(app.url("/admin/tenants/default/config")).json(&bad).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 422);
+    let good = json!({"update_words": {"change": ["Rebaselined"]}});
+    let r = app.client.patch(app.url("/admin/tenants/default/config")).json(&good).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    say(&app, "user:sla-2", &[before, after]).await;
+    let text = bundle(&app, "user:sla-2", "what is the sla target?").await;
+    let memories = app.memories("user:sla-2").await;
+    let old = memories.iter().find(|m| m["content"].as_str().is_some_and(|c| c.contains("99.9"))).unwrap();
+    assert!(
+        old["status"] == "superseded" || line_with(&text, "99.9").starts_with("- (earlier) "),
+        "the tenant's word marks the change: {text} {memories:?}"
+    );
+    assert!(!line_with(&text, "99.5").contains("(earlier)"), "{text}");
+}

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use uuid::Uuid;
 
 use super::attributes::Shape;
-use words::{any, has, WORDS};
+use words::{any, has, words};
 
 mod sentence;
 mod terms;
@@ -32,6 +32,7 @@ mod words;
 use sentence::{asks, asserts, classify_sentence, masked, opens_as_reply, sentences, Class};
 pub use sentence::{classify, Mark};
 use terms::{terms, value_shape, Terms};
+pub use words::{with_words, ExtraWords, Words, BUILT_IN};
 
 /// An earlier memory of the user's own words that a change may retire.
 #[derive(Debug, Clone)]
@@ -228,7 +229,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             .collect();
         let message = terms(&said.join(". "));
         // "…but I'm keeping the Corolla": the message keeps the old value.
-        if any(&masked(&n.text), &WORDS.keeping) {
+        if any(&masked(&n.text), &words().keeping) {
             continue;
         }
         let olds = olds.get_or_insert_with(read);
@@ -377,7 +378,7 @@ mod tests {
 
     #[test]
     fn the_word_lists_load() {
-        assert!(!WORDS.change.is_empty() && !WORDS.screens.is_empty());
+        assert!(!words().change.is_empty() && !words().screens.is_empty());
     }
 
     #[test]
@@ -465,5 +466,16 @@ mod tests {
         let mut plain = newer("I like the Zed theme");
         plain[0].vector = n[0].vector.clone();
         assert!(judge(&plain, &old).doubts.is_empty());
+    }
+
+    #[test]
+    fn a_tenants_words_apply_inside_with_words_only() {
+        let text = "ops rebaselined the sla target to 99.5";
+        assert_eq!(classify(text, false), None);
+        let extra = ExtraWords { change: vec![" Rebaselined ".into()], ..ExtraWords::default() };
+        let words = std::sync::Arc::new(BUILT_IN.extended(&extra));
+        assert_eq!(with_words(&words, || classify(text, false)), Some(Mark::Change));
+        assert_eq!(classify(text, false), None, "the built-in lists are back after");
+        assert!(words.not_topic_words.contains("rebaselined"), "a change word is no topic word");
     }
 }

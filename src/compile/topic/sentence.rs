@@ -1,7 +1,7 @@
 //! What a sentence of a new message is to the judge: a change, a retraction, a plain statement
 //! or a look-alike, and which of its clauses count.
 
-use super::words::{any, find, WORDS};
+use super::words::{any, find, words};
 use crate::compile::text::split_sentences;
 
 /// What a sentence does to an earlier value.
@@ -55,7 +55,7 @@ fn clauses(sentence: &str) -> Vec<String> {
 /// A question that opens with a statement ("We downgraded to Basic, so why was I charged
 /// more?"): the statement, when there is one.
 fn statement_before_question(sentence: &str) -> Option<String> {
-    let w = &*WORDS;
+    let w = words();
     let parts = clauses(sentence);
     let asks = |c: &String| {
         let m = masked(c);
@@ -69,7 +69,7 @@ fn statement_before_question(sentence: &str) -> Option<String> {
 }
 
 pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
-    let w = &*WORDS;
+    let w = words();
     let whole = masked(sentence);
     // A question is a change only as a request addressed to the assistant ("can you change my
     // billing email to …?"); "do I need to update my scripts?" asks about one.
@@ -120,7 +120,7 @@ fn quotes(sentence: &str) -> bool {
 /// a statement), a plan or a hedge holds no value a later change could replace.
 pub(super) fn asserts(sentence: &str, question: bool) -> bool {
     let head = if question { statement_before_question(sentence) } else { Some(sentence.to_string()) };
-    head.is_some_and(|h| !any(&masked(&h), &WORDS.screens) && !any(&masked(&h), &WORDS.replies))
+    head.is_some_and(|h| !any(&masked(&h), &words().screens) && !any(&masked(&h), &words().replies))
 }
 
 /// Whether a message asks the assistant something: a question mark, a request addressed to it
@@ -128,14 +128,14 @@ pub(super) fn asserts(sentence: &str, question: bool) -> bool {
 /// without its mark ("how do I …").
 pub(super) fn asks(text: &str) -> bool {
     let m = masked(text);
-    let addressed: Vec<String> = WORDS.asking.iter().filter(|p| p.contains(' ')).cloned().collect();
-    text.contains('?') || any(&m, &addressed) || any(&m, &WORDS.asks)
+    let addressed: Vec<String> = words().asking.iter().filter(|p| p.contains(' ')).cloned().collect();
+    text.contains('?') || any(&m, &addressed) || any(&m, &words().asks)
 }
 
 /// Whether a message opens as a reply to the assistant's answer ("Got it! So the …"): what
 /// follows restates the answer, not a value of the user's own.
 pub(super) fn opens_as_reply(text: &str) -> bool {
-    sentences(text).first().is_some_and(|(s, _)| any(&masked(s), &WORDS.replies))
+    sentences(text).first().is_some_and(|(s, _)| any(&masked(s), &words().replies))
 }
 
 /// Whether a sentence changes a value of the user's own, and how; None for anything else.
@@ -149,7 +149,7 @@ pub fn classify(sentence: &str, question: bool) -> Option<Mark> {
 /// The sentences of a text; an abbreviation's full stop ("Dr. Quint") ends none.
 pub(super) fn sentences(text: &str) -> Vec<(String, bool)> {
     let mut t = text.to_string();
-    for a in &WORDS.abbreviations {
+    for a in &words().abbreviations {
         for cased in [a.clone(), capitalised(a)] {
             t = t.replace(&format!(" {cased}. "), &format!(" {cased} "));
             if t.starts_with(&format!("{cased}. ")) {

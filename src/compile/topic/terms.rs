@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::words::{NOT_TOPIC, WORDS};
+use super::words::words;
 use crate::compile::attributes::{shape, Shape};
 
 /// A sentence's topic words (stemmed, plus the topic groups of `topic.json`), its values
@@ -49,11 +49,11 @@ pub(super) fn tokens(sentence: &str) -> Vec<String> {
 }
 
 fn group_of(word: &str) -> Option<String> {
-    WORDS.topics.iter().find(|g| g.iter().any(|w| w == word)).map(|g| format!("#{}", g[0]))
+    words().topics.iter().find(|g| g.iter().any(|w| w == word)).map(|g| format!("#{}", g[0]))
 }
 
 pub(super) fn terms(sentence: &str) -> Terms {
-    let w = &*WORDS;
+    let w = words();
     let mut t = Terms::default();
     let toks = tokens(sentence);
     t.words = toks.len();
@@ -93,7 +93,7 @@ pub(super) fn terms(sentence: &str) -> Terms {
             }
             continue;
         }
-        if word.chars().count() < 2 || NOT_TOPIC.contains(word) || NOT_TOPIC.contains(lower.as_str()) {
+        if word.chars().count() < 2 || w.not_topic_words.contains(word) || w.not_topic_words.contains(lower.as_str()) {
             continue;
         }
         let Some(Some(stem)) = crate::lexemes::english::lexeme(word) else { continue };
@@ -105,9 +105,9 @@ pub(super) fn terms(sentence: &str) -> Terms {
 
 /// The shape of a value token: a weekday or month is a time, a number word a number.
 pub(super) fn value_shape(v: &str) -> Shape {
-    if WORDS.times.iter().any(|x| x == v) {
+    if words().times.iter().any(|x| x == v) {
         Shape::Time
-    } else if WORDS.numbers.iter().any(|x| x == v) {
+    } else if words().numbers.iter().any(|x| x == v) {
         Shape::Number
     } else {
         shape(v)

@@ -1,14 +1,15 @@
 //! The English the same-topic judge reads (`topic.json`), and matching a phrase on word
 //! boundaries.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use serde::Deserialize;
 
-/// The word lists of `topic.json`.
-#[derive(Debug, Deserialize)]
-pub(super) struct Words {
+/// The word lists of `topic.json` (with a tenant's own words, [`Words::extended`]).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Words {
     pub(super) change: Vec<String>,
     pub(super) retraction: Vec<String>,
     pub(super) request: Vec<String>,
@@ -29,17 +30,98 @@ pub(super) struct Words {
     pub(super) numbers: Vec<String>,
     pub(super) times: Vec<String>,
     pub(super) abbreviations: Vec<String>,
+    /// Single words that are never topic words: `not_topic`, the change words and negations.
+    #[serde(skip)]
+    pub(super) not_topic_words: BTreeSet<String>,
 }
 
-pub(super) static WORDS: LazyLock<Words> = LazyLock::new(|| {
+/// A tenant's own words for the judge (`update_words` in its configuration): each list adds
+/// to the built-in one of the same name in `topic.json`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraWords {
+    /// Words that mark a change ("rebaselined").
+    #[serde(default)]
+    pub change: Vec<String>,
+    /// Words that end a value with none after it ("sunset").
+    #[serde(default)]
+    pub retraction: Vec<String>,
+    /// Requests to change a value ("please repoint").
+    #[serde(default)]
+    pub request: Vec<String>,
+    /// Phrases that screen a whole sentence (plans, hypotheticals: "in the pilot").
+    #[serde(default)]
+    pub screens: Vec<String>,
+    /// Phrases that screen their clause ("for the staging stack").
+    #[serde(default)]
+    pub clause_screens: Vec<String>,
+    /// Words that are never a topic ("ticket", "sprint").
+    #[serde(default)]
+    pub not_topic: Vec<String>,
+}
+
+impl Words {
+    /// These lists with a tenant's words added (lower-cased, trimmed, each once).
+    pub fn extended(&self, extra: &ExtraWords) -> Words {
+        let mut w = self.clone();
+        let add = |list: &mut Vec<String>, more: &[String]| {
+            for p in more.iter().map(|p| p.trim().to_lowercase()).filter(|p| !p.is_empty()) {
+                if !list.contains(&p) {
+                    list.push(p);
+                }
+            }
+        };
+        add(&mut w.change, &extra.change);
+        add(&mut w.retraction, &extra.retraction);
+        add(&mut w.request, &extra.request);
+        add(&mut w.screens, &extra.screens);
+        add(&mut w.clause_screens, &extra.clause_screens);
+        add(&mut w.not_topic, &extra.not_topic);
+        w.finish()
+    }
+
+    fn finish(mut self) -> Words {
+        self.not_topic_words = self
+            .not_topic
+            .iter()
+            .chain(&self.change)
+            .chain(&self.negation)
+            .filter(|p| !p.contains(' '))
+            .cloned()
+            .collect();
+        self
+    }
+}
+
+/// The built-in lists.
+pub static BUILT_IN: LazyLock<Arc<Words>> = LazyLock::new(|| {
     #[allow(clippy::expect_used)] // compiled-in data, covered by the tests below
-    serde_json::from_str(include_str!("topic.json")).expect("topic.json is valid")
+    let w: Words = serde_json::from_str(include_str!("topic.json")).expect("topic.json is valid");
+    Arc::new(w.finish())
 });
 
-pub(super) static NOT_TOPIC: LazyLock<BTreeSet<&'static str>> = LazyLock::new(|| {
-    let w = &*WORDS;
-    w.not_topic.iter().chain(&w.change).chain(&w.negation).map(String::as_str).filter(|p| !p.contains(' ')).collect()
-});
+thread_local! {
+    /// The lists of the compile running on this thread ([`with_words`]); None: the built-in.
+    static CURRENT: RefCell<Option<Arc<Words>>> = const { RefCell::new(None) };
+}
+
+/// The lists the judge reads now: the tenant's, inside [`with_words`], else the built-in.
+pub(super) fn words() -> Arc<Words> {
+    CURRENT.with(|c| c.borrow().clone()).unwrap_or_else(|| Arc::clone(&BUILT_IN))
+}
+
+/// Runs `f` (synchronous: the judge never awaits) with `words` as the lists the judge reads.
+pub fn with_words<R>(words: &Arc<Words>, f: impl FnOnce() -> R) -> R {
+    struct Reset(Option<Arc<Words>>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = previous);
+        }
+    }
+    let _reset = Reset(CURRENT.with(|c| c.borrow_mut().replace(Arc::clone(words))));
+    f()
+}
 
 /// Whether `text` (lower-cased) holds `phrase` on word boundaries; "a ... b" is a then b.
 pub(super) fn has(text: &str, phrase: &str) -> bool {
