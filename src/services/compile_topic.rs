@@ -124,7 +124,7 @@ fn older_of(
     let mut older: Vec<Older> = Vec::new();
     let mut starts: HashMap<Uuid, DateTime<Utc>> = HashMap::new();
     for r in active.iter().filter(|r| !r.evidence) {
-        let (text, value, key) = match r.kind {
+        let (text, value, key, multi) = match r.kind {
             // A standing instruction is no value to replace: it changes through its procedure's
             // topic claim (`procedure.<topic>`, compile::procedures), never by a later message
             // that shares a word with it (on long chats such matches were all wrong).
@@ -133,15 +133,13 @@ fn older_of(
                 if !standing_rules(&text).is_empty() {
                     continue;
                 }
-                (text, None, None)
+                (text, None, None, false)
             }
             MemoryKind::ProfileFact => {
                 let claim = r.claim.as_ref().and_then(|c| parse_claim(c, registry));
-                if claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Multi) {
-                    continue;
-                }
+                let multi = claim.as_ref().is_some_and(|c| c.cardinality == Cardinality::Multi);
                 let key = claim.as_ref().map(|c| c.key.clone());
-                (r.content.clone(), claim.map(|c| c.value), key)
+                (r.content.clone(), claim.map(|c| c.value), key, multi)
             }
             _ => continue,
         };
@@ -158,6 +156,7 @@ fn older_of(
             text,
             value,
             key_words,
+            multi,
             at: place(r.order_at, group),
             until,
             vector: vectors.get(&r.id).cloned(),

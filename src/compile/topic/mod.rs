@@ -46,6 +46,9 @@ pub struct Older {
     pub value: Option<String>,
     /// The words that name the claim's attribute (`attributes.json`), for a claimed fact.
     pub key_words: Vec<String>,
+    /// Its claim's attribute holds several values at once (tools, pets): a change retires the
+    /// value only by naming it as ended ("moved from npm to yarn"), and a doubt never marks it.
+    pub multi: bool,
     /// Its place in time.
     pub at: Place,
     /// Where a later memory of the same batch supersedes it by another rule, if one does.
@@ -135,8 +138,26 @@ struct Bearing {
 /// terms, `message` those of the whole message (the new value may sit in the next sentence:
 /// "new laptop day! MacBook Air M3"). A value of `old` the message names next to a word that
 /// ends it ("moved off DigitalOcean") is not restated.
-fn about(sentence: &Terms, message: &Terms, mark: Mark, old: &Terms, value: Option<&str>) -> Option<Bearing> {
+fn about(
+    sentence: &Terms,
+    message: &Terms,
+    mark: Mark,
+    old: &Terms,
+    value: Option<&str>,
+    multi: bool,
+) -> Option<Bearing> {
     let mut shared = sentence.topic.intersection(&old.topic).count();
+    if multi {
+        // One value among several: only a change that names it as ended bears on it.
+        let named = value.is_some_and(|v| {
+            let words: Vec<&str> = v.split_whitespace().collect();
+            !words.is_empty() && words.iter().all(|w| message.ended.contains(*w))
+        });
+        if !named || sentence.words > MAX_WORDS || old.words > MAX_WORDS {
+            return None;
+        }
+        return Some(Bearing { shared: shared.max(1), strong: true, mark });
+    }
     let restated = |v: &str| message.all.contains(v) && !message.ended.contains(v);
     let old_only: Vec<&String> = old.values.iter().filter(|v| !restated(v)).collect();
     let new_only: Vec<&String> =
@@ -253,7 +274,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
                 }
                 let best = sentences
                     .iter()
-                    .filter_map(|t| about(&new, &message, mark, t, o.value.as_deref()))
+                    .filter_map(|t| about(&new, &message, mark, t, o.value.as_deref(), o.multi))
                     .max_by_key(|b| (b.strong, b.shared));
                 if let Some(b) = best {
                     by_group.entry(o.group.as_str()).or_default().push((o.id, b));
@@ -288,7 +309,8 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             let is_short = |id: &Uuid| olds.iter().any(|(o, _)| o.id == *id && short(&o.text));
             let by_words = doubted_by_words(&unsure).map(|ids| if ids.iter().all(is_short) { ids } else { Vec::new() });
             let doubted = by_words.or_else(|| {
-                let eligible = olds.iter().map(|(o, _)| *o).filter(|o| current(o) && !retired.contains(&o.id));
+                let eligible =
+                    olds.iter().map(|(o, _)| *o).filter(|o| current(o) && !o.multi && !retired.contains(&o.id));
                 doubted_by_meaning(n.vector.as_deref(), eligible)
             });
             for id in doubted.unwrap_or_default() {
@@ -360,6 +382,7 @@ mod tests {
             text: text.into(),
             value: value.map(String::from),
             key_words: Vec::new(),
+            multi: false,
             at: (0, group.into()),
             until: None,
             vector: None,
@@ -477,5 +500,16 @@ mod tests {
         assert_eq!(with_words(&words, || classify(text, false)), Some(Mark::Change));
         assert_eq!(classify(text, false), None, "the built-in lists are back after");
         assert!(words.not_topic_words.contains("rebaselined"), "a change word is no topic word");
+    }
+
+    #[test]
+    fn one_value_of_several_goes_only_when_named_as_ended() {
+        let tool = |n: u128, g: &str, text: &str, v: &str| Older { multi: true, ..older(n, g, text, Some(v)) };
+        let old = [tool(1, "a", "we use npm", "npm"), tool(2, "b", "we use docker", "docker")];
+        let r = judge(&newer("we moved from npm to pnpm now"), &old).retired;
+        assert_eq!(r.iter().map(|r| r.older).collect::<Vec<_>>(), [Uuid::from_u128(1)]);
+        // Another value beside it is no change of it, and a multi-valued fact is never doubted.
+        let j = judge(&newer("we started using pnpm now"), &old);
+        assert!(j.retired.is_empty() && j.doubts.is_empty());
     }
 }
