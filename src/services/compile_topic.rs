@@ -14,7 +14,7 @@ use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, Memory
 use crate::compile::procedures::standing_rules;
 use crate::compile::supersede::{Decision, Rule};
 pub use crate::compile::topic::Place;
-use crate::compile::topic::{judge, may_change, readable, ExtraWords, Mark, Newer, Older, Words, BUILT_IN};
+use crate::compile::topic::{judge, may_change, readable, Mark, Newer, Older, UpdateWords, Words, BUILT_IN};
 use crate::db::supersession::{ActiveRow, RecordRow};
 use crate::model::memory::MemoryKind;
 use crate::model::voice::Voice;
@@ -100,9 +100,9 @@ pub fn taken(decisions: &[Decision], active: &[ActiveRow]) -> HashMap<Uuid, Plac
 /// The judge's word lists for a tenant: the built-in ones, with the tenant's `update_words`
 /// added (checked when the configuration was written; unreadable ones are not used).
 pub fn words_for(config: &serde_json::Value) -> std::sync::Arc<Words> {
-    let extra = config.get("update_words").and_then(|v| serde_json::from_value::<ExtraWords>(v.clone()).ok());
+    let extra = config.get("update_words").and_then(|v| serde_json::from_value::<UpdateWords>(v.clone()).ok());
     match extra {
-        Some(extra) if extra != ExtraWords::default() => std::sync::Arc::new(BUILT_IN.extended(&extra)),
+        Some(extra) if extra != UpdateWords::default() => std::sync::Arc::new(BUILT_IN.extended(&extra)),
         _ => std::sync::Arc::clone(&BUILT_IN),
     }
 }

@@ -12,6 +12,7 @@ use sqlx::PgPool;
 use utoipa::ToSchema;
 
 use crate::compile::registry::{validate_tenant_claim_keys, validate_tenant_frames, Cardinality, Registry};
+use crate::compile::topic::UpdateWords;
 use crate::db;
 use crate::error::FieldError;
 use crate::input::rules::{between, bounded, NUL_IN_JSON};
@@ -113,30 +114,6 @@ pub struct AttributeFrame {
     /// Also read when told in the past ("first day at …").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<bool>,
-}
-
-/// A tenant's words for the same-topic judge: each list adds to the built-in one of its name.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateWords {
-    /// Words that mark a change ("rebaselined").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub change: Vec<String>,
-    /// Words that end a value with none after it ("sunset").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub retraction: Vec<String>,
-    /// Requests to change a value ("please repoint").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub request: Vec<String>,
-    /// Phrases that screen a whole sentence as no change (plans: "in the pilot").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub screens: Vec<String>,
-    /// Phrases that screen their clause ("for the staging stack").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub clause_screens: Vec<String>,
-    /// Words that never name a topic ("ticket", "sprint").
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub not_topic: Vec<String>,
 }
 
 /// Most phrases in one list of [`UpdateWords`], and the longest phrase, in chars.

@@ -32,7 +32,7 @@ mod words;
 use sentence::{asks, asserts, classify_sentence, masked, opens_as_reply, sentences, Class};
 pub use sentence::{classify, Mark};
 use terms::{terms, value_shape, Terms};
-pub use words::{with_words, ExtraWords, Words, BUILT_IN};
+pub use words::{with_words, UpdateWords, Words, BUILT_IN};
 
 /// An earlier memory of the user's own words that a change may retire.
 #[derive(Debug, Clone)]
@@ -495,7 +495,7 @@ mod tests {
     fn a_tenants_words_apply_inside_with_words_only() {
         let text = "ops rebaselined the sla target to 99.5";
         assert_eq!(classify(text, false), None);
-        let extra = ExtraWords { change: vec![" Rebaselined ".into()], ..ExtraWords::default() };
+        let extra = UpdateWords { change: vec![" Rebaselined ".into()], ..UpdateWords::default() };
         let words = std::sync::Arc::new(BUILT_IN.extended(&extra));
         assert_eq!(with_words(&words, || classify(text, false)), Some(Mark::Change));
         assert_eq!(classify(text, false), None, "the built-in lists are back after");

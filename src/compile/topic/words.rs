@@ -35,34 +35,34 @@ pub struct Words {
     pub(super) not_topic_words: BTreeSet<String>,
 }
 
-/// A tenant's own words for the judge (`update_words` in its configuration): each list adds
-/// to the built-in one of the same name in `topic.json`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+/// A tenant's own words for the judge (`update_words` in its configuration, checked there):
+/// each list adds to the built-in one of the same name in `topic.json`.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ExtraWords {
+pub struct UpdateWords {
     /// Words that mark a change ("rebaselined").
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub change: Vec<String>,
     /// Words that end a value with none after it ("sunset").
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retraction: Vec<String>,
     /// Requests to change a value ("please repoint").
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub request: Vec<String>,
-    /// Phrases that screen a whole sentence (plans, hypotheticals: "in the pilot").
-    #[serde(default)]
+    /// Phrases that screen a whole sentence as no change (plans: "in the pilot").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub screens: Vec<String>,
     /// Phrases that screen their clause ("for the staging stack").
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clause_screens: Vec<String>,
-    /// Words that are never a topic ("ticket", "sprint").
-    #[serde(default)]
+    /// Words that never name a topic ("ticket", "sprint").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_topic: Vec<String>,
 }
 
 impl Words {
     /// These lists with a tenant's words added (lower-cased, trimmed, each once).
-    pub fn extended(&self, extra: &ExtraWords) -> Words {
+    pub fn extended(&self, extra: &UpdateWords) -> Words {
         let mut w = self.clone();
         let add = |list: &mut Vec<String>, more: &[String]| {
             for p in more.iter().map(|p| p.trim().to_lowercase()).filter(|p| !p.is_empty()) {
