@@ -130,6 +130,7 @@ fn bounded_words(words: &Setting<UpdateWords>, _: &()) -> garde::Result {
         ("screens", &w.screens),
         ("clause_screens", &w.clause_screens),
         ("not_topic", &w.not_topic),
+        ("adding", &w.adding),
     ];
     for (name, list) in lists {
         if list.len() > MAX_UPDATE_WORDS {

@@ -134,29 +134,47 @@ struct Bearing {
     mark: Mark,
 }
 
+/// An earlier statement as [`about`] weighs a change against it.
+#[derive(Clone, Copy)]
+struct Old<'a> {
+    /// The terms of one of its sentences.
+    terms: &'a Terms,
+    /// Its claimed value, for a claimed fact.
+    value: Option<&'a str>,
+    /// Its claim's attribute holds several values at once.
+    multi: bool,
+    /// The attribute's own words (not what the value is for).
+    named: &'a BTreeSet<String>,
+    /// The change's message adds a value rather than replacing one ("also", "added").
+    adding: bool,
+}
+
 /// How a change bears on `old`; None when it is not about it. `sentence` holds the change's
 /// terms, `message` those of the whole message (the new value may sit in the next sentence:
 /// "new laptop day! MacBook Air M3"). A value of `old` the message names next to a word that
 /// ends it ("moved off DigitalOcean") is not restated.
-fn about(
-    sentence: &Terms,
-    message: &Terms,
-    mark: Mark,
-    old: &Terms,
-    value: Option<&str>,
-    multi: bool,
-) -> Option<Bearing> {
+fn about(sentence: &Terms, message: &Terms, mark: Mark, old: &Old<'_>) -> Option<Bearing> {
+    let Old { terms: old, value, multi, named, adding } = *old;
     let mut shared = sentence.topic.intersection(&old.topic).count();
     if multi {
-        // One value among several: only a change that names it as ended bears on it.
-        let named = value.is_some_and(|v| {
+        if sentence.words > MAX_WORDS || old.words > MAX_WORDS {
+            return None;
+        }
+        // One value among several: a change that names it as ended bears on it.
+        let ended = value.is_some_and(|v| {
             let words: Vec<&str> = v.split_whitespace().collect();
             !words.is_empty() && words.iter().all(|w| message.ended.contains(*w))
         });
-        if !named || sentence.words > MAX_WORDS || old.words > MAX_WORDS {
+        if ended {
+            return Some(Bearing { shared: shared.max(1), strong: true, mark });
+        }
+        // So does a replacement (nothing added) that shares what the value is for, beyond the
+        // attribute's own words ("we use yarn in the monorepo", then "migrated the monorepo to
+        // pnpm"): one value per purpose, judged as a single value below.
+        let purpose = sentence.topic.intersection(&old.topic).any(|w| !named.contains(w));
+        if adding || !purpose {
             return None;
         }
-        return Some(Bearing { shared: shared.max(1), strong: true, mark });
     }
     let restated = |v: &str| message.all.contains(v) && !message.ended.contains(v);
     let old_only: Vec<&String> = old.values.iter().filter(|v| !restated(v)).collect();
@@ -206,12 +224,16 @@ pub fn readable(o: &Older) -> bool {
     o.text.chars().count() <= MAX_MESSAGE_CHARS && (o.value.is_some() || !asks(&o.text)) && !opens_as_reply(&o.text)
 }
 
+/// An earlier memory as the judge reads it: its asserting sentences' terms, and its attribute's
+/// own words.
+type Read<'a> = (&'a Older, Vec<Terms>, BTreeSet<String>);
+
 /// The retirements the newer messages make among the older memories (earlier messages only,
 /// in order: each newer message also sees the ones before it that survive).
 pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
     // Most messages change nothing; the earlier memories are read only when one does.
-    let mut olds: Option<Vec<(&Older, Vec<Terms>)>> = None;
-    let read = || -> Vec<(&Older, Vec<Terms>)> {
+    let mut olds: Option<Vec<Read<'_>>> = None;
+    let read = || -> Vec<Read<'_>> {
         older
             .iter()
             .filter(|o| readable(o))
@@ -220,11 +242,12 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
                 let mut ts: Vec<Terms> =
                     sentences(&o.text).iter().filter(|(s, q)| asserts(s, *q)).map(|(s, _)| terms(s)).collect();
                 // The attribute's own words, not their topic groups ("place of work" is no home).
-                let named = terms(&o.key_words.join(". "));
+                let named: BTreeSet<String> =
+                    terms(&o.key_words.join(". ")).topic.into_iter().filter(|w| !w.starts_with('#')).collect();
                 for t in &mut ts {
-                    t.topic.extend(named.topic.iter().filter(|w| !w.starts_with('#')).cloned());
+                    t.topic.extend(named.iter().cloned());
                 }
-                (o, ts)
+                (o, ts, named)
             })
             .collect()
     };
@@ -254,6 +277,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             continue;
         }
         let olds = olds.get_or_insert_with(read);
+        let adding = any(&masked(&n.text), &words().adding);
         let before = out.retired.len();
         // Per earlier message, the best bearing of a sentence that retired nothing.
         let mut unsure: BTreeMap<&str, ((bool, usize), Vec<Uuid>)> = BTreeMap::new();
@@ -266,7 +290,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             let new = terms(text);
             // Per earlier message: the memories of it the change bears on.
             let mut by_group: BTreeMap<&str, Vec<(Uuid, Bearing)>> = BTreeMap::new();
-            for (o, sentences) in olds.iter() {
+            for (o, sentences, named) in olds.iter() {
                 // What was current at the message's place: earlier, and not yet replaced.
                 let current = o.at < n.at && o.until.as_ref().is_none_or(|u| *u > n.at);
                 if o.group == n.group || !current || retired.contains(&o.id) {
@@ -274,7 +298,10 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
                 }
                 let best = sentences
                     .iter()
-                    .filter_map(|t| about(&new, &message, mark, t, o.value.as_deref(), o.multi))
+                    .filter_map(|t| {
+                        let old = Old { terms: t, value: o.value.as_deref(), multi: o.multi, named, adding };
+                        about(&new, &message, mark, &old)
+                    })
                     .max_by_key(|b| (b.strong, b.shared));
                 if let Some(b) = best {
                     by_group.entry(o.group.as_str()).or_default().push((o.id, b));
@@ -302,19 +329,38 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
                 out.retired.push(Retirement { older: *id, by: k, newer, mark: b.mark, shared: top });
             }
         }
+        let doubts_before = out.doubts.len();
+        let mut by_meaning = false;
+        let current = |o: &Older| o.at < n.at && o.until.as_ref().is_none_or(|u| *u > n.at) && o.group != n.group;
         if out.retired.len() == before && short(&n.text) {
-            let current = |o: &Older| {
-                o.at < n.at && o.until.as_ref().is_none_or(|u| *u > n.at) && o.group != n.group && short(&o.text)
-            };
-            let is_short = |id: &Uuid| olds.iter().any(|(o, _)| o.id == *id && short(&o.text));
+            let is_short = |id: &Uuid| olds.iter().any(|(o, ..)| o.id == *id && short(&o.text));
             let by_words = doubted_by_words(&unsure).map(|ids| if ids.iter().all(is_short) { ids } else { Vec::new() });
+            by_meaning = by_words.is_none();
             let doubted = by_words.or_else(|| {
-                let eligible =
-                    olds.iter().map(|(o, _)| *o).filter(|o| current(o) && !o.multi && !retired.contains(&o.id));
+                let eligible = olds
+                    .iter()
+                    .map(|(o, ..)| *o)
+                    .filter(|o| current(o) && short(&o.text) && !o.multi && !retired.contains(&o.id));
                 doubted_by_meaning(n.vector.as_deref(), eligible)
             });
             for id in doubted.unwrap_or_default() {
                 out.doubts.push(Doubt { older: id, by: k });
+            }
+        }
+        // A message is one statement: when the change retired or doubted a memory of an earlier
+        // message, the other memories of it (a fact drawn from it) show as earlier too, never
+        // as current beside their own turn marked earlier.
+        let touched: BTreeSet<&str> = out.retired[before..]
+            .iter()
+            .map(|r| r.older)
+            // Meaning alone is too weak a tie to mark more than the memory it found.
+            .chain(out.doubts[doubts_before..].iter().filter(|_| !by_meaning).map(|d| d.older))
+            .filter_map(|id| olds.iter().find(|(o, ..)| o.id == id).map(|(o, ..)| o.group.as_str()))
+            .collect();
+        let marked: BTreeSet<Uuid> = out.doubts[doubts_before..].iter().map(|d| d.older).collect();
+        for (o, ..) in olds.iter() {
+            if touched.contains(o.group.as_str()) && current(o) && !retired.contains(&o.id) && !marked.contains(&o.id) {
+                out.doubts.push(Doubt { older: o.id, by: k });
             }
         }
     }
@@ -511,5 +557,29 @@ mod tests {
         // Another value beside it is no change of it, and a multi-valued fact is never doubted.
         let j = judge(&newer("we started using pnpm now"), &old);
         assert!(j.retired.is_empty() && j.doubts.is_empty());
+        // A replacement that shares what the value is for (beyond the attribute's own words)
+        // replaces it; one that adds a value beside it does not.
+        let scoped =
+            [tool(1, "a", "we use yarn classic in the monorepo", "yarn"), tool(2, "b", "we use docker", "docker")];
+        let r = judge(&newer("migrated the monorepo to pnpm last week"), &scoped).retired;
+        assert_eq!(r.iter().map(|r| r.older).collect::<Vec<_>>(), [Uuid::from_u128(1)]);
+        assert!(judge(&newer("we also added pnpm to the monorepo now"), &scoped).retired.is_empty());
+        let named = Older { key_words: vec!["monorepo".into()], ..scoped[0].clone() };
+        assert!(
+            judge(&newer("migrated the monorepo to pnpm last week"), &[named]).retired.is_empty(),
+            "the attribute's own words are no purpose"
+        );
+    }
+
+    #[test]
+    fn the_other_memories_of_a_changed_message_show_as_earlier() {
+        let old = [
+            older(1, "a", "My username is kiwi_baker and I can't upload photos to my recipes.", None),
+            older(2, "a", "My username is kiwi_baker", Some("kiwi_baker")),
+            older(3, "b", "I bake sourdough on Sundays", None),
+        ];
+        let j = judge(&newer("I renamed my account to sourdough_sam, but my old recipe links now 404."), &old);
+        assert_eq!(j.retired.iter().map(|r| r.older).collect::<Vec<_>>(), [Uuid::from_u128(1)]);
+        assert_eq!(j.doubts, [Doubt { older: Uuid::from_u128(2), by: 0 }], "the fact of the retired message");
     }
 }

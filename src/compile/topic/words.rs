@@ -21,6 +21,9 @@ pub struct Words {
     pub(super) asks: Vec<String>,
     pub(super) clause_screens: Vec<String>,
     pub(super) reported: Vec<String>,
+    /// A message that adds a value beside the others ("also", "added"): it replaces none of a
+    /// multi-valued attribute's.
+    pub(super) adding: Vec<String>,
     pub(super) keeping: Vec<String>,
     pub(super) negation: Vec<String>,
     pub(super) question_words: Vec<String>,
@@ -58,6 +61,10 @@ pub struct UpdateWords {
     /// Words that never name a topic ("ticket", "sprint").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_topic: Vec<String>,
+    /// Words of a message that adds a value beside the others ("onboarded"): it replaces none
+    /// of a multi-valued attribute's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adding: Vec<String>,
 }
 
 impl Words {
@@ -77,6 +84,7 @@ impl Words {
         add(&mut w.screens, &extra.screens);
         add(&mut w.clause_screens, &extra.clause_screens);
         add(&mut w.not_topic, &extra.not_topic);
+        add(&mut w.adding, &extra.adding);
         w.finish()
     }
 
