@@ -25,6 +25,8 @@ pub struct ActiveRow {
     pub replaces: Option<String>,
     /// Made from evidence (`metadata.voice = 'evidence'`, [`crate::model::voice`]).
     pub evidence: bool,
+    /// The earlier memories it is recorded to change (`metadata.revises`, [`mark_revises`]).
+    pub revises: Vec<Uuid>,
 }
 
 /// The claim envelopes of the subject's current memories (for linking updates to them), with
@@ -104,7 +106,10 @@ pub async fn active_rows(conn: &mut PgConnection, tenant: &str, subject_id: &str
     sqlx::query_as!(
         ActiveRow,
         "SELECT id, kind AS \"kind: MemoryKind\", content, valid_from, valid_to, order_at, order_tiebreak, metadata->'claim' AS claim, \
-         claim_bucket, metadata->>'replaces' AS replaces, (metadata->>'voice' IS NOT DISTINCT FROM 'evidence') AS \"evidence!\" \
+         claim_bucket, metadata->>'replaces' AS replaces, (metadata->>'voice' IS NOT DISTINCT FROM 'evidence') AS \"evidence!\", \
+         ARRAY(SELECT (r->>'memory')::uuid FROM jsonb_array_elements(CASE WHEN jsonb_typeof(metadata->'revises') = 'array' \
+               THEN metadata->'revises' ELSE '[]'::jsonb END) r \
+               WHERE r->>'memory' ~ '^[0-9a-fA-F-]{36}$') AS \"revises!\" \
          FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
          AND (valid_to IS NULL OR valid_to > now())",
         tenant,

@@ -160,6 +160,7 @@ fn older_of(
             at: place(r.order_at, group),
             until,
             vector: vectors.get(&r.id).cloned(),
+            revises: r.revises.clone(),
         });
     }
     (older, starts)

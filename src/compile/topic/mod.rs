@@ -55,6 +55,8 @@ pub struct Older {
     pub until: Option<Place>,
     /// Its vector, when the embedder is semantic (for [`Doubt`]s no shared word explains).
     pub vector: Option<Vec<f32>>,
+    /// The earlier memories it was found to change or doubt (its `metadata.revises`).
+    pub revises: Vec<Uuid>,
 }
 
 /// A place in time: the time anchor in microseconds, then the message's sequence key.
@@ -185,7 +187,9 @@ fn about(sentence: &Terms, message: &Terms, mark: Mark, old: &Old<'_>) -> Option
         let sh = value_shape(o);
         sh.is_exact() && new_only.iter().any(|n| value_shape(n) == sh)
     };
-    if shared == 0 && old_only.iter().any(exact) {
+    // So does a value of it the change names as ended ("CI runs on Jenkins", then "we dropped
+    // Jenkins for CircleCI"), with no topic word shared.
+    if shared == 0 && (old_only.iter().any(exact) || old.values.iter().any(|v| message.ended.contains(v))) {
         shared = 1;
     }
     // A long sentence shares some word with nearly anything: a statement about one thing is
@@ -252,6 +256,9 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             .collect()
     };
     let mut retired: BTreeSet<Uuid> = BTreeSet::new();
+    // What each memory was found to change: marks of earlier compiles, then this call's.
+    let mut revised: BTreeMap<Uuid, Vec<Uuid>> =
+        older.iter().filter(|o| !o.revises.is_empty()).map(|o| (o.id, o.revises.clone())).collect();
     let mut out = Judgement::default();
     for (k, n) in newer.iter().enumerate() {
         if n.text.chars().count() > MAX_MESSAGE_CHARS {
@@ -347,21 +354,57 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
                 out.doubts.push(Doubt { older: id, by: k });
             }
         }
-        // A message is one statement: when the change retired or doubted a memory of an earlier
-        // message, the other memories of it (a fact drawn from it) show as earlier too, never
-        // as current beside their own turn marked earlier.
-        let touched: BTreeSet<&str> = out.retired[before..]
+        let found: Vec<Uuid> = out.retired[before..]
             .iter()
             .map(|r| r.older)
-            // Meaning alone is too weak a tie to mark more than the memory it found.
-            .chain(out.doubts[doubts_before..].iter().filter(|_| !by_meaning).map(|d| d.older))
-            .filter_map(|id| olds.iter().find(|(o, ..)| o.id == id).map(|(o, ..)| o.group.as_str()))
+            .chain(out.doubts[doubts_before..].iter().map(|d| d.older))
+            .collect();
+        // A value changed before: what changed it since is earlier now too ("gym: Steelyard",
+        // "joined Bodyworks", then "moved my membership to Apex Climbing": the change is found
+        // to be about the first statement, and the second had changed that one).
+        let mut chain: BTreeSet<Uuid> = found.iter().copied().collect();
+        loop {
+            let next: Vec<Uuid> = older
+                .iter()
+                .filter(|o| current(o) && !chain.contains(&o.id) && !retired.contains(&o.id))
+                .filter(|o| revised.get(&o.id).is_some_and(|r| r.iter().any(|x| chain.contains(x))))
+                .map(|o| o.id)
+                .collect();
+            if next.is_empty() {
+                break;
+            }
+            for id in next {
+                chain.insert(id);
+                out.doubts.push(Doubt { older: id, by: k });
+            }
+        }
+        // A message is one statement: when the change retired or doubted a memory of an earlier
+        // message, the other memories of it (a fact drawn from it) show as earlier too, never
+        // as current beside their own turn marked earlier. Meaning alone is too weak a tie to
+        // mark more than the memory it found.
+        let weak: BTreeSet<Uuid> = if by_meaning {
+            out.doubts[doubts_before..].iter().map(|d| d.older).filter(|id| found.contains(id)).collect()
+        } else {
+            BTreeSet::new()
+        };
+        let touched: BTreeSet<&str> = chain
+            .iter()
+            .filter(|id| !weak.contains(id))
+            .filter_map(|id| older.iter().find(|o| o.id == *id).map(|o| o.group.as_str()))
             .collect();
         let marked: BTreeSet<Uuid> = out.doubts[doubts_before..].iter().map(|d| d.older).collect();
-        for (o, ..) in olds.iter() {
+        for o in older {
             if touched.contains(o.group.as_str()) && current(o) && !retired.contains(&o.id) && !marked.contains(&o.id) {
                 out.doubts.push(Doubt { older: o.id, by: k });
             }
+        }
+        // What this message changes, for the changes after it.
+        if let Some(successor) = n.successor {
+            let changed = out.retired[before..]
+                .iter()
+                .map(|r| r.older)
+                .chain(out.doubts[doubts_before..].iter().map(|d| d.older));
+            revised.entry(successor).or_default().extend(changed);
         }
     }
     out
@@ -432,6 +475,7 @@ mod tests {
             at: (0, group.into()),
             until: None,
             vector: None,
+            revises: Vec::new(),
         }
     }
 
@@ -569,6 +613,45 @@ mod tests {
             judge(&newer("migrated the monorepo to pnpm last week"), &[named]).retired.is_empty(),
             "the attribute's own words are no purpose"
         );
+    }
+
+    #[test]
+    fn what_changed_a_value_before_is_earlier_when_the_value_changes_again() {
+        let old = [
+            older(1, "a", "gym: Steelyard, 4am crew", None),
+            Older {
+                revises: vec![Uuid::from_u128(1)],
+                ..older(2, "b", "joined Bodyworks, way closer to the office", None)
+            },
+            older(3, "c", "I like my office", None),
+        ];
+        let j = judge(&newer("my gym is Apex Climbing now"), &old);
+        assert_eq!(j.retired.iter().map(|r| r.older).collect::<Vec<_>>(), [Uuid::from_u128(1)]);
+        assert_eq!(j.doubts, [Doubt { older: Uuid::from_u128(2), by: 0 }]);
+        // In one batch: what the first message was found to doubt counts for the second.
+        let mut batch = newer("joined a new gym closer to the office now");
+        batch.push(Newer {
+            group: "new2".into(),
+            successor: Some(Uuid::from_u128(98)),
+            text: "my gym is Apex Climbing now".into(),
+            at: (2, "new2".into()),
+            vector: None,
+        });
+        let first =
+            Older { at: (1, "new".into()), ..older(99, "new", "joined a new gym closer to the office now", None) };
+        let two = [older(1, "a", "gym: Steelyard, 4am crew", None), first];
+        let j = judge(&batch, &two);
+        assert!(j.doubts.contains(&Doubt { older: Uuid::from_u128(1), by: 0 }), "{j:?}");
+        assert!(j.doubts.iter().any(|d| d.older == Uuid::from_u128(99) && d.by == 1), "{j:?}");
+    }
+
+    #[test]
+    fn a_value_named_as_ended_ties_a_change_to_its_statement() {
+        let t = terms("we dropped Jenkins for CircleCI a while back");
+        assert_eq!(t.ended.iter().collect::<Vec<_>>(), ["jenkin"], "the reach stops at 'for'");
+        let old = [older(1, "a", "CI runs on Jenkins", None), older(2, "b", "I live in Oslo", None)];
+        let r = judge(&newer("we dropped Jenkins for CircleCI a while back"), &old).retired;
+        assert_eq!(r.iter().map(|r| r.older).collect::<Vec<_>>(), [Uuid::from_u128(1)]);
     }
 
     #[test]

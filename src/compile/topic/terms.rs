@@ -61,7 +61,12 @@ pub(super) fn terms(sentence: &str) -> Terms {
     let ending: Vec<usize> =
         lowers.iter().enumerate().filter(|(_, l)| w.ending.iter().any(|e| e == *l)).map(|(i, _)| i).collect();
     for (n, (tok, lower)) in toks.iter().zip(&lowers).enumerate() {
-        let ended = ending.iter().any(|&e| e != n && e.abs_diff(n) <= ENDING_REACH);
+        // An ending word reaches a few words either way, never past a word that brings in
+        // what follows ("dropped Jenkins for CircleCI": CircleCI is not ended).
+        let ended = ending.iter().any(|&e| {
+            let between = if e < n { e + 1..n } else { n + 1..e };
+            e != n && e.abs_diff(n) <= ENDING_REACH && !lowers[between].iter().any(|l| w.ending_stops.contains(l))
+        });
         if !ended {
             t.kept.push_str(lower);
             t.kept.push(' ');

@@ -28,6 +28,8 @@ pub struct Words {
     pub(super) negation: Vec<String>,
     pub(super) question_words: Vec<String>,
     pub(super) ending: Vec<String>,
+    /// Words an ending word's reach stops at: they bring in what replaces the ended value.
+    pub(super) ending_stops: Vec<String>,
     pub(super) not_topic: Vec<String>,
     pub(super) topics: Vec<Vec<String>>,
     pub(super) numbers: Vec<String>,
