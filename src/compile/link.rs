@@ -246,7 +246,10 @@ fn choose(claim: Option<&Claim>, hint: &LinkHint, current: &[Current]) -> Option
         .chain(a.keys_for_thing(&hint.value))
         .chain(hint.kinds.iter().map(|k| k.to_string()))
         .collect();
-    unique(current.iter().filter(single).filter(|c| kinds.contains(&c.key))).map(|k| (k, None))
+    // "got a second car" is another car, not the one the user drives.
+    let value_words: BTreeSet<String> = phrase_words(&hint.value).into_iter().collect();
+    let same_instance = |c: &&Current| !a.other_instance(&value_words, &a.words_of(&c.key));
+    unique(current.iter().filter(single).filter(|c| kinds.contains(&c.key)).filter(same_instance)).map(|k| (k, None))
 }
 
 /// The subject's only current single-valued attribute that holds a product or provider name,
@@ -344,6 +347,9 @@ mod tests {
             vec![("attr.commute".into(), "e-scooter".into())]
         );
         assert!(linked("gave my old stuff away and got a new one", &[]).is_empty());
+        // Another instance of the kind is no replacement of the one the user has.
+        let fit = [cur("attr.car", "Honda Fit")];
+        assert!(linked("we got a second car, a minivan, for the family trips", &fit).is_empty());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Facts that change: the update and look-alike evals (every `tests/eval/updates*.json`: the
 //! first suite, `updates.json`, the varied one written for issue 52, `updates_varied.json`, and
-//! a smaller one measured once after the rules were written, `updates_heldout.json`).
+//! a smaller one measured once after the rules were written, `updates_heldout.json`, and one
+//! written after the rules for chains and purposes, `updates_followup.json`).
 //!
 //! Each case is a short multi-session history told by one user: sessions a day apart, one
 //! episode per turn, compiled after each session as a live agent would. Then the case's question
@@ -231,13 +232,19 @@ fn check(reports: &Reports, floors: &[(&str, usize, usize)]) {
 /// Look-alikes still superseded, by suite: "just this week standup is at 11…, back to normal
 /// Monday" retires the standing time through the rule-based claim and word-overlap rules (the
 /// same-topic judge screens it as a temporary change); found by the held-out suite's first run.
-const KNOWN_WRONG: &[(&str, &str)] = &[("updates_heldout", "ho-la-one-week")];
+/// "the docs site is deployed with Netlify now" retires "the API is deployed with Helm charts"
+/// (the judge does not tell two subjects of one verb apart); found by the follow-up suite's.
+const KNOWN_WRONG: &[(&str, &str)] =
+    &[("updates_heldout", "ho-la-one-week"), ("updates_followup", "fu-la-other-purpose")];
 
 #[tokio::test]
 async fn updates_with_hash() {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let reports = run(embedder, "hash").await;
-    check(&reports, &[("updates", 126, 43), ("updates_varied", 49, 7), ("updates_heldout", 15, 4)]);
+    check(
+        &reports,
+        &[("updates", 126, 43), ("updates_varied", 48, 7), ("updates_heldout", 15, 4), ("updates_followup", 9, 8)],
+    );
 }
 
 #[tokio::test]
@@ -250,7 +257,10 @@ async fn updates_with_minilm() {
     }
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::MiniLm { model_dir: dir }).unwrap();
     let reports = run(embedder, "minilm").await;
-    check(&reports, &[("updates", 126, 16), ("updates_varied", 49, 6), ("updates_heldout", 15, 2)]);
+    check(
+        &reports,
+        &[("updates", 126, 16), ("updates_varied", 48, 7), ("updates_heldout", 15, 2), ("updates_followup", 9, 5)],
+    );
 }
 
 /// The same cases with `MNEMO_COMPILER=llm` and the stub answering like a careful model
@@ -265,5 +275,8 @@ async fn updates_with_the_llm_compiler() {
     let embedder = mnemo::embed::build(&mnemo::embed::EmbedderConfig::Hash { dims: 384 }).unwrap();
     let reports = run_with(config, embedder, "llm-stub+hash").await;
     assert!(stub.calls() > 0);
-    check(&reports, &[("updates", 121, 49), ("updates_varied", 45, 12), ("updates_heldout", 16, 4)]);
+    check(
+        &reports,
+        &[("updates", 121, 49), ("updates_varied", 44, 12), ("updates_heldout", 16, 4), ("updates_followup", 8, 11)],
+    );
 }

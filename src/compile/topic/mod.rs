@@ -178,6 +178,11 @@ fn about(sentence: &Terms, message: &Terms, mark: Mark, old: &Old<'_>) -> Option
             return None;
         }
     }
+    // A message that adds a value beside the others ("we added Redis to the orders service")
+    // replaces only a single-valued claim's value.
+    if adding && value.is_none() {
+        return None;
+    }
     let restated = |v: &str| message.all.contains(v) && !message.ended.contains(v);
     let old_only: Vec<&String> = old.values.iter().filter(|v| !restated(v)).collect();
     let new_only: Vec<&String> =
@@ -284,7 +289,11 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             continue;
         }
         let olds = olds.get_or_insert_with(read);
-        let adding = any(&masked(&n.text), &words().adding);
+        // A sentence that adds a value beside the others ("we added Redis to the orders
+        // service") replaces none but a single-valued claim's; a message whose every change
+        // adds doubts nothing.
+        let adds = |text: &str| any(&masked(text), &words().adding);
+        let only_adds = classes.iter().all(|c| !matches!(c, Class::Marked(_, t) if !adds(t)));
         let before = out.retired.len();
         // Per earlier message, the best bearing of a sentence that retired nothing.
         let mut unsure: BTreeMap<&str, ((bool, usize), Vec<Uuid>)> = BTreeMap::new();
@@ -295,6 +304,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
                 Class::Screened => continue,
             };
             let new = terms(text);
+            let adding = adds(text);
             // Per earlier message: the memories of it the change bears on.
             let mut by_group: BTreeMap<&str, Vec<(Uuid, Bearing)>> = BTreeMap::new();
             for (o, sentences, named) in olds.iter() {
@@ -339,7 +349,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
         let doubts_before = out.doubts.len();
         let mut by_meaning = false;
         let current = |o: &Older| o.at < n.at && o.until.as_ref().is_none_or(|u| *u > n.at) && o.group != n.group;
-        if out.retired.len() == before && short(&n.text) {
+        if out.retired.len() == before && short(&n.text) && !only_adds {
             let is_short = |id: &Uuid| olds.iter().any(|(o, ..)| o.id == *id && short(&o.text));
             let by_words = doubted_by_words(&unsure).map(|ids| if ids.iter().all(is_short) { ids } else { Vec::new() });
             by_meaning = by_words.is_none();
@@ -608,6 +618,10 @@ mod tests {
         let r = judge(&newer("migrated the monorepo to pnpm last week"), &scoped).retired;
         assert_eq!(r.iter().map(|r| r.older).collect::<Vec<_>>(), [Uuid::from_u128(1)]);
         assert!(judge(&newer("we also added pnpm to the monorepo now"), &scoped).retired.is_empty());
+        // Nor a plain statement, and it doubts nothing.
+        let plain = [older(1, "a", "we use Postgres for the orders service", None)];
+        let j = judge(&newer("we added Redis to the orders service as a read cache now"), &plain);
+        assert!(j.retired.is_empty() && j.doubts.is_empty());
         let named = Older { key_words: vec!["monorepo".into()], ..scoped[0].clone() };
         assert!(
             judge(&newer("migrated the monorepo to pnpm last week"), &[named]).retired.is_empty(),
