@@ -30,7 +30,7 @@ mod terms;
 mod words;
 
 use sentence::{asks, asserts, classify_sentence, masked, opens_as_reply, sentences, Class};
-pub use sentence::{classify, Mark};
+pub use sentence::{classify, screened, Mark};
 use terms::{terms, value_shape, Terms};
 pub use words::{with_words, UpdateWords, Words, BUILT_IN};
 

@@ -138,6 +138,12 @@ pub(super) fn opens_as_reply(text: &str) -> bool {
     sentences(text).first().is_some_and(|(s, _)| any(&masked(s), &words().replies))
 }
 
+/// Whether a sentence is a look-alike as a whole (a plan, a hypothetical, a hedge, a temporary
+/// change: `screens`): it states no current value, for the judge or any other rule.
+pub fn screened(sentence: &str) -> bool {
+    any(&masked(sentence), &words().screens)
+}
+
 /// Whether a sentence changes a value of the user's own, and how; None for anything else.
 pub fn classify(sentence: &str, question: bool) -> Option<Mark> {
     match classify_sentence(sentence, question) {
