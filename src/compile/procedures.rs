@@ -58,6 +58,8 @@ struct Patterns {
     value_start: Regex,
     length: Regex,
     language: Regex,
+    /// A noun phrase naming the agent's output ("english replies", "shorter answers").
+    output: Regex,
 }
 
 /// Verbs a standing instruction to an assistant starts with (base forms).
@@ -74,7 +76,7 @@ fn build() -> Result<Patterns, regex::Error> {
     let re = |s: &str| Regex::new(&format!("(?i){s}"));
     Ok(Patterns {
         opener: re(
-            r"^(?:(?:ok(?:ay)?|oh|also|and|so|btw|by\s+the\s+way|one\s+more\s+thing|actually|just\s+so\s+you\s+know|quick\s+note|note|fyi|ps|p\.s\.|hey|hi|alright|right|well|oh\s+and)\b[\s,:;!.\-–—]*)+",
+            r"^(?:(?:ok(?:ay)?|oh|also|and|so|btw|by\s+the\s+way|one\s+more\s+thing|actually|honestly|these\s+days|nowadays|lately|just\s+so\s+you\s+know|quick\s+note|note|fyi|ps|p\.s\.|hey|hi|alright|right|well|oh\s+and)\b[\s,:;!.\-–—]*)+",
         )?,
         marker: re(
             r"\b(?:always|never|(?:don['’]t|do\s+not)\s+ever|no\s+longer|any\s?more|stop\s+\w+ing|from\s+now\s+on|going\s+forward|moving\s+forward|from\s+here\s+on(?:\s+out)?|henceforth|in\s+(?:the\s+)?future|by\s+default|(?:in|for)\s+(?:all|every|each|any)\s+(?:of\s+)?(?:your\s+)?(?:future\s+)?(?:answers?|responses?|replies|messages|outputs?|code)|(?:whenever|every\s+time|each\s+time|any\s*time)\s+(?:you|i)\b|every\s+(?:answer|response|reply|message))\b",
@@ -86,7 +88,7 @@ fn build() -> Result<Patterns, regex::Error> {
             r"\b(?:from\s+now\s+on|by\s+default|going\s+forward|moving\s+forward|from\s+here\s+on(?:\s+out)?|henceforth|in\s+(?:the\s+)?future|(?:in|for)\s+(?:all|every|each|any)\s+(?:of\s+)?(?:your\s+)?(?:future\s+|subsequent\s+|later\s+)?(?:answers?|responses?|replies|messages|outputs?))\b,?",
         )?,
         preference: re(
-            r"^(?:i|we)(?:['’]d|\s+would)?\s+(?:really\s+|strongly\s+|generally\s+|usually\s+|definitely\s+|much\s+|also\s+|still\s+|now\s+|always\s+)?(?:prefer|rather)\b\s*(?P<rest>.+)$",
+            r"^(?:i|we)(?:['’]d|\s+would)?\s+(?:really\s+|strongly\s+|generally\s+|usually\s+|definitely\s+|much\s+|also\s+|still\s+|now\s+|always\s+)?(?:prefer|rather)\b\s*(?P<rest>.+)$|^(?:i|we)(?:['’]d|\s+would)?\s+(?:really\s+|also\s+|now\s+)?like\s+(?P<liked>(?:[\w-]+\s+){0,2}(?:answers|replies|responses)\b.*)$",
         )?,
         lead: re(&format!(
             r"^(?:(?:please|pls|kindly|always|never|just|also|and|do|don['’]t|do\s+not|(?:don['’]t|do\s+not)\s+ever|ever|no\s+longer|you\s+(?:should|must|need\s+to|have\s+to|will|shall|can)|i\s+(?:want|need)\s+you\s+to|i['’]d\s+like\s+you\s+to|i\s+would\s+like\s+you\s+to|make\s+sure\s+(?:to|you)|be\s+sure\s+to|remember\s+to|try\s+to|continue\s+to|keep\s+on)\b[\s,]*)*(?P<verb>{VERBS})\b(?P<rest>.*)$"
@@ -104,6 +106,9 @@ fn build() -> Result<Patterns, regex::Error> {
         )?,
         length: re(
             r"\b(?:(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|fifty|a\s+hundred|a\s+few|a\s+couple\s+of)\s+(?:words?|sentences?|lines?|characters?|chars?|paragraphs?|bullets?|bullet\s+points|items?|tokens?|pages?)|short|shorter|brief|briefer|concise|long|longer|length|succinct|verbose|terse)\b",
+        )?,
+        output: re(
+            r"^(?:[\w-]+\s+){0,3}(?:answers?|responses?|replies|reply|explanations?|summaries|messages|code\s+samples?|examples?)\b",
         )?,
         language: re(
             r"\b(?:english|spanish|french|german|italian|portuguese|dutch|swedish|norwegian|danish|finnish|polish|czech|russian|ukrainian|greek|turkish|arabic|hebrew|hindi|bengali|urdu|chinese|mandarin|cantonese|japanese|korean|vietnamese|thai|indonesian|malay|tagalog|swahili|persian|farsi|romanian|hungarian|catalan)\b",
@@ -147,7 +152,7 @@ fn rule_of(p: &Patterns, sentence: &str) -> Option<StandingRule> {
         return None;
     }
     let topic = if let Some(c) = p.preference.captures(s) {
-        preference_topic(p, c.name("rest")?.as_str())?
+        preference_topic(p, c.name("rest").or_else(|| c.name("liked"))?.as_str())?
     } else {
         // Without a standing marker, only a rule on the agent's answers in general ("keep
         // answers under 200 words") stands; "format this date" is about the thing at hand.
@@ -157,8 +162,13 @@ fn rule_of(p: &Patterns, sentence: &str) -> Option<StandingRule> {
         let core = p.standing_phrase.replace_all(s, " ");
         let core = core.trim().trim_start_matches([',', ' ']);
         let core = p.when_clause.replace(core, "");
-        let c = p.lead.captures(core.trim())?;
-        instruction_topic(p, &c["verb"].to_lowercase(), &c["rest"])?
+        match p.lead.captures(core.trim()) {
+            Some(c) => instruction_topic(p, &c["verb"].to_lowercase(), &c["rest"])?,
+            // A verbless rule with its standing marker names the output it wants ("english
+            // replies from now on", "shorter answers going forward"): as if asked to use it.
+            None if p.marker.is_match(s) && p.output.is_match(core.trim()) => instruction_topic(p, "use", core.trim())?,
+            None => return None,
+        }
     };
     let content = sentence.trim().trim_end_matches(['.', '!', ' ']).to_string();
     let value = content.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
@@ -199,6 +209,8 @@ fn someone_else(p: &Patterns, s: &str) -> bool {
 
 /// "tabs over spaces" → both alternatives; "simple, minimal dependencies to keep …" → its head.
 fn preference_topic(p: &Patterns, rest: &str) -> Option<String> {
+    // "german replies, easier for me to read": what follows a comma is the reason.
+    let rest = rest.split([',', ';', '—']).next().unwrap_or(rest);
     let rest = rest.trim().trim_start_matches("that ").trim_start_matches("you ");
     let lower = rest.to_lowercase();
     for sep in [" over ", " to ", " instead of ", " rather than ", " than ", " vs ", " versus "] {
@@ -286,10 +298,10 @@ fn output_noun(verb: &str) -> Option<&'static str> {
 /// The head word of an object phrase: its last content word, singular; a lone word that names
 /// the agent's output ("your replies") counts as `answer`; None when it has no content word.
 fn head(phrase: &str) -> Option<String> {
-    const SKIP: [&str; 35] = [
+    const SKIP: [&str; 38] = [
         "a", "an", "the", "all", "any", "every", "each", "my", "your", "our", "of", "always", "never", "me", "us",
-        "it", "them", "more", "some", "ever", "please", "just", "only", "really", "too", "also", "again", "now",
-        "anymore", "nowadays", "today", "instead", "these", "days", "then",
+        "it", "them", "more", "some", "ever", "please", "pls", "plz", "kindly", "just", "only", "really", "too",
+        "also", "again", "now", "anymore", "nowadays", "today", "instead", "these", "days", "then",
     ];
     let words: Vec<String> = phrase
         .split(|c: char| !(c.is_alphanumeric() || c == '-' || c == '\''))
@@ -301,6 +313,9 @@ fn head(phrase: &str) -> Option<String> {
         "response" | "reply" | "message" | "output" | "explanation" | "answer" if words.len() == 1 => {
             "answer".to_string()
         }
+        // "english replies", "shorter responses": the agent's answers, whatever they are called
+        // (a modifier that matters, a language or a length, is the topic's kind).
+        "response" | "reply" | "answer" => "answer".to_string(),
         _ => singular,
     };
     let slug: String = out.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
@@ -327,6 +342,22 @@ fn unwrap_inline_code(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_topic_for_the_answers_whatever_they_are_called() {
+        let keys = |t: &str| standing_rules(t).into_iter().map(|r| r.key).collect::<Vec<_>>();
+        for t in [
+            "i prefer german replies, easier for me to read",
+            "actually english replies from now on pls, practicing for my interview",
+            "I prefer replies in Spanish",
+            "These days I'd rather get answers in Italian",
+            "I'd like responses in Portuguese from now on",
+        ] {
+            assert_eq!(keys(t), ["procedure.answer_language"], "{t}");
+        }
+        assert_eq!(keys("shorter answers going forward"), ["procedure.answer_length"]);
+        assert!(keys("I like hiking on weekends").is_empty() && keys("english replies").is_empty());
+    }
 
     fn key(s: &str) -> Option<String> {
         let rules = standing_rules(s);
