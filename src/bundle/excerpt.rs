@@ -93,15 +93,18 @@ pub struct Part<'a> {
 /// else the sentences with the most task stems, best first until the room is spent, shown in
 /// their order; else (no sentence shares a word with the task) its opening, cut at `chars`.
 pub fn excerpt(parts: &[Part<'_>], stems: &TaskStems, chars: usize) -> String {
-    let whole = join_whole(parts);
-    if whole.chars().count() <= chars {
-        return whole;
+    // The whole turn's length, counted without building it: most candidate turns of a long
+    // chat are far longer than their room.
+    let whole_chars = parts.iter().map(|p| p.prefix.chars().count() + p.text.trim().chars().count()).sum::<usize>()
+        + parts.len().saturating_sub(1);
+    if whole_chars <= chars {
+        return join_whole(parts);
     }
     let sentences: Vec<(usize, &str)> =
         parts.iter().enumerate().flat_map(|(p, part)| sentences(part.text).into_iter().map(move |s| (p, s))).collect();
     let hits: Vec<usize> = sentences.iter().map(|(_, s)| shared_stems(s, stems)).collect();
     if hits.iter().all(|h| *h == 0) {
-        return opening(&whole, chars);
+        return opening(&join_whole(parts), chars);
     }
     let mut order: Vec<usize> = (0..sentences.len()).collect();
     order.sort_by(|a, b| hits[*b].cmp(&hits[*a]).then(a.cmp(b)));
@@ -209,12 +212,13 @@ fn push_trimmed<'a>(out: &mut Vec<&'a str>, s: &'a str) {
 
 /// How many of `stems` the sentence's words have.
 fn shared_stems(sentence: &str, stems: &TaskStems) -> usize {
-    let found: BTreeSet<usize> = sentence
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .filter_map(|w| stems.stem_of(w))
-        .collect();
-    found.len()
+    let words = sentence.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty());
+    // A task has few stems: a bit each, without a set allocated per sentence.
+    if stems.stems.len() <= 128 {
+        let found = words.filter_map(|w| stems.stem_of(w)).fold(0u128, |bits, i| bits | (1u128 << i));
+        return found.count_ones() as usize;
+    }
+    words.filter_map(|w| stems.stem_of(w)).collect::<BTreeSet<usize>>().len()
 }
 
 #[cfg(test)]
