@@ -22,16 +22,20 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
-use super::attributes::Shape;
-use words::{any, has, words};
+use words::{any, words};
 
+mod bearing;
+mod doubt;
 mod sentence;
 mod terms;
 mod words;
 
+use bearing::{about, Bearing, Old};
+use doubt::{doubted_by_meaning, doubted_by_words, short};
+
 use sentence::{asks, asserts, classify_sentence, masked, opens_as_reply, sentences, Class};
 pub use sentence::{classify, screened, Mark};
-use terms::{terms, value_shape, Terms};
+use terms::{terms, Terms};
 pub use words::{with_words, UpdateWords, Words, BUILT_IN};
 
 /// An earlier memory of the user's own words that a change may retire.
@@ -105,120 +109,10 @@ pub struct Retirement {
     pub shared: usize,
 }
 
-/// Least cosine similarity between a change and an earlier memory for a [`Doubt`] that no
-/// shared word explains, and by how much the earlier memory must beat those of every other
-/// message (MiniLM; measured on the update suites, see docs/compile.md).
-const DOUBT_SIMILARITY: f32 = 0.25;
-const DOUBT_MARGIN: f32 = 0.05;
-/// At most this many earlier messages tie as what a change may be about: more is no signal.
-const MAX_DOUBTED: usize = 2;
-/// Longest message (in chars), new or earlier, a doubt reads: weaker evidence than a retirement
-/// needs a plainer statement. On the BEAM dev chats every doubt between longer messages was
-/// wrong (questions and plans about one's studies and work sharing a word or a theme, 138 to
-/// 325 chars); the update suites' user messages are at most 224 chars, 99% under 170.
-const DOUBT_CHARS: usize = 160;
-
-/// Longest sentence (in words) the judge reads as a statement about one thing.
-const MAX_WORDS: usize = 30;
 /// Longest message (in chars) the judge reads, new or earlier: a note about one's things is
 /// short; a long message (a task, a pasted plan, a story) shares words and dates with
 /// everything, and its matches are mostly wrong (measured on the BEAM dev chats).
 const MAX_MESSAGE_CHARS: usize = 320;
-
-/// How a change bears on one earlier statement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Bearing {
-    /// Topic words shared.
-    shared: usize,
-    /// Whether a value shows the change (else it only shares the topic).
-    strong: bool,
-    /// What it does to the earlier value.
-    mark: Mark,
-}
-
-/// An earlier statement as [`about`] weighs a change against it.
-#[derive(Clone, Copy)]
-struct Old<'a> {
-    /// The terms of one of its sentences.
-    terms: &'a Terms,
-    /// Its claimed value, for a claimed fact.
-    value: Option<&'a str>,
-    /// Its claim's attribute holds several values at once.
-    multi: bool,
-    /// The attribute's own words (not what the value is for).
-    named: &'a BTreeSet<String>,
-    /// The change's message adds a value rather than replacing one ("also", "added").
-    adding: bool,
-}
-
-/// How a change bears on `old`; None when it is not about it. `sentence` holds the change's
-/// terms, `message` those of the whole message (the new value may sit in the next sentence:
-/// "new laptop day! MacBook Air M3"). A value of `old` the message names next to a word that
-/// ends it ("moved off DigitalOcean") is not restated.
-fn about(sentence: &Terms, message: &Terms, mark: Mark, old: &Old<'_>) -> Option<Bearing> {
-    let Old { terms: old, value, multi, named, adding } = *old;
-    let mut shared = sentence.topic.intersection(&old.topic).count();
-    if multi {
-        if sentence.words > MAX_WORDS || old.words > MAX_WORDS {
-            return None;
-        }
-        // One value among several: a change that names it as ended bears on it.
-        let ended = value.is_some_and(|v| {
-            let words: Vec<&str> = v.split_whitespace().collect();
-            !words.is_empty() && words.iter().all(|w| message.ended.contains(*w))
-        });
-        if ended {
-            return Some(Bearing { shared: shared.max(1), strong: true, mark });
-        }
-        // So does a replacement (nothing added) that shares what the value is for, beyond the
-        // attribute's own words ("we use yarn in the monorepo", then "migrated the monorepo to
-        // pnpm"): one value per purpose, judged as a single value below.
-        let purpose = sentence.topic.intersection(&old.topic).any(|w| !named.contains(w));
-        if adding || !purpose {
-            return None;
-        }
-    }
-    // A message that adds a value beside the others ("we added Redis to the orders service")
-    // replaces only a single-valued claim's value.
-    if adding && value.is_none() {
-        return None;
-    }
-    let restated = |v: &str| message.all.contains(v) && !message.ended.contains(v);
-    let old_only: Vec<&String> = old.values.iter().filter(|v| !restated(v)).collect();
-    let new_only: Vec<&String> =
-        message.values.iter().filter(|v| !old.all.contains(*v) && !message.ended.contains(*v)).collect();
-    // Two values of one exact form (two email addresses, two IPs) name the same kind of thing.
-    let exact = |o: &&String| {
-        let sh = value_shape(o);
-        sh.is_exact() && new_only.iter().any(|n| value_shape(n) == sh)
-    };
-    // So does a value of it the change names as ended ("CI runs on Jenkins", then "we dropped
-    // Jenkins for CircleCI"), with no topic word shared.
-    if shared == 0 && (old_only.iter().any(exact) || old.values.iter().any(|v| message.ended.contains(v))) {
-        shared = 1;
-    }
-    // A long sentence shares some word with nearly anything: a statement about one thing is
-    // short.
-    if shared == 0 || sentence.words > MAX_WORDS || old.words > MAX_WORDS {
-        return None;
-    }
-    // A retraction that also gives a new value is a change ("stopped X, now Y").
-    let mark = if mark == Mark::Retraction && !new_only.is_empty() { Mark::Change } else { mark };
-    let fresh = message.all.iter().any(|v| !old.all.contains(v) && !message.ended.contains(v));
-    let loose = |s: Shape| matches!(s, Shape::Name | Shape::Text);
-    let alike = |o: Shape, n: Shape| o == n || (loose(o) && loose(n));
-    let strong = match value {
-        // A claimed fact: its value must not be restated, and (for a change) something new said.
-        Some(v) => !has(&message.kept, v) && (mark == Mark::Retraction || fresh),
-        // A plain statement: it holds a value the change does not, of a shape the change gives
-        // a different one of.
-        None => {
-            let compatible = old_only.iter().any(|o| new_only.iter().any(|n| alike(value_shape(o), value_shape(n))));
-            !old_only.is_empty() && (mark == Mark::Retraction || compatible)
-        }
-    };
-    Some(Bearing { shared, strong, mark })
-}
 
 /// Whether a message may change anything: short enough to be read, with a sentence that marks
 /// a change (callers skip reading the earlier memories when no message of a batch may).
@@ -418,56 +312,6 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
         }
     }
     out
-}
-
-/// Whether a message is short enough for a doubt ([`DOUBT_CHARS`]).
-fn short(text: &str) -> bool {
-    text.chars().count() <= DOUBT_CHARS
-}
-
-/// The earlier memories a change that retired nothing may be about, by shared words: those of
-/// the earlier messages it bears on best, when at most [`MAX_DOUBTED`] tie.
-fn doubted_by_words(unsure: &BTreeMap<&str, ((bool, usize), Vec<Uuid>)>) -> Option<Vec<Uuid>> {
-    let best = unsure.values().map(|(key, _)| *key).max()?;
-    let top: Vec<&Vec<Uuid>> = unsure.values().filter(|(key, _)| *key == best).map(|(_, ids)| ids).collect();
-    (top.len() <= MAX_DOUBTED).then(|| top.into_iter().flatten().copied().collect())
-}
-
-/// The earlier memories a change that shares no word with any is about by meaning: the most
-/// similar one, when similar enough, with the nearest of any other message within the margin
-/// of it (at most [`MAX_DOUBTED`] messages, else no signal).
-fn doubted_by_meaning<'a>(vector: Option<&[f32]>, older: impl Iterator<Item = &'a Older>) -> Option<Vec<Uuid>> {
-    let vector = vector?;
-    let mut scored: Vec<(f32, &Older)> =
-        older.filter_map(|o| o.vector.as_deref().map(|v| (cosine(vector, v), o))).collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.id.cmp(&b.1.id)));
-    let best = scored.first()?.0;
-    if best < DOUBT_SIMILARITY {
-        return None;
-    }
-    // The nearest memory of each message near the best (a value changed twice is near both of
-    // its earlier values); beyond the margin another message is no rival.
-    let mut groups: Vec<&str> = Vec::new();
-    let mut doubted = Vec::new();
-    for (sim, o) in scored.iter().take_while(|(sim, _)| best - sim < DOUBT_MARGIN) {
-        if *sim >= DOUBT_SIMILARITY && !groups.contains(&o.group.as_str()) {
-            groups.push(&o.group);
-            doubted.push(o.id);
-        }
-    }
-    (groups.len() <= MAX_DOUBTED).then_some(doubted)
-}
-
-/// Cosine similarity of two vectors (0 when either is zero).
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let n = norm(a) * norm(b);
-    if n == 0.0 {
-        0.0
-    } else {
-        dot / n
-    }
 }
 
 #[cfg(test)]

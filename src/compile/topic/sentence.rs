@@ -120,7 +120,7 @@ fn quotes(sentence: &str) -> bool {
 /// a statement), a plan or a hedge holds no value a later change could replace.
 pub(super) fn asserts(sentence: &str, question: bool) -> bool {
     let head = if question { statement_before_question(sentence) } else { Some(sentence.to_string()) };
-    head.is_some_and(|h| !any(&masked(&h), &words().screens) && !any(&masked(&h), &words().replies))
+    head.is_some_and(|h| !screened(&h) && !any(&masked(&h), &words().replies))
 }
 
 /// Whether a message asks the assistant something: a question mark, a request addressed to it
