@@ -6,68 +6,125 @@
 //! query-biased snippets for the same reason. Words are compared after Snowball stemming (the
 //! algorithm Postgres' `english` configuration uses, so the excerpt agrees with the lexical lane).
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use rust_stemmers::{Algorithm, Stemmer};
-use rustc_hash::FxHashMap;
 
 use crate::bundle::terms::content_words;
 use crate::bundle::tokens::{memo_key, MemoKey};
 
 const ELLIPSIS: &str = "…";
 
-/// The stems of the task's content words, and which of them each word seen so far stems to.
-///
-/// One call's excerpts compare every sentence of hundreds of turns with the task; the same words
-/// recur across turns, and Snowball stemming was the largest single cost of a call at 660 turns
-/// (a sixth of the server's CPU). Each distinct word is stemmed once per call.
+/// The stems of the task's content words, as the [`memo_key`]s of the stems (sorted, distinct).
 pub struct TaskStems {
-    /// The [`memo_key`]s of the task's stems (the stems themselves are not needed).
     stems: Vec<MemoKey>,
     stemmer: Stemmer,
-    /// Lower-cased word -> the index of its stem among `stems`, or None when it stems to none.
-    /// Fx rather than SipHash: the keys are the subject's own words, looked up once per word
-    /// of every candidate turn, and the map is never iterated.
-    seen: RefCell<FxHashMap<String, Option<usize>>>,
-    /// The word being looked up, lower-cased into a buffer reused across words.
-    lower: RefCell<String>,
 }
 
 impl TaskStems {
     /// The stems of the task's content words.
     pub fn new(task: &str) -> Self {
         let stemmer = Stemmer::create(Algorithm::English);
-        let stems: BTreeSet<String> = content_words(task).iter().map(|w| stemmer.stem(w).into_owned()).collect();
-        let stems = stems.iter().map(|s| memo_key(s)).collect();
-        TaskStems { stems, stemmer, seen: RefCell::default(), lower: RefCell::default() }
+        let stems: BTreeSet<MemoKey> = content_words(task).iter().map(|w| memo_key(&stemmer.stem(w))).collect();
+        TaskStems { stems: stems.into_iter().collect(), stemmer }
     }
 
-    /// Which task stem `word` stems to (compared lower-cased), if any.
-    fn stem_of(&self, word: &str) -> Option<usize> {
-        let mut lower = self.lower.borrow_mut();
-        lower.clear();
-        if word.is_ascii() {
-            lower.push_str(word);
-            lower.make_ascii_lowercase();
-        } else {
-            lower.push_str(&word.to_lowercase()); // str's rules (a final sigma), not char by char
-        }
-        if let Some(hit) = self.seen.borrow().get(lower.as_str()) {
-            return *hit;
-        }
-        let stem = stem_key(&self.stemmer, &lower);
-        let hit = self.stems.iter().position(|s| *s == stem);
-        self.seen.borrow_mut().insert(lower.clone(), hit);
-        hit
+    /// How many of the task's stems are among `sentence` (a sentence's sorted, distinct stems).
+    fn shared(&self, sentence: &[MemoKey]) -> usize {
+        self.stems.iter().filter(|s| sentence.binary_search(s).is_ok()).count()
     }
 }
 
+/// A text as excerpts read it: its sentences ([`sentences`], as byte ranges) and the distinct
+/// stems of each one's words (their [`memo_key`]s, sorted). What a call compares with its task
+/// is then a few binary searches per sentence.
+///
+/// One call's excerpts read every sentence of a hundred or more candidate turns, and a long
+/// chat's turns are 2-4 KB: splitting and stemming them was most of the time a call spent
+/// packing. A subject's turns come back call after call, so each text is read once and kept
+/// under its key ([`analysis`]). The stems depend on the text alone, never on the task.
+struct Analysis {
+    spans: Vec<(usize, usize)>,
+    stems: Vec<Box<[MemoKey]>>,
+}
+
+impl Analysis {
+    fn of(text: &str, stemmer: &Stemmer) -> Self {
+        let mut lower = String::new();
+        let mut spans = Vec::new();
+        let mut stems = Vec::new();
+        for sentence in sentences(text) {
+            let start = sentence.as_ptr() as usize - text.as_ptr() as usize;
+            spans.push((start, start + sentence.len()));
+            let mut keys: Vec<MemoKey> = sentence
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(|w| {
+                    lower.clear();
+                    if w.is_ascii() {
+                        lower.push_str(w);
+                        lower.make_ascii_lowercase();
+                    } else {
+                        lower.push_str(&w.to_lowercase()); // str's rules (a final sigma), not char by char
+                    }
+                    stem_key(stemmer, &lower)
+                })
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
+            stems.push(keys.into_boxed_slice());
+        }
+        Analysis { spans, stems }
+    }
+
+    /// About the bytes it takes (the weight of its entry).
+    fn bytes(&self) -> u64 {
+        let keys: usize = self.stems.iter().map(|s| 16 + 16 * s.len()).sum();
+        (64 + 16 * self.spans.len() + keys) as u64
+    }
+}
+
+/// Weight of a kept [`Analysis`]: its bytes.
+#[derive(Clone)]
+struct AnalysisBytes;
+
+impl quick_cache::Weighter<MemoKey, Arc<Analysis>> for AnalysisBytes {
+    fn weight(&self, _key: &MemoKey, val: &Arc<Analysis>) -> u64 {
+        val.bytes()
+    }
+}
+
+/// Bytes the kept analyses may take (an estimate): some 8,000 long turns.
+const ANALYSIS_BYTES: u64 = 32 << 20;
+
+fn analyses() -> &'static quick_cache::sync::Cache<MemoKey, Arc<Analysis>, AnalysisBytes> {
+    static KEPT: LazyLock<quick_cache::sync::Cache<MemoKey, Arc<Analysis>, AnalysisBytes>> =
+        LazyLock::new(|| quick_cache::sync::Cache::with_weighter(8192, ANALYSIS_BYTES, AnalysisBytes));
+    &KEPT
+}
+
+/// The analysis of `text`, kept under the text's [`memo_key`]: it holds byte offsets and keys,
+/// no words.
+fn analysis(text: &str, stemmer: &Stemmer) -> Arc<Analysis> {
+    let key = memo_key(text);
+    if let Some(hit) = analyses().get(&key) {
+        return hit;
+    }
+    let made = Arc::new(Analysis::of(text, stemmer));
+    analyses().insert(key, Arc::clone(&made));
+    made
+}
+
+/// Drops every kept analysis (after an erasure: nothing derived from erased text stays).
+pub fn forget_texts() {
+    analyses().clear();
+}
+
 /// The [`memo_key`] of a lower-cased word's English Snowball stem, memoised across calls by the
-/// word's key: a subject's turns bring back the same words call after call, and stemming stayed
-/// a tenth of a context call's CPU with the per-call memo alone. Stemming is a pure function, so
-/// the memo never changes a result, and it holds keys only, no words.
+/// word's key: each new text's words are stemmed once ([`Analysis::of`]), and a subject's texts
+/// share most of their words. Stemming is a pure function, so the memo never changes a result,
+/// and it holds keys only, no words.
 fn stem_key(stemmer: &Stemmer, lower: &str) -> MemoKey {
     static MEMO: LazyLock<quick_cache::sync::Cache<MemoKey, MemoKey>> =
         LazyLock::new(|| quick_cache::sync::Cache::new(STEM_MEMO_ENTRIES));
@@ -100,9 +157,13 @@ pub fn excerpt(parts: &[Part<'_>], stems: &TaskStems, chars: usize) -> String {
     if whole_chars <= chars {
         return join_whole(parts);
     }
-    let sentences: Vec<(usize, &str)> =
-        parts.iter().enumerate().flat_map(|(p, part)| sentences(part.text).into_iter().map(move |s| (p, s))).collect();
-    let hits: Vec<usize> = sentences.iter().map(|(_, s)| shared_stems(s, stems)).collect();
+    let read: Vec<Arc<Analysis>> = parts.iter().map(|p| analysis(p.text, &stems.stemmer)).collect();
+    let sentences: Vec<(usize, &str)> = read
+        .iter()
+        .enumerate()
+        .flat_map(|(p, a)| a.spans.iter().map(move |&(from, to)| (p, &parts[p].text[from..to])))
+        .collect();
+    let hits: Vec<usize> = read.iter().flat_map(|a| a.stems.iter().map(|s| stems.shared(s))).collect();
     if hits.iter().all(|h| *h == 0) {
         return opening(&join_whole(parts), chars);
     }
@@ -210,23 +271,30 @@ fn push_trimmed<'a>(out: &mut Vec<&'a str>, s: &'a str) {
     }
 }
 
-/// How many of `stems` the sentence's words have.
-fn shared_stems(sentence: &str, stems: &TaskStems) -> usize {
-    let words = sentence.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty());
-    // A task has few stems: a bit each, without a set allocated per sentence.
-    if stems.stems.len() <= 128 {
-        let found = words.filter_map(|w| stems.stem_of(w)).fold(0u128, |bits, i| bits | (1u128 << i));
-        return found.count_ones() as usize;
-    }
-    words.filter_map(|w| stems.stem_of(w)).collect::<BTreeSet<usize>>().len()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn one<'a>(prefix: &'a str, text: &'a str) -> Vec<Part<'a>> {
         vec![Part { prefix, text }]
+    }
+
+    #[test]
+    fn a_kept_analysis_holds_the_sentences_and_gives_the_same_excerpt() {
+        let text = "Kept-analysis check: the migration to Postgres 16 finished on Tuesday. Nothing else \
+                    changed in the cluster.\nThe replicas caught up [graph: lag over time] within minutes!";
+        let stems = TaskStems::new("When did the Postgres migration finish?");
+        let read = Analysis::of(text, &stems.stemmer);
+        let spans: Vec<&str> = read.spans.iter().map(|&(from, to)| &text[from..to]).collect();
+        assert_eq!(spans, sentences(text));
+        assert!(read.stems.iter().all(|s| s.windows(2).all(|w| w[0] < w[1])), "sorted and distinct");
+        assert_eq!(read.stems.iter().map(|s| stems.shared(s)).collect::<Vec<_>>(), [3, 0, 0, 0, 0]);
+        let first = excerpt(&one("", text), &stems, 60);
+        assert!(analyses().get(&memo_key(text)).is_some(), "kept under the text's key");
+        assert_eq!(excerpt(&one("", text), &stems, 60), first);
+        assert_eq!(first, "Kept-analysis check: the migration to Postgres 16 finished …");
+        forget_texts();
+        assert!(analyses().get(&memo_key(text)).is_none(), "gone after an erasure");
     }
 
     #[test]

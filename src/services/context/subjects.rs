@@ -83,8 +83,10 @@ impl SubjectCache {
         self.small.as_ref()?.get(&KeyRef(tenant, subject))
     }
 
-    /// Drops what is kept of the subject (its rows and its lexical index), as after an erasure.
+    /// Drops what is kept of the subject (its rows and its lexical index), as after an erasure,
+    /// and every text's excerpt analysis (kept by text, not by subject).
     pub fn forget(&self, tenant: &str, subject: &str) {
+        crate::bundle::excerpt::forget_texts();
         if let Some(cache) = &self.small {
             cache.remove(&KeyRef(tenant, subject));
         }
@@ -104,6 +106,9 @@ impl SubjectCache {
         let gone = |(tenant, subject): &(String, String)| {
             tenants.contains(tenant.as_str()) && erased.contains(&(tenant.clone(), subject_digest(tenant, subject)))
         };
+        if !erased.is_empty() {
+            crate::bundle::excerpt::forget_texts();
+        }
         let mut dropped = 0;
         if let Some(cache) = &self.small {
             let before = cache.len();
