@@ -121,6 +121,11 @@ pub fn forget_texts() {
     analyses().clear();
 }
 
+/// Whether no text's analysis is kept.
+pub fn no_texts_kept() -> bool {
+    analyses().is_empty()
+}
+
 /// The [`memo_key`] of a lower-cased word's English Snowball stem, memoised across calls by the
 /// word's key: each new text's words are stemmed once ([`Analysis::of`]), and a subject's texts
 /// share most of their words. Stemming is a pure function, so the memo never changes a result,

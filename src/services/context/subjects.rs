@@ -93,9 +93,11 @@ impl SubjectCache {
         self.lexical.forget(tenant, subject);
     }
 
-    /// Whether nothing is kept: no small subject's rows and no index.
+    /// Whether nothing is kept: no small subject's rows, no index and no text's excerpt analysis.
     pub fn is_empty(&self) -> bool {
-        self.small.as_ref().is_none_or(|c| c.is_empty()) && self.lexical.is_empty()
+        self.small.as_ref().is_none_or(|c| c.is_empty())
+            && self.lexical.is_empty()
+            && crate::bundle::excerpt::no_texts_kept()
     }
 
     /// Drops what is kept of every subject whose (tenant, subject digest) is in `erased` (as
