@@ -100,7 +100,8 @@ pub async fn apply(
     records.extend(topic.records);
     db::supersession::supersede(conn, tenant, subject_id, &losers, &valid_to).await?;
     db::supersession::insert_records(conn, tenant, subject_id, job_id, &records).await?;
-    let (ids, revises) = compile_topic::revises(&topic.doubts, &sources);
+    let (ids, revises) =
+        compile_topic::spread_to_message(&active, &new, compile_topic::revises(&topic.doubts, &sources));
     db::supersession::mark_revises(conn, tenant, subject_id, &ids, &revises).await?;
     Ok(())
 }

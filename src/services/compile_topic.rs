@@ -2,7 +2,7 @@
 //! new messages against the subject's active memories of the user's own words, and the
 //! supersessions it decides, as rows to write.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -253,6 +253,29 @@ pub fn revises(doubts: &[(Uuid, Uuid)], sources: &HashMap<Uuid, Vec<Uuid>>) -> (
             (newer, serde_json::Value::Array(list))
         })
         .unzip()
+}
+
+/// [`revises`] spread from each newer message's summary to the memories of this batch drawn
+/// from the same message (its facts and procedures, not evidence): a bundle that retrieves one
+/// of them and not the summary still marks what the message may have changed.
+pub fn spread_to_message(
+    active: &[ActiveRow],
+    new: &HashSet<Uuid>,
+    (ids, revises): (Vec<Uuid>, Vec<serde_json::Value>),
+) -> (Vec<Uuid>, Vec<serde_json::Value>) {
+    let group = |id: &Uuid| active.iter().find(|r| r.id == *id).map(|r| group_key(&r.order_tiebreak));
+    let mut out = (ids.clone(), revises.clone());
+    for (id, r) in ids.iter().zip(&revises) {
+        let Some(g) = group(id) else { continue };
+        let drawn = active.iter().filter(|row| {
+            new.contains(&row.id) && !row.evidence && !ids.contains(&row.id) && group_key(&row.order_tiebreak) == g
+        });
+        for row in drawn {
+            out.0.push(row.id);
+            out.1.push(r.clone());
+        }
+    }
+    out
 }
 
 #[cfg(test)]

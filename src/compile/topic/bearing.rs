@@ -100,7 +100,11 @@ pub(super) fn about(sentence: &Terms, message: &Terms, mark: Mark, old: &Old<'_>
         // a different one of.
         None => {
             let compatible = old_only.iter().any(|o| new_only.iter().any(|n| alike(value_shape(o), value_shape(n))));
-            !old_only.is_empty() && (mark == Mark::Retraction || compatible)
+            // Or a value or word of it the change names as ended, with something new in its
+            // place ("replaced prettier with biome"), whatever the two look like.
+            let ended = |w: &String| !w.starts_with('#') && message.ended.contains(w);
+            let replaced = old.values.iter().chain(&old.topic).any(ended) && !new_only.is_empty();
+            (!old_only.is_empty() && (mark == Mark::Retraction || compatible)) || replaced
         }
     };
     Some(Bearing { shared, strong, mark })

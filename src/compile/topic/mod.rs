@@ -33,7 +33,7 @@ mod words;
 use bearing::{about, Bearing, Old};
 use doubt::{doubted_by_meaning, doubted_by_words, short};
 
-use sentence::{asks, asserts, classify_sentence, masked, opens_as_reply, sentences, Class};
+use sentence::{asks, asserted, classify_sentence, masked, opens_as_reply, sentences, Class};
 pub use sentence::{classify, screened, Mark};
 use terms::{terms, Terms};
 pub use words::{with_words, UpdateWords, Words, BUILT_IN};
@@ -143,7 +143,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             .map(|o| {
                 // Only what the earlier message asserted: its questions hold no value to replace.
                 let mut ts: Vec<Terms> =
-                    sentences(&o.text).iter().filter(|(s, q)| asserts(s, *q)).map(|(s, _)| terms(s)).collect();
+                    sentences(&o.text).iter().filter_map(|(s, q)| asserted(s, *q)).map(|s| terms(&s)).collect();
                 // The attribute's own words, not their topic groups ("place of work" is no home).
                 let named: BTreeSet<String> =
                     terms(&o.key_words.join(". ")).topic.into_iter().filter(|w| !w.starts_with('#')).collect();
@@ -396,6 +396,30 @@ mod tests {
         assert!(may_change("we moved to Oslo last month"));
         assert!(!may_change("I like tea"));
         assert!(!may_change(&"we moved to Oslo and then some more words. ".repeat(10)));
+    }
+
+    #[test]
+    fn a_hedge_in_one_clause_leaves_the_rest_of_an_earlier_statement() {
+        let old = [older(1, "a", "my dentist is Dr Ferreira on Quay Road, she's ok I guess", None)];
+        let r = judge(&newer("I moved to Dr Lindqvist's practice now"), &old).retired;
+        assert_eq!(r.iter().map(|r| r.older).collect::<Vec<_>>(), [Uuid::from_u128(1)]);
+        // A sentence that is a plan as a whole still states nothing.
+        let plan = [older(1, "a", "thinking about switching my dentist to Dr Ferreira", None)];
+        assert!(judge(&newer("I moved to Dr Lindqvist's practice now"), &plan).retired.is_empty());
+    }
+
+    #[test]
+    fn a_value_named_as_ended_and_replaced_goes_whatever_the_words_look_like() {
+        // Neither tool is capitalised: the replacement is what the ending's "with" brings in.
+        let old = [older(1, "a", "the frontend is formatted by prettier", None)];
+        let r = judge(&newer("we replaced prettier with biome last sprint"), &old).retired;
+        assert_eq!(r.len(), 1);
+        // Ended after the value ("the Confluence space is archived").
+        let docs = [older(1, "a", "team docs live on Confluence", None)];
+        assert_eq!(judge(&newer("we're on Notion now, the old Confluence space is archived"), &docs).retired.len(), 1);
+        // Named as ended with nothing in its place and no change marked: nothing goes.
+        let friend = [older(1, "a", "my best friend is Anna", None)];
+        assert!(judge(&newer("got a lovely card from Anna today"), &friend).retired.is_empty());
     }
 
     #[test]

@@ -116,11 +116,17 @@ fn quotes(sentence: &str) -> bool {
         || sentence.split_whitespace().any(|t| t.starts_with('\'') || (t.ends_with('\'') && !t.ends_with("s'")))
 }
 
-/// Whether an earlier sentence asserted anything: a question (other than one that opens with
-/// a statement), a plan or a hedge holds no value a later change could replace.
-pub(super) fn asserts(sentence: &str, question: bool) -> bool {
-    let head = if question { statement_before_question(sentence) } else { Some(sentence.to_string()) };
-    head.is_some_and(|h| !screened(&h) && !any(&masked(&h), &words().replies))
+/// What an earlier sentence asserted, if anything: a question (other than one that opens with
+/// a statement) and a reply hold no value a later change could replace, nor does a clause that
+/// is a plan or a hedge; a hedge in one clause leaves the others standing ("the cat goes to
+/// the clinic on Elm, they're fine I guess" still says where the cat goes).
+pub(super) fn asserted(sentence: &str, question: bool) -> Option<String> {
+    let head = if question { statement_before_question(sentence)? } else { sentence.to_string() };
+    if any(&masked(&head), &words().replies) {
+        return None;
+    }
+    let kept: Vec<String> = clauses(&head).into_iter().filter(|c| !screened(c)).collect();
+    (!kept.is_empty()).then(|| kept.join(", "))
 }
 
 /// Whether a message asks the assistant something: a question mark, a request addressed to it

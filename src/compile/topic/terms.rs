@@ -60,6 +60,7 @@ pub(super) fn terms(sentence: &str) -> Terms {
     let lowers: Vec<String> = toks.iter().map(|x| x.to_lowercase().replace('’', "'")).collect();
     let ending: Vec<usize> =
         lowers.iter().enumerate().filter(|(_, l)| w.ending.iter().any(|e| e == *l)).map(|(i, _)| i).collect();
+    let replacing: BTreeSet<usize> = ending.iter().flat_map(|&e| replacement(&lowers, e)).collect();
     for (n, (tok, lower)) in toks.iter().zip(&lowers).enumerate() {
         // An ending word reaches a few words either way, never past a word that brings in
         // what follows ("dropped Jenkins for CircleCI": CircleCI is not ended).
@@ -103,9 +104,32 @@ pub(super) fn terms(sentence: &str) -> Terms {
         }
         let Some(Some(stem)) = crate::lexemes::english::lexeme(word) else { continue };
         let name = n > 0 && tok.chars().next().is_some_and(char::is_uppercase);
-        add(&mut t, stem, name, true);
+        add(&mut t, stem, name || replacing.contains(&n), true);
     }
     t
+}
+
+/// How many words after a replacing word name the replacement.
+const REPLACEMENT_WORDS: usize = 2;
+
+/// The places of the words that replace what the ending word at `e` ends: after the first
+/// word within its reach that brings in a replacement, when something stands between the two
+/// ("dropped Jenkins for CircleCI", "moved from npm to yarn", "replaced flake8 and black with
+/// ruff"), up to `REPLACEMENT_WORDS` words that name something (not `not_topic`), never past
+/// the next stop or ending word.
+fn replacement(lowers: &[String], e: usize) -> Vec<usize> {
+    let w = words();
+    let is = |list: &[String], i: usize| list.iter().any(|x| *x == lowers[i]);
+    let last = (e + ENDING_REACH + 1).min(lowers.len().saturating_sub(1));
+    let Some(stop) = (e + 1..=last).find(|&i| is(&w.replacing, i)) else { return Vec::new() };
+    if stop == e + 1 {
+        return Vec::new();
+    }
+    (stop + 1..lowers.len())
+        .take_while(|&i| !is(&w.ending_stops, i) && !is(&w.ending, i))
+        .filter(|&i| !w.not_topic_words.contains(lowers[i].as_str()))
+        .take(REPLACEMENT_WORDS)
+        .collect()
 }
 
 /// The shape of a value token: a weekday or month is a time, a number word a number.
@@ -116,5 +140,22 @@ pub(super) fn value_shape(v: &str) -> Shape {
         Shape::Number
     } else {
         shape(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_an_ending_brings_in_is_a_value() {
+        let t = terms("we moved from npm to yarn last week");
+        assert!(t.ended.contains("npm") && t.values.contains("yarn"), "{t:?}");
+        let t = terms("replaced flake8 and black with ruff for both");
+        assert!(t.values.contains("ruff") && !t.values.contains("both"), "{t:?}");
+        // Nothing ended before the word: no replacement ("switched to tea").
+        assert!(!terms("dropped to bed early").values.contains("bed"));
+        // A word in no ending's reach brings in nothing.
+        assert!(!terms("I cook with garlic").values.contains("garlic"));
     }
 }

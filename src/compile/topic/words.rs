@@ -28,7 +28,10 @@ pub struct Words {
     pub(super) negation: Vec<String>,
     pub(super) question_words: Vec<String>,
     pub(super) ending: Vec<String>,
-    /// Words an ending word's reach stops at: they bring in what replaces the ended value.
+    /// Words after an ended value that bring in what replaces it ("dropped Jenkins for
+    /// CircleCI", "replaced flake8 with ruff").
+    pub(super) replacing: Vec<String>,
+    /// Words an ending word's reach stops at (the `replacing` words among them).
     pub(super) ending_stops: Vec<String>,
     pub(super) not_topic: Vec<String>,
     pub(super) topics: Vec<Vec<String>>,
