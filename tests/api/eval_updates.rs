@@ -1,7 +1,9 @@
 //! Facts that change: the update and look-alike evals (every `tests/eval/updates*.json`: the
 //! first suite, `updates.json`, the varied one written for issue 52, `updates_varied.json`, and
-//! a smaller one measured once after the rules were written, `updates_heldout.json`, and one
-//! written after the rules for chains and purposes, `updates_followup.json`).
+//! a smaller one measured once after the rules were written, `updates_heldout.json`, one
+//! written after the rules for chains and purposes, `updates_followup.json`, and one written
+//! before the rules for replacements and other people's changes were run on it,
+//! `updates_fresh.json`).
 //!
 //! Each case is a short multi-session history told by one user: sessions a day apart, one
 //! episode per turn, compiled after each session as a live agent would. Then the case's question
@@ -102,7 +104,10 @@ async fn run_case(app: &crate::common::TestApp, suite: &str, i: usize, case: &Va
     if std::env::var("EVAL_PRINT").is_ok_and(|n| n == "all" || case["name"].as_str() == Some(n.as_str())) {
         println!("--- {subject} {}\n{text}", case["name"]);
         for m in app.memories(&subject).await {
-            println!("  memory {} {} {} {}", m["kind"], m["status"], m["content"], m["metadata"]["revises"]);
+            println!(
+                "  memory {} {} {} {} {}",
+                m["kind"], m["status"], m["content"], m["metadata"]["revises"], m["metadata"]["claim"]
+            );
         }
     }
     let strs = |k: &str| -> Vec<String> {
@@ -240,7 +245,13 @@ async fn updates_with_hash() {
     let reports = run(embedder, "hash").await;
     check(
         &reports,
-        &[("updates", 126, 42), ("updates_varied", 48, 7), ("updates_heldout", 15, 4), ("updates_followup", 9, 8)],
+        &[
+            ("updates", 128, 38),
+            ("updates_varied", 49, 7),
+            ("updates_heldout", 16, 3),
+            ("updates_followup", 11, 6),
+            ("updates_fresh", 20, 8),
+        ],
     );
 }
 
@@ -256,7 +267,13 @@ async fn updates_with_minilm() {
     let reports = run(embedder, "minilm").await;
     check(
         &reports,
-        &[("updates", 126, 15), ("updates_varied", 48, 7), ("updates_heldout", 15, 2), ("updates_followup", 9, 5)],
+        &[
+            ("updates", 128, 15),
+            ("updates_varied", 49, 7),
+            ("updates_heldout", 16, 2),
+            ("updates_followup", 11, 4),
+            ("updates_fresh", 20, 6),
+        ],
     );
 }
 
@@ -274,6 +291,12 @@ async fn updates_with_the_llm_compiler() {
     assert!(stub.calls() > 0);
     check(
         &reports,
-        &[("updates", 121, 49), ("updates_varied", 44, 12), ("updates_heldout", 16, 4), ("updates_followup", 8, 11)],
+        &[
+            ("updates", 123, 45),
+            ("updates_varied", 45, 12),
+            ("updates_heldout", 17, 3),
+            ("updates_followup", 10, 9),
+            ("updates_fresh", 17, 12),
+        ],
     );
 }

@@ -12,7 +12,7 @@ use regex::Captures;
 use super::fact::ExtractedFact;
 use super::frames::Frame;
 use super::text::{split_sentences, strip_pasted, LOG_MARK, PASTE_MARK};
-use super::topic::screened;
+use super::topic::{about_someone_else, screened};
 use super::updates::lists::{disposed_thing, item_fact, list_items};
 use super::updates::marks::event_allowed;
 use super::updates::update_facts;
@@ -132,8 +132,15 @@ fn clause_blocked(r: &Rules, c: &str) -> bool {
 /// migrations they report) are read from a clause that failed the present-tense screen.
 fn clause_facts(r: &Rules, clause: &str, present: bool, frames: &[Frame]) -> Vec<ExtractedFact> {
     let mut found: Vec<(usize, ExtractedFact)> = Vec::new();
+    // A change told of someone else ("my teammate got a new manager, Rob") is theirs: no
+    // migration or update of the user's comes from it (what they are to the user, "my
+    // manager is Helen", still does).
+    let theirs = about_someone_else(clause);
     let mut add = |c: &Captures, f: Option<ExtractedFact>| found.extend(f.map(|f| (pos(c), f)));
     if !present {
+        if theirs {
+            return Vec::new();
+        }
         for c in r.migrate.captures_iter(clause).chain(r.migrate_bare.captures(clause)) {
             add(&c, migration_fact(r, &c, clause));
         }
@@ -168,10 +175,12 @@ fn clause_facts(r: &Rules, clause: &str, present: bool, frames: &[Frame]) -> Vec
             add(&c, trigger_fact(r, t, &c, clause));
         }
     }
-    for c in r.migrate.captures_iter(clause).chain(r.migrate_bare.captures(clause)) {
-        add(&c, migration_fact(r, &c, clause));
+    if !theirs {
+        for c in r.migrate.captures_iter(clause).chain(r.migrate_bare.captures(clause)) {
+            add(&c, migration_fact(r, &c, clause));
+        }
+        found.extend(update_facts(clause, present, frames));
     }
-    found.extend(update_facts(clause, present, frames));
     order(found)
 }
 

@@ -65,8 +65,9 @@ pub(super) fn about(sentence: &Terms, message: &Terms, mark: Mark, old: &Old<'_>
         }
     }
     // A message that adds a value beside the others ("we added Redis to the orders service")
-    // replaces only a single-valued claim's value.
-    if adding && value.is_none() {
+    // replaces only a single-valued claim's value, and only one it names the attribute of ("we
+    // also adopted a cat" changes no dog).
+    if adding && (value.is_none() || !sentence.topic.iter().any(|w| named.contains(w))) {
         return None;
     }
     let restated = |v: &str| message.all.contains(v) && !message.ended.contains(v);

@@ -33,8 +33,8 @@ mod words;
 use bearing::{about, Bearing, Old};
 use doubt::{doubted_by_meaning, doubted_by_words, short};
 
+pub use sentence::{about_someone_else, classify, screened, Mark};
 use sentence::{asks, asserted, classify_sentence, masked, opens_as_reply, sentences, Class};
-pub use sentence::{classify, screened, Mark};
 use terms::{terms, Terms};
 pub use words::{with_words, UpdateWords, Words, BUILT_IN};
 

@@ -144,6 +144,16 @@ pub(super) fn opens_as_reply(text: &str) -> bool {
     sentences(text).first().is_some_and(|(s, _)| any(&masked(s), &words().replies))
 }
 
+/// Whether a clause opens with someone else as its subject ("my teammate got a new manager",
+/// "a customer of ours replaced their router"): a change it tells is theirs, not the user's.
+pub fn about_someone_else(clause: &str) -> bool {
+    let m = masked(clause);
+    let m = ["so ", "and ", "but ", "then ", "also ", "oh ", "well "]
+        .iter()
+        .fold(m.trim_start(), |m, p| m.strip_prefix(p).unwrap_or(m));
+    words().others.iter().any(|o| find(m, o) == Some(0))
+}
+
 /// Whether a sentence is a look-alike as a whole (a plan, a hypothetical, a hedge, a temporary
 /// change: `screens`): it states no current value, for the judge or any other rule.
 pub fn screened(sentence: &str) -> bool {

@@ -19,6 +19,10 @@ pub struct Words {
     pub(super) replies: Vec<String>,
     /// Questions to the assistant without their mark ("how do I …"); with `asking`, read by `sentence::asks`.
     pub(super) asks: Vec<String>,
+    /// Other people ("my sister", "a customer of ours", "their"): a clause about them states
+    /// their things, not the user's. Read with `clause_screens` by the judge.
+    pub(super) others: Vec<String>,
+    /// What screens a clause besides other people (another instance, the past, a trial).
     pub(super) clause_screens: Vec<String>,
     pub(super) reported: Vec<String>,
     /// A message that adds a value beside the others ("also", "added"): it replaces none of a
@@ -94,6 +98,11 @@ impl Words {
     }
 
     fn finish(mut self) -> Words {
+        for o in &self.others {
+            if !self.clause_screens.contains(o) {
+                self.clause_screens.push(o.clone());
+            }
+        }
         self.not_topic_words = self
             .not_topic
             .iter()
