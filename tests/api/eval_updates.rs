@@ -247,7 +247,7 @@ async fn updates_with_hash() {
         &reports,
         &[
             ("updates", 128, 38),
-            ("updates_varied", 49, 7),
+            ("updates_varied", 48, 7),
             ("updates_heldout", 16, 3),
             ("updates_followup", 11, 6),
             ("updates_fresh", 20, 8),
@@ -269,7 +269,7 @@ async fn updates_with_minilm() {
         &reports,
         &[
             ("updates", 128, 15),
-            ("updates_varied", 49, 7),
+            ("updates_varied", 48, 7),
             ("updates_heldout", 16, 2),
             ("updates_followup", 11, 4),
             ("updates_fresh", 20, 6),
@@ -293,7 +293,7 @@ async fn updates_with_the_llm_compiler() {
         &reports,
         &[
             ("updates", 123, 45),
-            ("updates_varied", 45, 12),
+            ("updates_varied", 44, 12),
             ("updates_heldout", 17, 3),
             ("updates_followup", 10, 9),
             ("updates_fresh", 17, 12),

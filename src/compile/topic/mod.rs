@@ -127,9 +127,9 @@ pub fn readable(o: &Older) -> bool {
     o.text.chars().count() <= MAX_MESSAGE_CHARS && (o.value.is_some() || !asks(&o.text)) && !opens_as_reply(&o.text)
 }
 
-/// An earlier memory as the judge reads it: its asserting sentences' terms, and its attribute's
-/// own words.
-type Read<'a> = (&'a Older, Vec<Terms>, BTreeSet<String>);
+/// An earlier memory as the judge reads it: its asserting sentences' terms, read whole and (for
+/// a short message) clause by clause ([`sentence::asserted`]), and its attribute's own words.
+type Read<'a> = (&'a Older, [Vec<Terms>; 2], BTreeSet<String>);
 
 /// The retirements the newer messages make among the older memories (earlier messages only,
 /// in order: each newer message also sees the ones before it that survive).
@@ -141,16 +141,19 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             .iter()
             .filter(|o| readable(o))
             .map(|o| {
-                // Only what the earlier message asserted: its questions hold no value to replace.
-                let mut ts: Vec<Terms> =
-                    sentences(&o.text).iter().filter_map(|(s, q)| asserted(s, *q)).map(|s| terms(&s)).collect();
                 // The attribute's own words, not their topic groups ("place of work" is no home).
                 let named: BTreeSet<String> =
                     terms(&o.key_words.join(". ")).topic.into_iter().filter(|w| !w.starts_with('#')).collect();
-                for t in &mut ts {
-                    t.topic.extend(named.iter().cloned());
-                }
-                (o, ts, named)
+                // Only what the earlier message asserted: its questions hold no value to replace.
+                let read = |by_clause: bool| -> Vec<Terms> {
+                    let said = sentences(&o.text).into_iter().filter_map(|(s, q)| asserted(&s, q, by_clause));
+                    let mut ts: Vec<Terms> = said.map(|s| terms(&s)).collect();
+                    for t in &mut ts {
+                        t.topic.extend(named.iter().cloned());
+                    }
+                    ts
+                };
+                (o, [read(false), read(short(&o.text))], named)
             })
             .collect()
     };
@@ -201,12 +204,15 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             let adding = adds(text);
             // Per earlier message: the memories of it the change bears on.
             let mut by_group: BTreeMap<&str, Vec<(Uuid, Bearing)>> = BTreeMap::new();
-            for (o, sentences, named) in olds.iter() {
+            for (o, [whole, by_clause], named) in olds.iter() {
                 // What was current at the message's place: earlier, and not yet replaced.
                 let current = o.at < n.at && o.until.as_ref().is_none_or(|u| *u > n.at);
                 if o.group == n.group || !current || retired.contains(&o.id) {
                     continue;
                 }
+                // A hedge beside a statement is read apart from it only between two short
+                // messages: a longer one is a task, and a hedge in it says so.
+                let sentences = if short(&n.text) { by_clause } else { whole };
                 let best = sentences
                     .iter()
                     .filter_map(|t| {
