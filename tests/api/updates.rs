@@ -111,3 +111,20 @@ async fn tenant_frames_extend_the_registry_and_bad_ones_are_refused() {
         .collect();
     assert_eq!(billing, vec![(json!("paddle"), json!("superseded")), (json!("stripe"), json!("active"))]);
 }
+
+#[tokio::test]
+async fn a_chain_told_in_one_sentence_leaves_its_last_value_current() {
+    let app = spawn().await;
+    say(&app, "c", "s1", "2026-03-01T10:00:00Z", "our CI runs on Jenkins").await;
+    say(&app, "c", "s2", "2026-03-09T10:00:00Z", "we switched CI from Jenkins to CircleCI and then to GitHub Actions")
+        .await;
+    let mems = app.memories("c").await;
+    let current: Vec<&Value> = mems.iter().filter(|m| m["status"] == "active" && m["kind"] == "profile_fact").collect();
+    assert!(current.iter().any(|m| m["metadata"]["claim"]["value"] == "github actions"), "{mems:?}");
+    assert!(current.iter().all(|m| m["metadata"]["claim"]["value"] != "circleci"), "{mems:?}");
+    let b = bundle(&app, "c", "What does the team's CI run on?", None).await;
+    let text = b["assembled_context"].as_str().unwrap();
+    let current: Vec<&str> = text.lines().filter(|l| !l.starts_with("- (earlier) ")).collect();
+    assert!(text.contains("GitHub Actions"), "{text}");
+    assert!(!current.iter().any(|l| l.contains("runs on Jenkins")), "{text}");
+}

@@ -261,6 +261,16 @@ mod tests {
     }
 
     #[test]
+    fn a_chain_told_in_one_sentence_ends_at_its_last_value() {
+        let value = |s: &str| facts(s).into_iter().find_map(|f| f.claim).map(|c| c.value);
+        assert_eq!(value("I switched from Vim to VS Code and then to Zed").as_deref(), Some("Zed"));
+        assert_eq!(value("we migrated from MySQL to MariaDB, after that to Postgres").as_deref(), Some("Postgres"));
+        assert_eq!(value("we upgraded node to 18, then to 20, and finally to 22").as_deref(), Some("22"));
+        // One step is no chain.
+        assert_eq!(value("we migrated from MySQL to Postgres last year").as_deref(), Some("Postgres"));
+    }
+
+    #[test]
     fn employer_update_strips_now() {
         let f = only("Quick update: I work at Initech now, I started last week.", "I work at Initech");
         assert_eq!(f.claim, claim(EMPLOYER, "Initech"));

@@ -73,6 +73,9 @@ pub(super) struct Rules {
     pub(super) passive: Regex,
     pub(super) np_skip: Regex,
     pub(super) migrate: Regex,
+    /// The next step of a chain told in one sentence ("…to Linear, and later to GitHub
+    /// Projects"): the value after its last match is the current one.
+    pub(super) chain_next: Regex,
     pub(super) triggers: Vec<Trigger>,
 }
 
@@ -172,6 +175,9 @@ fn build() -> Result<Rules, regex::Error> {
         migrate: re(&format!(
             r"(?i)\b(?P<s>i|we)(?:['’]ve|\s+have)?\s+(?:(?:recently|finally|just|also)\s+)?{MIGRATION}"
         ))?,
+        chain_next: re(
+            r"(?i)(?:,\s*|\s+)(?:and\s+)?(?:then|later(?:\s+on)?|after\s+that|eventually|finally|since\s+then|now)\s*,?\s+(?:over\s+|on\s+)?(?:to|->|→|onto|into)\s+",
+        )?,
         triggers,
     })
 }

@@ -203,7 +203,10 @@ pub(super) fn trigger_fact(r: &Rules, t: &Trigger, c: &Captures, clause: &str) -
 /// kept as the replaced value for linking. "bumped node to 20" is node's version, "moved our
 /// hosting to Fly.io" the hosting attribute, "moved to Ghent" a new home.
 pub(super) fn migration_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact> {
-    let cut_rest = cut_value(rest(c, clause), None);
+    // A chain told in one sentence ends where it is now: its last step's value is the value.
+    let after = rest(c, clause);
+    let after = r.chain_next.find_iter(after).last().map_or(after, |m| &after[m.end()..]);
+    let cut_rest = cut_value(after, None);
     let value = claim_cut(strip_leading(cut_rest, &["a", "an", "the"]).unwrap_or(cut_rest));
     if !plausible(value, 8) {
         return None;
