@@ -250,7 +250,7 @@ async fn updates_with_hash() {
             ("updates_varied", 48, 7),
             ("updates_heldout", 16, 3),
             ("updates_followup", 11, 6),
-            ("updates_fresh", 20, 8),
+            ("updates_fresh", 22, 6),
         ],
     );
 }
@@ -272,7 +272,7 @@ async fn updates_with_minilm() {
             ("updates_varied", 48, 7),
             ("updates_heldout", 16, 2),
             ("updates_followup", 11, 4),
-            ("updates_fresh", 20, 6),
+            ("updates_fresh", 22, 4),
         ],
     );
 }
@@ -296,7 +296,7 @@ async fn updates_with_the_llm_compiler() {
             ("updates_varied", 44, 12),
             ("updates_heldout", 17, 3),
             ("updates_followup", 10, 9),
-            ("updates_fresh", 17, 12),
+            ("updates_fresh", 19, 10),
         ],
     );
 }

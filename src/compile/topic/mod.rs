@@ -368,6 +368,17 @@ mod tests {
     }
 
     #[test]
+    fn a_polite_request_is_no_hedge_and_a_plan_noun_no_plan() {
+        // The asking form's "could" is politeness; outside a request it still hedges.
+        assert_eq!(classify("could you switch my billing address to 12 Elm St", true), Some(Mark::Change));
+        assert_eq!(classify("would you please update my phone to 555 0100", true), Some(Mark::Change));
+        assert_eq!(classify("I could switch my plan to Basic", false), None);
+        // "plan" as a noun is no plan: "moved to the Family plan to share it".
+        assert_eq!(classify("moved to the Family plan to share it with the kids", false), Some(Mark::Change));
+        assert_eq!(classify("we plan to move to Oslo", false), None);
+    }
+
+    #[test]
     fn a_change_retires_the_one_statement_it_is_about() {
         let old =
             [older(1, "a", "my laptop is a ThinkPad X1", Some("thinkpad x1")), older(2, "b", "I live in Oslo", None)];

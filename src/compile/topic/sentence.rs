@@ -78,7 +78,11 @@ pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
             None => Class::Screened,
         };
     }
-    if any(&whole, &w.screens) || any(&whole, &w.replies) || quotes(sentence) {
+    // "could you switch my email to …": in a request the asking form's "could" or "would" is
+    // politeness, not a hedge.
+    let request = any(&whole, &w.request) && any(&whole, &w.asking);
+    let hedged = if request { any(&without(&whole, &w.asking), &w.screens) } else { any(&whole, &w.screens) };
+    if hedged || any(&whole, &w.replies) || quotes(sentence) {
         return Class::Screened;
     }
     // "my aunt texted me, my new email is …": the rest of the sentence is her words.
@@ -106,6 +110,17 @@ pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
     } else {
         Class::Plain(text)
     }
+}
+
+/// `masked` text with every occurrence of `phrases` (on word boundaries) taken out.
+fn without(masked: &str, phrases: &[String]) -> String {
+    let mut t = masked.to_string();
+    for p in phrases {
+        while let Some(i) = find(&t, p) {
+            t.replace_range(i..i + p.len(), " ");
+        }
+    }
+    t
 }
 
 /// Whether a sentence quotes something: double quotes, backticks, or a single quote opening
