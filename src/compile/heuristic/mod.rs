@@ -53,7 +53,7 @@ pub fn extract_facts_with(statement: &str, frames: &[Frame]) -> Vec<ExtractedFac
             for clause in clauses(r, &sentence) {
                 // A clause in the past may still report an event that gives the current value.
                 let present = !clause_blocked(r, clause);
-                if !present && !event_allowed(clause) {
+                if !present && !event_allowed(&chain_told(r, clause)) {
                     continue;
                 }
                 found.extend(clause_facts(r, clause, present, frames));
@@ -123,9 +123,21 @@ fn clauses<'a>(r: &Rules, s: &'a str) -> Vec<&'a str> {
 }
 
 fn clause_blocked(r: &Rules, c: &str) -> bool {
+    let c = chain_told(r, c);
     // The same-topic judge's look-alikes ("just this week standup is at 11") state no current
     // value here either: one list of screens for every rule.
-    r.clause_skip.iter().any(|re| re.is_match(c)) || screened(c)
+    r.clause_skip.iter().any(|re| re.is_match(&c)) || screened(&c)
+}
+
+/// A clause as the screens read it: in one that reports a migration (its verbs are past
+/// forms), the steps of a chain ("migrated to MariaDB, and later to Postgres") are told in the
+/// past too, so their "later" or "eventually" is no plan and is left out.
+fn chain_told<'a>(r: &Rules, c: &'a str) -> std::borrow::Cow<'a, str> {
+    if r.migrate.is_match(c) || r.migrate_bare.is_match(c) {
+        r.chain_next.replace_all(c, " then to ")
+    } else {
+        std::borrow::Cow::Borrowed(c)
+    }
 }
 
 /// Applies every pattern to one clause; facts come back in text order. Only events (and the
@@ -266,6 +278,11 @@ mod tests {
         assert_eq!(value("I switched from Vim to VS Code and then to Zed").as_deref(), Some("Zed"));
         assert_eq!(value("we migrated from MySQL to MariaDB, after that to Postgres").as_deref(), Some("Postgres"));
         assert_eq!(value("we upgraded node to 18, then to 20, and finally to 22").as_deref(), Some("22"));
+        // Told in the past, a chain's "later" is no plan; a plan stays one.
+        assert_eq!(value("we migrated from MySQL to MariaDB, and later to Postgres").as_deref(), Some("Postgres"));
+        assert_eq!(value("I switched from Vim to VS Code, and eventually to Zed").as_deref(), Some("Zed"));
+        assert_eq!(value("we'll migrate to Postgres later"), None);
+        assert_eq!(value("we switched to MariaDB and will later move to Postgres"), None);
         // One step is no chain.
         assert_eq!(value("we migrated from MySQL to Postgres last year").as_deref(), Some("Postgres"));
     }
