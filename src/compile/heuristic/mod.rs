@@ -273,6 +273,17 @@ mod tests {
     }
 
     #[test]
+    fn a_change_told_of_someone_else_is_theirs() {
+        let value = |s: &str| facts(s).into_iter().find_map(|f| f.claim).map(|c| c.value);
+        // Without the rule these made the user's manager and phone number.
+        assert_eq!(value("my teammate got a new manager, Rob Diaz, after the reorg"), None);
+        assert_eq!(value("so my sister has a new number, 555 0199"), None);
+        // The user with them is the user.
+        assert_eq!(value("my wife and I switched to Verizon").as_deref(), Some("Verizon"));
+        assert_eq!(value("I switched to Verizon").as_deref(), Some("Verizon"));
+    }
+
+    #[test]
     fn a_chain_told_in_one_sentence_ends_at_its_last_value() {
         let value = |s: &str| facts(s).into_iter().find_map(|f| f.claim).map(|c| c.value);
         assert_eq!(value("I switched from Vim to VS Code and then to Zed").as_deref(), Some("Zed"));

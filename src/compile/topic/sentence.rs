@@ -163,15 +163,27 @@ pub(super) fn opens_as_reply(text: &str) -> bool {
 
 /// Whether a clause opens with someone else as its subject ("my teammate got a new manager",
 /// "a customer of ours replaced their router"): a change it tells is theirs, not the user's.
+/// A subject that joins the user to them ("my wife and I switched to Verizon") is the user's.
 pub fn about_someone_else(clause: &str) -> bool {
+    let w = words();
     let m = masked(clause);
-    words().others.iter().any(|o| find(opened(&m), o) == Some(0))
+    let m = opened(&m);
+    w.others.iter().any(|o| {
+        find(m, o) == Some(0) && {
+            let rest = m[o.len()..].trim_start();
+            !w.with_user.iter().any(|u| find(rest, u) == Some(0))
+        }
+    })
 }
 
-/// A masked clause without the words that open it before its subject ("so", "and", "oh").
+/// A masked clause without the words that open it before its subject (`openers`).
 fn opened(masked: &str) -> &str {
-    const OPENERS: [&str; 7] = ["so ", "and ", "but ", "then ", "also ", "oh ", "well "];
-    OPENERS.iter().fold(masked.trim_start(), |m, p| m.strip_prefix(p).unwrap_or(m))
+    let w = words();
+    let mut m = masked.trim_start();
+    while let Some(rest) = w.openers.iter().find_map(|o| m.strip_prefix(o.as_str()).and_then(|r| r.strip_prefix(' '))) {
+        m = rest.trim_start();
+    }
+    m
 }
 
 /// Whether a sentence is a look-alike as a whole (a plan, a hypothetical, a hedge, a temporary

@@ -19,9 +19,14 @@ pub struct Words {
     pub(super) replies: Vec<String>,
     /// Questions to the assistant without their mark ("how do I …"); with `asking`, read by `sentence::asks`.
     pub(super) asks: Vec<String>,
-    /// Other people ("my sister", "a customer of ours", "their"): a clause about them states
-    /// their things, not the user's. Read with `clause_screens` by the judge.
+    /// Words that open a clause before its subject ("so", "and", "oh").
+    pub(super) openers: Vec<String>,
+    /// Other people ("my sister", "a customer of ours"): a clause about them states their
+    /// things, not the user's. Read with `clause_screens` by the judge.
     pub(super) others: Vec<String>,
+    /// What joins the user to another person in one subject ("my wife and I"): the clause is
+    /// the user's too.
+    pub(super) with_user: Vec<String>,
     /// What screens a clause besides other people (another instance, the past, a trial).
     pub(super) clause_screens: Vec<String>,
     pub(super) reported: Vec<String>,
