@@ -181,6 +181,9 @@ async fn run_suite(app: &crate::common::TestApp, suite: &str, doc: &Value, label
             let shown_earlier = detail.contains("earlier [\"");
             t.applied += usize::from(ok && !shown_earlier);
             t.history += usize::from(ok && shown_earlier);
+            if ok && shown_earlier {
+                println!("  HISTORY {label} {suite} {}", case["name"].as_str().unwrap_or("?"));
+            }
             t.stale += usize::from(detail.contains("stale [\""));
             t.missing += usize::from(detail.contains("missing [\""));
         } else {

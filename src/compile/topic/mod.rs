@@ -564,4 +564,27 @@ mod tests {
         assert_eq!(j.retired.iter().map(|r| r.older).collect::<Vec<_>>(), [Uuid::from_u128(1)]);
         assert_eq!(j.doubts, [Doubt { older: Uuid::from_u128(2), by: 0 }], "the fact of the retired message");
     }
+
+    #[test]
+    fn a_pronoun_after_someone_else_keeps_the_clause_theirs() {
+        // "she" continues the clause about the user's partner: her commute is no change of the user's.
+        let s = "my partner just joined Harlow Labs, so she's driving to Leeds now";
+        assert_eq!(classify(s, false), None);
+        let old = [older(1, "a", "I work nights at the Leeds depot", None)];
+        assert!(judge(&newer(s), &old).retired.is_empty());
+        // Without someone else before it, a pronoun's clause is read as any other.
+        assert_eq!(classify("they moved me to the day shift now", false), Some(Mark::Change));
+    }
+
+    #[test]
+    fn a_name_holding_a_change_word_marks_no_change() {
+        // "New" in a name is no new value.
+        let old = [older(1, "a", "I'm on Central time, New Orleans.", None)];
+        let j =
+            judge(&newer("For the next week I'll be in Tokyo for a trade fair; back in New Orleans on the 3rd."), &old);
+        assert!(j.retired.is_empty() && j.doubts.is_empty(), "{j:?}");
+        // A new value of the same kind beside the restated one still changes it.
+        let j = judge(&newer("left New Orleans, I'm on Mountain time in Denver now"), &old);
+        assert_eq!(j.retired.len(), 1, "{j:?}");
+    }
 }

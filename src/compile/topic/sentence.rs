@@ -24,16 +24,21 @@ pub(super) enum Class {
     Marked(Mark, String),
 }
 
-/// Lower-cases a clause and masks its values: "kim@work.example" is no example.
+/// Lower-cases a clause and masks its values: "kim@work.example" is no example, and a
+/// capitalised word inside a clause is a name ("back in New York" says nothing new).
 pub(super) fn masked(clause: &str) -> String {
+    let mut opens = true;
     let words: Vec<String> = clause
         .split_whitespace()
-        .map(|t| {
-            let t = t.trim_end_matches(['.', ',', ';', ':', '!', '?', ')']);
-            if t.contains(['@', '/']) || t.contains('.') {
+        .map(|raw| {
+            let t = raw.trim_end_matches(['.', ',', ';', ':', '!', '?', ')']);
+            let lower = t.to_lowercase().replace('’', "'");
+            let named = !opens && t.starts_with(char::is_uppercase) && lower != "i" && !lower.starts_with("i'");
+            opens = raw.ends_with(['.', ',', ';', ':', '!', '?']) || raw == "—" || raw == "-";
+            if named || t.contains(['@', '/']) || t.contains('.') {
                 "_".to_string()
             } else {
-                t.to_lowercase().replace('’', "'")
+                lower
             }
         })
         .collect();
@@ -91,11 +96,15 @@ pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
         return Class::Screened;
     }
     // Someone else's thing, another instance, the past, a negation: that clause says nothing.
+    // A clause opened by a pronoun after one about someone else is about them too ("my wife
+    // started at Corvina, so she's commuting now").
+    let mut theirs = false;
     let kept: Vec<String> = clauses(sentence)
         .into_iter()
         .filter(|c| {
             let m = masked(c);
-            !any(&m, &w.clause_screens) && (!any(&m, &w.negation) || any(&m, &w.retraction))
+            theirs = about_someone_else(c) || (theirs && w.pronouns.iter().any(|p| find(opened(&m), p) == Some(0)));
+            !theirs && !any(&m, &w.clause_screens) && (!any(&m, &w.negation) || any(&m, &w.retraction))
         })
         .collect();
     if kept.is_empty() {

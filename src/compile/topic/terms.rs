@@ -2,6 +2,9 @@
 //! ending word reaches.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use super::words::words;
 use crate::compile::attributes::{shape, Shape};
@@ -134,9 +137,11 @@ fn replacement(lowers: &[String], e: usize) -> Vec<usize> {
 
 /// The shape of a value token: a weekday or month is a time, a number word a number.
 pub(super) fn value_shape(v: &str) -> Shape {
+    // An ordinal ("the 18th", "every 4th week") counts, as a number word does.
+    static ORDINAL: LazyLock<Regex> = LazyLock::new(|| crate::patterns::regex(r"^\d+(?:st|nd|rd|th)$"));
     if words().times.iter().any(|x| x == v) {
         Shape::Time
-    } else if words().numbers.iter().any(|x| x == v) {
+    } else if words().numbers.iter().any(|x| x == v) || ORDINAL.is_match(v) {
         Shape::Number
     } else {
         shape(v)

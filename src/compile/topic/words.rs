@@ -24,6 +24,9 @@ pub struct Words {
     /// Other people ("my sister", "a customer of ours"): a clause about them states their
     /// things, not the user's. Read with `clause_screens` by the judge.
     pub(super) others: Vec<String>,
+    /// Pronouns that may open a clause as its subject ("she", "they"): after a clause about
+    /// someone else, the next clause they open is about that person too.
+    pub(super) pronouns: Vec<String>,
     /// What joins the user to another person in one subject ("my wife and I"): the clause is
     /// the user's too.
     pub(super) with_user: Vec<String>,
