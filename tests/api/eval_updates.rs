@@ -105,8 +105,8 @@ async fn run_case(app: &crate::common::TestApp, suite: &str, i: usize, case: &Va
         println!("--- {subject} {}\n{text}", case["name"]);
         for m in app.memories(&subject).await {
             println!(
-                "  memory {} {} {} {} {}",
-                m["kind"], m["status"], m["content"], m["metadata"]["revises"], m["metadata"]["claim"]
+                "  memory {} {} {} {} {} {}",
+                m["id"], m["kind"], m["status"], m["content"], m["metadata"]["revises"], m["metadata"]["claim"]
             );
         }
     }

@@ -34,7 +34,7 @@ use bearing::{about, Bearing, Old};
 use doubt::{doubted_by_meaning, doubted_by_words, short};
 
 pub use sentence::{about_someone_else, classify, screened, Mark};
-use sentence::{asks, asserted, classify_sentence, masked, opens_as_reply, sentences, Class};
+use sentence::{asks, asserted, classify_sentence, masked, opens_as_reply, sentences, windows, Class};
 use terms::{terms, Terms};
 pub use words::{with_words, UpdateWords, Words, BUILT_IN};
 
@@ -147,7 +147,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
                 // Only what the earlier message asserted: its questions hold no value to replace.
                 let read = |by_clause: bool| -> Vec<Terms> {
                     let said = sentences(&o.text).into_iter().filter_map(|(s, q)| asserted(&s, q, by_clause));
-                    let mut ts: Vec<Terms> = said.map(|s| terms(&s)).collect();
+                    let mut ts: Vec<Terms> = said.flat_map(|s| windows(&s)).map(|s| terms(&s)).collect();
                     for t in &mut ts {
                         t.topic.extend(named.iter().cloned());
                     }
@@ -194,12 +194,17 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
         let before = out.retired.len();
         // Per earlier message, the best bearing of a sentence that retired nothing.
         let mut unsure: BTreeMap<&str, ((bool, usize), Vec<Uuid>)> = BTreeMap::new();
-        for class in &classes {
-            let (mark, text) = match class {
-                Class::Marked(m, t) => (*m, t),
-                Class::Plain(t) => (message_mark, t),
-                Class::Screened => continue,
-            };
+        let units: Vec<(Mark, String)> = classes
+            .iter()
+            .filter_map(|c| match c {
+                Class::Marked(m, t) => Some((*m, t)),
+                Class::Plain(t) => Some((message_mark, t)),
+                Class::Screened => None,
+            })
+            .flat_map(|(m, t)| windows(t).into_iter().map(move |w| (m, w)))
+            .collect();
+        for (mark, text) in &units {
+            let (mark, text) = (*mark, text.as_str());
             let new = terms(text);
             let adding = adds(text);
             // Per earlier message: the memories of it the change bears on.
@@ -585,6 +590,18 @@ mod tests {
         assert!(j.retired.is_empty() && j.doubts.is_empty(), "{j:?}");
         // A new value of the same kind beside the restated one still changes it.
         let j = judge(&newer("left New Orleans, I'm on Mountain time in Denver now"), &old);
+        assert_eq!(j.retired.len(), 1, "{j:?}");
+    }
+
+    #[test]
+    fn a_long_sentence_is_read_in_runs_of_clauses() {
+        // The change sits in one clause of a long sentence; so does the statement it ends.
+        let old = [older(1, "a", "My back has been bad, so I take naproxen 500 mg twice a day with food, which my GP set up last spring after the scan.", None)];
+        let n = "Quick update after the physio review and the new exercises, which have helped a lot more than I expected, honestly: I take ibuprofen 200 mg now, and only on the days it flares up.";
+        assert_eq!(judge(&newer(n), &old).retired.len(), 1);
+        // "been going to the pool" is no plan.
+        let old = [older(1, "a", "I've been going to the Westside pool on Larch Road every weekday morning", None)];
+        let j = judge(&newer("I use the Eastgate pool now, closer to the new flat"), &old);
         assert_eq!(j.retired.len(), 1, "{j:?}");
     }
 }

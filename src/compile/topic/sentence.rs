@@ -45,6 +45,32 @@ pub(super) fn masked(clause: &str) -> String {
     words.join(" ")
 }
 
+/// Longest stretch of a sentence (in words) the judge reads as a statement about one thing.
+pub(super) const MAX_WORDS: usize = 30;
+
+/// A sentence as the judge reads it: whole when it is short, else its clauses in runs of at
+/// most [`MAX_WORDS`] words ("… I'm off the lisinopril completely now, as of last Tuesday, …"
+/// is a short statement inside a long sentence). A clause longer than that stays one run.
+pub(super) fn windows(sentence: &str) -> Vec<String> {
+    let count = |t: &str| t.split_whitespace().count();
+    if count(sentence) <= MAX_WORDS {
+        return vec![sentence.to_string()];
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    for c in clauses(sentence) {
+        if !run.is_empty() && count(&run.join(" ")) + count(&c) > MAX_WORDS {
+            out.push(run.join(", "));
+            run.clear();
+        }
+        run.push(c);
+    }
+    if !run.is_empty() {
+        out.push(run.join(", "));
+    }
+    out
+}
+
 /// The clauses of a sentence: split at commas, semicolons, colons, dashes and brackets.
 fn clauses(sentence: &str) -> Vec<String> {
     let spaced = sentence.replace(" - ", " — ").replace(" – ", " — ");
@@ -86,7 +112,7 @@ pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
     // "could you switch my email to …": in a request the asking form's "could" or "would" is
     // politeness, not a hedge.
     let request = any(&whole, &w.request) && any(&whole, &w.asking);
-    let hedged = if request { any(&without(&whole, &w.asking), &w.screens) } else { any(&whole, &w.screens) };
+    let hedged = if request { hedges(&without(&whole, &w.asking)) } else { hedges(&whole) };
     if hedged || any(&whole, &w.replies) || quotes(sentence) {
         return Class::Screened;
     }
@@ -198,7 +224,14 @@ fn opened(masked: &str) -> &str {
 /// Whether a sentence is a look-alike as a whole (a plan, a hypothetical, a hedge, a temporary
 /// change: `screens`): it states no current value, for the judge or any other rule.
 pub fn screened(sentence: &str) -> bool {
-    any(&masked(sentence), &words().screens)
+    hedges(&masked(sentence))
+}
+
+/// Whether masked text holds a screen once the phrases that only look like one are taken out
+/// (`not_screens`: "been going to the gym" is no plan, "I'd rather" no hypothetical).
+fn hedges(masked: &str) -> bool {
+    let w = words();
+    any(&without(masked, &w.not_screens), &w.screens)
 }
 
 /// Whether a sentence changes a value of the user's own, and how; None for anything else.

@@ -15,6 +15,9 @@ pub struct Words {
     pub(super) request: Vec<String>,
     pub(super) asking: Vec<String>,
     pub(super) screens: Vec<String>,
+    /// Phrases holding a screen's words that screen nothing ("going to the gym", "I'd rather"):
+    /// taken out before the screens are looked for.
+    pub(super) not_screens: Vec<String>,
     /// Replies to the assistant's answer ("got it", "makes sense"): they assert nothing.
     pub(super) replies: Vec<String>,
     /// Questions to the assistant without their mark ("how do I …"); with `asking`, read by `sentence::asks`.
