@@ -604,4 +604,18 @@ mod tests {
         let j = judge(&newer("I use the Eastgate pool now, closer to the new flat"), &old);
         assert_eq!(j.retired.len(), 1, "{j:?}");
     }
+
+    #[test]
+    fn reported_words_screen_only_from_the_clause_that_reports_them() {
+        // What the user did before the clause that reports someone else's words is the user's.
+        assert_eq!(
+            classify("I finally sold the kayak to a neighbour, which my brother says was overdue", false),
+            Some(Mark::Change)
+        );
+        // From the reporting clause on, the words are theirs.
+        assert_eq!(classify("my aunt texted me, my new email is aunt@mail.example", false), None);
+        // An ending or a correction in everyday words.
+        assert_eq!(classify("we killed our nightly Jenkins jobs", false), Some(Mark::Retraction));
+        assert_eq!(classify("sorry, I gave you the wrong number before", false), Some(Mark::Change));
+    }
 }

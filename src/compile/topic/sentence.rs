@@ -116,17 +116,23 @@ pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
     if hedged || any(&whole, &w.replies) || quotes(sentence) {
         return Class::Screened;
     }
-    // "my aunt texted me, my new email is …": the rest of the sentence is her words.
-    let others = clauses(sentence).iter().any(|c| any(&masked(c), &w.clause_screens));
-    if others && any(&whole, &w.reported) {
-        return Class::Screened;
-    }
+    // "my aunt texted me, my new email is …": from the clause that reports someone else's
+    // words on, the sentence is theirs; what comes before it is the user's ("I sold the boat,
+    // which my wife says was overdue").
+    let parts = clauses(sentence);
+    let mut other_seen = false;
+    let reported_from = parts.iter().position(|c| {
+        let m = masked(c);
+        other_seen |= any(&m, &w.clause_screens);
+        other_seen && any(&m, &w.reported)
+    });
     // Someone else's thing, another instance, the past, a negation: that clause says nothing.
     // A clause opened by a pronoun after one about someone else is about them too ("my wife
     // started at Corvina, so she's commuting now").
     let mut theirs = false;
-    let kept: Vec<String> = clauses(sentence)
-        .into_iter()
+    let kept: Vec<String> = parts[..reported_from.unwrap_or(parts.len())]
+        .iter()
+        .cloned()
         .filter(|c| {
             let m = masked(c);
             theirs = about_someone_else(c) || (theirs && w.pronouns.iter().any(|p| find(opened(&m), p) == Some(0)));
