@@ -132,12 +132,12 @@ pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
     let mut theirs = false;
     let kept: Vec<String> = parts[..reported_from.unwrap_or(parts.len())]
         .iter()
-        .cloned()
         .filter(|c| {
             let m = masked(c);
             theirs = about_someone_else(c) || (theirs && w.pronouns.iter().any(|p| find(opened(&m), p) == Some(0)));
             !theirs && !any(&m, &w.clause_screens) && (!any(&m, &w.negation) || any(&m, &w.retraction))
         })
+        .cloned()
         .collect();
     if kept.is_empty() {
         return Class::Screened;
