@@ -3,7 +3,8 @@
 //! a smaller one measured once after the rules were written, `updates_heldout.json`, one
 //! written after the rules for chains and purposes, `updates_followup.json`, and one written
 //! before the rules for replacements and other people's changes were run on it,
-//! `updates_fresh.json`).
+//! `updates_fresh.json`, and one written by a writer who had not read the rules,
+//! `updates_sixth.json`).
 //!
 //! Each case is a short multi-session history told by one user: sessions a day apart, one
 //! episode per turn, compiled after each session as a live agent would. Then the case's question
@@ -240,7 +241,12 @@ fn check(reports: &Reports, floors: &[(&str, usize, usize)]) {
 /// Look-alikes still superseded, by suite: "the docs site is deployed with Netlify now" retires
 /// "the API is deployed with Helm charts" (the judge does not tell two subjects of one verb
 /// apart); found by the follow-up suite's first run.
-const KNOWN_WRONG: &[(&str, &str)] = &[("updates_followup", "fu-la-other-purpose")];
+const KNOWN_WRONG: &[(&str, &str)] = &[
+    ("updates_followup", "fu-la-other-purpose"),
+    // MiniLM only: "we adopted a kitten too" doubts the dog by meaning (shown as earlier, not
+    // superseded); "too" as an adding word cost two updates ("too expensive").
+    ("updates_sixth", "sx-la-also-kitten"),
+];
 
 #[tokio::test]
 async fn updates_with_hash() {
@@ -249,11 +255,12 @@ async fn updates_with_hash() {
     check(
         &reports,
         &[
-            ("updates", 128, 38),
+            ("updates", 129, 37),
             ("updates_varied", 48, 7),
             ("updates_heldout", 16, 3),
             ("updates_followup", 11, 6),
-            ("updates_fresh", 22, 6),
+            ("updates_fresh", 24, 4),
+            ("updates_sixth", 28, 10),
         ],
     );
 }
@@ -271,11 +278,12 @@ async fn updates_with_minilm() {
     check(
         &reports,
         &[
-            ("updates", 128, 15),
+            ("updates", 129, 14),
             ("updates_varied", 48, 7),
             ("updates_heldout", 16, 2),
             ("updates_followup", 11, 4),
-            ("updates_fresh", 22, 4),
+            ("updates_fresh", 24, 2),
+            ("updates_sixth", 28, 5),
         ],
     );
 }
@@ -299,7 +307,8 @@ async fn updates_with_the_llm_compiler() {
             ("updates_varied", 44, 12),
             ("updates_heldout", 17, 3),
             ("updates_followup", 10, 9),
-            ("updates_fresh", 19, 10),
+            ("updates_fresh", 21, 8),
+            ("updates_sixth", 23, 16),
         ],
     );
 }
