@@ -57,12 +57,13 @@ pub(super) fn windows(sentence: &str) -> Vec<String> {
         return vec![sentence.to_string()];
     }
     let mut out: Vec<String> = Vec::new();
-    let mut run: Vec<String> = Vec::new();
+    let (mut run, mut len): (Vec<String>, usize) = (Vec::new(), 0);
     for c in clauses(sentence) {
-        if !run.is_empty() && count(&run.join(" ")) + count(&c) > MAX_WORDS {
+        if !run.is_empty() && len + count(&c) > MAX_WORDS {
             out.push(run.join(", "));
-            run.clear();
+            (run, len) = (Vec::new(), 0);
         }
+        len += count(&c);
         run.push(c);
     }
     if !run.is_empty() {
