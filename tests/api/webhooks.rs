@@ -284,19 +284,21 @@ async fn a_permanent_refusal_dead_letters_at_once_and_an_operator_can_retry_it()
 
 #[tokio::test]
 async fn an_unreachable_receiver_dead_letters_after_max_attempts() {
-    // A port that was just free: connections are refused.
-    let url = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}/hook?token=abc", l.local_addr().unwrap())
-    };
+    // A port bound but never listened on: connections are refused, and no other process can
+    // take the port while the test runs (a port merely freed was once reused by a parallel test,
+    // which then answered the hook with a 404).
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let url = format!("http://{}/hook?token=abc", socket.local_addr().unwrap());
     let app = spawn_hooked(WebhookConfig { backoff_base: Duration::from_millis(10), ..hooks(&url) }).await;
     app.post("/v1/episodes", &crate::common::episode("u", "hello")).await;
     eventually("dead letter", || async { rows(&app).await.first().is_some_and(|r| r.1 == "dead_letter") }).await;
     let (_, status, attempts, http, error) = rows(&app).await.remove(0);
-    assert_eq!((status.as_str(), attempts, http), ("dead_letter", 5, None));
+    assert_eq!((status.as_str(), attempts, http), ("dead_letter", 5, None), "{error:?}");
     let error = error.unwrap();
     assert!(error.starts_with("transport error"), "{error}");
     assert!(!error.contains("token") && !error.contains("127.0.0.1"), "no URL in stored errors: {error}");
+    drop(socket);
 }
 
 #[tokio::test]
