@@ -2,7 +2,7 @@
 -- caller holds, and what depends on the call (distances, task terms, snapshot), for
 -- services::context::lanes.
 CREATE OR REPLACE FUNCTION public.mnemo_context_small(p_tenant text, p_subject text, p_as_of timestamp with time zone, p_words text, p_vector text, p_model text, p_session text, p_known text, p_known_xmin bigint)
- RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, lex double precision, sem double precision, visible boolean, contradicted boolean, "position" integer, prev_id uuid, lexemes text[], dist double precision, recorded_at timestamp with time zone)
+ RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, lex double precision, sem double precision, visible boolean, contradicted boolean, "position" integer, prev_id uuid, lexemes text[], recorded_at timestamp with time zone, ids uuid[], dists double precision[])
  LANGUAGE plpgsql
  STABLE
  SET plan_cache_mode TO 'force_generic_plan'
@@ -29,7 +29,7 @@ BEGIN
         NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
         COALESCE((SELECT t.version FROM tenant_versions t WHERE t.tenant_id = p_tenant), 0),
         NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-        NULL::text[], NULL::float8, NULL::timestamptz;
+        NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::float8[];
 
     IF p_session IS NOT NULL THEN
         SELECT * INTO v_snap FROM session_snapshots s
@@ -44,7 +44,7 @@ BEGIN
             NULL::text, NULL::text[], NULL::text[], v_snap.created_at, NULL::timestamptz, NULL::boolean,
             NULL::text, NULL::jsonb, NULL::jsonb, v_snap.session_id, NULL::timestamptz, v_snap.covers_through,
             NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, v_snap.position, v_snap.prev_id,
-            NULL::text[], NULL::float8, NULL::timestamptz;
+            NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::float8[];
     END IF;
 
     -- The task's lexemes per source, as `mnemo_task_query` makes them (without the subject's
@@ -63,30 +63,30 @@ BEGIN
         NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
         NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
         NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-        s.terms, NULL::float8, NULL::timestamptz
+        s.terms, NULL::timestamptz, NULL::uuid[], NULL::float8[]
     FROM (VALUES ('memory', v_mterms), ('episode', v_eterms)) s(source, terms);
 
     IF p_vector IS NOT NULL THEN
+        -- One row a source: the ids of its rows with an embedding of the model (an episode's
+        -- recorded by the call's instant) and their cosine distances to the task's vector.
         v_vec := p_vector::vector;
         RETURN QUERY
-        SELECT 13::smallint, m.id, 'memory'::text, NULL::text, NULL::text, NULL::float8,
+        SELECT 13::smallint, NULL::uuid, d.source, NULL::text, NULL::text, NULL::float8,
             NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
             NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
             NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
             NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-            NULL::text[], (m.embedding <=> v_vec)::float8, NULL::timestamptz
-        FROM memories m
-        WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.embedding_model = p_model;
-        RETURN QUERY
-        SELECT 13::smallint, x.episode_id, 'episode'::text, NULL::text, NULL::text, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
-            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-            NULL::text[], (x.embedding <=> v_vec)::float8, NULL::timestamptz
-        FROM episode_embeddings x
-        WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.embedding_model = p_model
-          AND x.created_at <= p_as_of;
+            NULL::text[], NULL::timestamptz, d.ids, d.dists
+        FROM (SELECT 'memory'::text AS source, COALESCE(array_agg(m.id), '{}') AS ids,
+                     COALESCE(array_agg((m.embedding <=> v_vec)::float8), '{}') AS dists
+              FROM memories m
+              WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.embedding_model = p_model
+              UNION ALL
+              SELECT 'episode', COALESCE(array_agg(x.episode_id), '{}'),
+                     COALESCE(array_agg((x.embedding <=> v_vec)::float8), '{}')
+              FROM episode_embeddings x
+              WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.embedding_model = p_model
+                AND x.created_at <= p_as_of) d;
     END IF;
 
     -- The fingerprint: memory version / number of episodes / latest episode's id.
@@ -121,14 +121,14 @@ BEGIN
         NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
         NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
         NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-        NULL::text[], NULL::float8, NULL::timestamptz;
+        NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::float8[];
     IF v_memories = 'changed' THEN
         RETURN QUERY SELECT 15::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
             NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, l.ids, NULL::jsonb,
             NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
             NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
             NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-            l.versions, NULL::float8, NULL::timestamptz
+            l.versions, NULL::timestamptz, NULL::uuid[], NULL::float8[]
         FROM (SELECT COALESCE(array_agg(m.id ORDER BY m.id), '{}') AS ids,
                      COALESCE(array_agg(m.xmin::text || CASE WHEN EXISTS (
                          SELECT 1 FROM supersession_records r
@@ -147,7 +147,7 @@ BEGIN
                EXISTS (SELECT 1 FROM supersession_records r
                        WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
                          AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction'),
-               NULL::integer, NULL::uuid, tsvector_to_array(m.content_tsv), NULL::float8, m.recorded_at
+               NULL::integer, NULL::uuid, tsvector_to_array(m.content_tsv), m.recorded_at, NULL::uuid[], NULL::float8[]
         FROM memories m
         WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject
           AND (v_memories = 'all' OR m.xmin::text::bigint > p_known_xmin);
@@ -162,7 +162,7 @@ BEGIN
            e.created_at, NULL::timestamptz, NULL::boolean,
            e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-           tsvector_to_array(e.search_tsv), NULL::float8, NULL::timestamptz
+           tsvector_to_array(e.search_tsv), NULL::timestamptz, NULL::uuid[], NULL::float8[]
     FROM episodes e
     WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.seq > v_after;
 END

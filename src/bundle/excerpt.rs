@@ -6,7 +6,7 @@
 //! query-biased snippets for the same reason. Words are compared after Snowball stemming (the
 //! algorithm Postgres' `english` configuration uses, so the excerpt agrees with the lexical lane).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock};
 
 use rust_stemmers::{Algorithm, Stemmer};
@@ -30,15 +30,22 @@ impl TaskStems {
         TaskStems { stems: stems.into_iter().collect(), stemmer }
     }
 
-    /// How many of the task's stems are among `sentence` (a sentence's sorted, distinct stems).
-    fn shared(&self, sentence: &[MemoKey]) -> usize {
-        self.stems.iter().filter(|s| sentence.binary_search(s).is_ok()).count()
+    /// How many of the task's stems each sentence of `text` holds, in sentence order: a lookup
+    /// per task stem in the text's index, not a search per sentence.
+    fn shared(&self, text: &Analysis) -> Vec<usize> {
+        let mut hits = vec![0; text.spans.len()];
+        for stem in &self.stems {
+            for &i in text.holding.get(stem).map(Vec::as_slice).unwrap_or_default() {
+                hits[i as usize] += 1;
+            }
+        }
+        hits
     }
 }
 
-/// A text as excerpts read it: its sentences ([`sentences`], as byte ranges) and the distinct
-/// stems of each one's words (their [`memo_key`]s, sorted). What a call compares with its task
-/// is then a few binary searches per sentence.
+/// A text as excerpts read it: its sentences ([`sentences`], as byte ranges) and, for each stem
+/// of its words (its [`memo_key`]), the sentences holding it. What a call compares with its task
+/// is then one lookup per task stem.
 ///
 /// One call's excerpts read every sentence of a hundred or more candidate turns, and a long
 /// chat's turns are 2-4 KB: splitting and stemming them was most of the time a call spent
@@ -46,41 +53,43 @@ impl TaskStems {
 /// under its key ([`analysis`]). The stems depend on the text alone, never on the task.
 struct Analysis {
     spans: Vec<(usize, usize)>,
-    stems: Vec<Box<[MemoKey]>>,
+    /// Per stem, the sentences holding it (ascending, each once).
+    holding: HashMap<MemoKey, Vec<u32>>,
 }
 
 impl Analysis {
     fn of(text: &str, stemmer: &Stemmer) -> Self {
         let mut lower = String::new();
         let mut spans = Vec::new();
-        let mut stems = Vec::new();
-        for sentence in sentences(text) {
+        let mut holding: HashMap<MemoKey, Vec<u32>> = HashMap::new();
+        for (at, sentence) in sentences(text).into_iter().enumerate() {
             let start = sentence.as_ptr() as usize - text.as_ptr() as usize;
             spans.push((start, start + sentence.len()));
-            let mut keys: Vec<MemoKey> = sentence
-                .split(|c: char| !c.is_alphanumeric())
-                .filter(|w| !w.is_empty())
-                .map(|w| {
-                    lower.clear();
-                    if w.is_ascii() {
-                        lower.push_str(w);
-                        lower.make_ascii_lowercase();
-                    } else {
-                        lower.push_str(&w.to_lowercase()); // str's rules (a final sigma), not char by char
-                    }
-                    stem_key(stemmer, &lower)
-                })
-                .collect();
-            keys.sort_unstable();
-            keys.dedup();
-            stems.push(keys.into_boxed_slice());
+            let at = u32::try_from(at).unwrap_or(u32::MAX);
+            let keys = sentence.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| {
+                lower.clear();
+                if w.is_ascii() {
+                    lower.push_str(w);
+                    lower.make_ascii_lowercase();
+                } else {
+                    lower.push_str(&w.to_lowercase()); // str's rules (a final sigma), not char by char
+                }
+                stem_key(stemmer, &lower)
+            });
+            for key in keys {
+                let list = holding.entry(key).or_default();
+                if list.last() != Some(&at) {
+                    list.push(at);
+                }
+            }
         }
-        Analysis { spans, stems }
+        holding.values_mut().for_each(Vec::shrink_to_fit);
+        Analysis { spans, holding }
     }
 
     /// About the bytes it takes (the weight of its entry).
     fn bytes(&self) -> u64 {
-        let keys: usize = self.stems.iter().map(|s| 16 + 16 * s.len()).sum();
+        let keys: usize = self.holding.values().map(|s| 48 + 4 * s.len()).sum();
         (64 + 16 * self.spans.len() + keys) as u64
     }
 }
@@ -168,7 +177,7 @@ pub fn excerpt(parts: &[Part<'_>], stems: &TaskStems, chars: usize) -> String {
         .enumerate()
         .flat_map(|(p, a)| a.spans.iter().map(move |&(from, to)| (p, &parts[p].text[from..to])))
         .collect();
-    let hits: Vec<usize> = read.iter().flat_map(|a| a.stems.iter().map(|s| stems.shared(s))).collect();
+    let hits: Vec<usize> = read.iter().flat_map(|a| stems.shared(a)).collect();
     if hits.iter().all(|h| *h == 0) {
         return opening(&join_whole(parts), chars);
     }
@@ -292,8 +301,8 @@ mod tests {
         let read = Analysis::of(text, &stems.stemmer);
         let spans: Vec<&str> = read.spans.iter().map(|&(from, to)| &text[from..to]).collect();
         assert_eq!(spans, sentences(text));
-        assert!(read.stems.iter().all(|s| s.windows(2).all(|w| w[0] < w[1])), "sorted and distinct");
-        assert_eq!(read.stems.iter().map(|s| stems.shared(s)).collect::<Vec<_>>(), [3, 0, 0, 0, 0]);
+        assert!(read.holding.values().all(|s| s.windows(2).all(|w| w[0] < w[1])), "ascending and distinct");
+        assert_eq!(stems.shared(&read), [3, 0, 0, 0, 0]);
         let first = excerpt(&one("", text), &stems, 60);
         assert!(analyses().get(&memo_key(text)).is_some(), "kept under the text's key");
         assert_eq!(excerpt(&one("", text), &stems, 60), first);

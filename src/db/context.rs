@@ -102,7 +102,7 @@ pub fn ranked_lane(max_tokens: usize, tokens_per_candidate: usize) -> i64 {
 /// A memory candidate with its bitemporal columns and raw relevance signals.
 #[derive(Debug, Clone)]
 pub struct MemoryCandidate {
-    pub memory: Memory,
+    pub memory: std::sync::Arc<Memory>,
     pub asserted_valid_to: Option<DateTime<Utc>>,
     pub superseded_at: Option<DateTime<Utc>>,
     pub claim_single: bool,
@@ -113,7 +113,7 @@ pub struct MemoryCandidate {
 /// An episode candidate with its ingest seq and raw relevance signals.
 #[derive(Debug, Clone)]
 pub struct EpisodeCandidate {
-    pub episode: Episode,
+    pub episode: std::sync::Arc<Episode>,
     pub seq: i64,
     pub lex: f64,
     pub sem: Option<f64>,
@@ -245,8 +245,8 @@ pub async fn candidates(
                   x.asserted_valid_to, x.superseded_at, x.source_episode_ids, x.metadata, x.status,
                   x.sensitivity_labels, x.suggested_labels, x.created_at, x.updated_at, x.claim_single, x.source,
                   x.payload, x.provenance, x.session_id, x.occurred_at, x.seq, x.lex, x.sem, x.visible,
-                  x.contradicted, x.position, x.prev_id, x.lexemes, x.dist, x.recorded_at,
-                  NULL::uuid[] AS hit_ids, NULL::int[] AS hit_terms, NULL::float8[] AS hit_dls
+                  x.contradicted, x.position, x.prev_id, x.lexemes, x.recorded_at, x.ids,
+                  NULL::int[] AS terms, x.dists AS "floats: Vec<Option<f64>>"
            FROM small, LATERAL (SELECT * FROM mnemo_context_small($1, $2, $3, $4, $5::vector::text, $6, $7, $15, $16)
                                 WHERE small.yes) x
            UNION ALL
@@ -254,7 +254,7 @@ pub async fn candidates(
                   c.asserted_valid_to, c.superseded_at, c.source_episode_ids, c.metadata, c.status,
                   c.sensitivity_labels, c.suggested_labels, c.created_at, c.updated_at, c.claim_single, c.source,
                   c.payload, c.provenance, c.session_id, c.occurred_at, c.seq, c.lex, c.sem, c.visible,
-                  c.contradicted, c.position, c.prev_id, NULL::text[], NULL::float8, NULL::timestamptz,
+                  c.contradicted, c.position, c.prev_id, NULL::text[], NULL::timestamptz,
                   c.hit_ids, c.hit_terms, c.hit_dls
            FROM small, LATERAL (SELECT * FROM mnemo_context($1, $2, $3, $4, $5::vector::text, $6, $7, $8, $9, $10,
                                                             $11, $12, $13, $17, $18, $19, $20, $21, $22, $23)
@@ -307,14 +307,14 @@ pub async fn candidates(
             }
             5 => {
                 let lane = hits.as_mut().ok_or_else(|| sqlx::Error::Protocol("hits without their header".into()))?;
-                let (ids, terms, dls) =
-                    (need(r.hit_ids, "hit_ids")?, need(r.hit_terms, "hit_terms")?, need(r.hit_dls, "hit_dls")?);
+                let (ids, terms, dls) = (need(r.ids, "ids")?, need(r.terms, "terms")?, need(r.floats, "floats")?);
                 if ids.len() != terms.len() || ids.len() != dls.len() {
                     return Err(sqlx::Error::Protocol("the hits' arrays differ in length".into()));
                 }
                 let into = if r.kind.as_deref() == Some("memory") { &mut lane.memories } else { &mut lane.episodes };
                 for ((id, term), dl) in ids.into_iter().zip(terms).zip(dls) {
-                    into.push(Hit { id, term: usize::try_from(term).map_err(|_| missing("hit_terms"))?, dl });
+                    let (term, dl) = (usize::try_from(term).map_err(|_| missing("terms"))?, need(dl, "floats")?);
+                    into.push(Hit { id, term, dl });
                 }
             }
             1 => found.memories.push(r.memory(p.subject_id)?),

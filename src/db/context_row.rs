@@ -13,8 +13,8 @@ use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 /// A row of the call's statement: part 0 the header (settings version, subject state, task
 /// lexemes), 1 a memory, 2 an episode, 3 a backing fact, 4 the session's snapshot, 5 a lexical
 /// hit (`mnemo_context`'s rows); for a small subject 10 a
-/// memory, 11 an episode, 12 the task's lexemes of one source, 13 a row's distance to the task
-/// vector, 14 the subject's fingerprint (`db::context_small`).
+/// memory, 11 an episode, 12 the task's lexemes of one source, 13 one source's distances to the
+/// task vector, 14 the subject's fingerprint (`db::context_small`).
 pub(super) struct Row {
     pub(super) part: i16,
     pub(super) id: Option<Uuid>,
@@ -49,19 +49,20 @@ pub(super) struct Row {
     pub(super) prev_id: Option<Uuid>,
     /// Parts 10-11: the row's lexemes; part 12: the task's.
     pub(super) lexemes: Option<Vec<String>>,
-    pub(super) dist: Option<f64>,
     /// Part 10: when the memory was recorded.
     pub(super) recorded_at: Option<DateTime<Utc>>,
-    /// Part 5: one source's lexical hits (each item's id, the term's place, the item's length).
-    pub(super) hit_ids: Option<Vec<Uuid>>,
-    pub(super) hit_terms: Option<Vec<i32>>,
-    pub(super) hit_dls: Option<Vec<f64>>,
+    /// Parts 5 and 13: one source's items, one element an item: its id, and in part 5 (lexical
+    /// hits) the term's place and the item's length, in part 13 its cosine distance to the task
+    /// vector (NULL when that is NULL).
+    pub(super) ids: Option<Vec<Uuid>>,
+    pub(super) terms: Option<Vec<i32>>,
+    pub(super) floats: Option<Vec<Option<f64>>>,
 }
 
 impl Row {
     pub(super) fn memory(self, subject_id: &str) -> sqlx::Result<MemoryCandidate> {
         Ok(MemoryCandidate {
-            memory: Memory {
+            memory: std::sync::Arc::new(Memory {
                 id: need(self.id, "id")?,
                 subject_id: subject_id.to_string(),
                 kind: need(self.kind.as_deref().and_then(MemoryKind::parse), "kind")?,
@@ -77,7 +78,7 @@ impl Row {
                 suggested_labels: need(self.suggested_labels, "suggested_labels")?,
                 created_at: need(self.created_at, "created_at")?,
                 updated_at: need(self.updated_at, "updated_at")?,
-            },
+            }),
             asserted_valid_to: self.asserted_valid_to,
             superseded_at: self.superseded_at,
             claim_single: need(self.claim_single, "claim_single")?,
@@ -88,7 +89,7 @@ impl Row {
 
     pub(super) fn episode(self, subject_id: &str) -> sqlx::Result<EpisodeCandidate> {
         Ok(EpisodeCandidate {
-            episode: Episode {
+            episode: std::sync::Arc::new(Episode {
                 id: need(self.id, "id")?,
                 subject_id: subject_id.to_string(),
                 source: need(self.source, "source")?,
@@ -99,7 +100,7 @@ impl Row {
                 session_id: self.session_id,
                 occurred_at: need(self.occurred_at, "occurred_at")?,
                 created_at: need(self.created_at, "created_at")?,
-            },
+            }),
             seq: need(self.seq, "seq")?,
             lex: need(self.lex, "lex")?,
             sem: self.sem,

@@ -44,32 +44,51 @@ pub struct SubjectEpisode {
 }
 
 /// A row's distinct lexemes, sorted in Rust's order for binary search (Postgres orders a
-/// tsvector's by length first), with a 128-bit signature of them: two bits set per lexeme, so a
-/// term whose bits are not all set is certainly absent and needs no search. A BM25 lane asks
-/// every row whether it holds each task term; most rows hold none, and the signature answers
-/// those without comparing strings.
+/// tsvector's by length first), with a signature of them: a bit array of about eight bits per
+/// lexeme (a power of two, at least 128) with two bits set per lexeme, so a term whose bits are
+/// not all set is certainly absent and needs no search. A BM25 lane asks every row whether it
+/// holds each task term; most rows hold none, and the signature answers those without comparing
+/// strings. Sized by the row, it stays sparse for a 3 KB answer of some 300 lexemes as for a
+/// short fact (a fixed 128 bits filled up on long turns, and every term then went to a search).
 #[derive(Debug, Clone, Default)]
 pub struct Lexemes {
     sorted: Vec<String>,
-    signature: u128,
+    signature: Box<[u64]>,
 }
+
+/// Signature bits per lexeme (as a lower bound: the array is a power of two).
+const BITS_PER_LEXEME: usize = 8;
 
 impl Lexemes {
     pub fn new(mut lexemes: Vec<String>) -> Self {
         lexemes.sort_unstable();
-        let signature = lexemes.iter().fold(0, |bits, l| bits | Self::bits(l));
+        let words = (lexemes.len() * BITS_PER_LEXEME).next_power_of_two().max(128) / 64;
+        let mut signature = vec![0u64; words].into_boxed_slice();
+        for l in &lexemes {
+            for bit in Self::positions(Self::hash(l), words * 64) {
+                signature[bit / 64] |= 1 << (bit % 64);
+            }
+        }
         Lexemes { sorted: lexemes, signature }
     }
 
-    /// The signature bits of one lexeme (FNV-1a, two of 128 positions).
-    pub fn bits(lexeme: &str) -> u128 {
-        let h = lexeme.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-        (1u128 << (h & 127)) | (1u128 << ((h >> 7) & 127))
+    /// A lexeme's hash (FNV-1a), computed once per task term and tried against every row.
+    pub fn hash(lexeme: &str) -> u64 {
+        lexeme.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
     }
 
-    /// Whether `term`, whose [`Self::bits`] are `bits`, is one of them.
-    pub fn holds(&self, term: &str, bits: u128) -> bool {
-        self.signature & bits == bits && self.sorted.binary_search_by(|l| l.as_str().cmp(term)).is_ok()
+    /// The two signature bits of a hash in an array of `bits` bits (a power of two).
+    fn positions(hash: u64, bits: usize) -> [usize; 2] {
+        let mask = bits as u64 - 1;
+        [(hash & mask) as usize, ((hash >> 32) & mask) as usize]
+    }
+
+    /// Whether `term`, whose [`Self::hash`] is `hash`, is one of them.
+    pub fn holds(&self, term: &str, hash: u64) -> bool {
+        let sig = &self.signature;
+        !sig.is_empty()
+            && Self::positions(hash, sig.len() * 64).iter().all(|&b| sig[b / 64] & (1 << (b % 64)) != 0)
+            && self.sorted.binary_search_by(|l| l.as_str().cmp(term)).is_ok()
     }
 
     pub fn len(&self) -> usize {
@@ -161,11 +180,13 @@ impl SmallCall {
                 }
             }
             13 => {
-                let id = need(r.id, "id")?;
-                match r.kind.as_deref() {
-                    Some("memory") => self.memory_dists.insert(id, r.dist),
-                    _ => self.episode_dists.insert(id, r.dist),
-                };
+                let (ids, dists) = (need(r.ids, "ids")?, need(r.floats, "floats")?);
+                if ids.len() != dists.len() {
+                    return Err(sqlx::Error::Protocol("the distances' arrays differ in length".into()));
+                }
+                let into =
+                    if r.kind.as_deref() == Some("memory") { &mut self.memory_dists } else { &mut self.episode_dists };
+                into.extend(ids.into_iter().zip(dists));
             }
             15 => {
                 self.memory_list = (need(r.source_episode_ids, "source_episode_ids")?, need(r.lexemes, "lexemes")?);
@@ -245,20 +266,28 @@ mod tests {
 
     #[test]
     fn the_signature_never_hides_a_lexeme_and_turns_most_absent_terms_away() {
-        let words: Vec<String> = (0..4000).map(|i| format!("w{i}")).collect();
-        let mut turned_away = 0;
-        for row in words.chunks(20) {
-            let lexemes = Lexemes::new(row.iter().rev().cloned().collect());
-            assert_eq!(lexemes.len(), 20);
-            for w in row {
-                assert!(lexemes.holds(w, Lexemes::bits(w)), "{w} is held");
+        let probes = ["kafka", "deploy", "w40001", "", "ünïcode", "pipelin", "budget"];
+        // Rows of 20 lexemes (a fact) and of 300 (a long answer): the signature grows with them.
+        for size in [20, 300] {
+            let words: Vec<String> = (0..size * 50).map(|i| format!("w{i}")).collect();
+            let (mut turned_away, mut asked) = (0, 0);
+            for row in words.chunks(size) {
+                let lexemes = Lexemes::new(row.iter().rev().cloned().collect());
+                assert_eq!(lexemes.len(), size);
+                for w in row {
+                    assert!(lexemes.holds(w, Lexemes::hash(w)), "{w} is held");
+                }
+                for probe in probes {
+                    let hash = Lexemes::hash(probe);
+                    assert!(!lexemes.holds(probe, hash));
+                    let bits = Lexemes::positions(hash, lexemes.signature.len() * 64);
+                    turned_away += usize::from(bits.iter().any(|&b| lexemes.signature[b / 64] & (1 << (b % 64)) == 0));
+                    asked += 1;
+                }
             }
-            for probe in ["kafka", "deploy", "w4001", "", "ünïcode"] {
-                assert!(!lexemes.holds(probe, Lexemes::bits(probe)));
-                turned_away += usize::from(lexemes.signature & Lexemes::bits(probe) != Lexemes::bits(probe));
-            }
+            // About eight bits a lexeme, two set each: some 19 absent terms in 20 need no search.
+            assert!(turned_away * 10 > asked * 8, "{size} lexemes: {turned_away} of {asked} turned away");
         }
-        // Two bits a lexeme, 20 lexemes in 128 bits: about 9 absent terms in 10 need no search.
-        assert!(turned_away * 10 > 200 * 5 * 8, "{turned_away} of 1000 turned away by the signature");
+        assert!(!Lexemes::new(Vec::new()).holds("x", Lexemes::hash("x")));
     }
 }

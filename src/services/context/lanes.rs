@@ -270,11 +270,11 @@ fn bm25<'a>(
     if terms.is_empty() {
         return HashMap::new();
     }
-    let bits: Vec<u128> = terms.iter().map(|t| Lexemes::bits(t)).collect();
+    let hashes: Vec<u64> = terms.iter().map(|t| Lexemes::hash(t)).collect();
     // (id, length in lexemes, the task terms it holds)
     let hits: Vec<(Uuid, f64, Vec<usize>)> = docs
         .filter_map(|(id, lexemes)| {
-            let held: Vec<usize> = (0..terms.len()).filter(|&t| lexemes.holds(&terms[t], bits[t])).collect();
+            let held: Vec<usize> = (0..terms.len()).filter(|&t| lexemes.holds(&terms[t], hashes[t])).collect();
             (!held.is_empty()).then_some((id, lexemes.len() as f64, held))
         })
         .collect();

@@ -146,7 +146,7 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
                     info.first_at = info.first_at.min(e.created_at);
                     info.last_at = info.last_at.max(e.created_at);
                 }
-                bundle.episodes.push(e);
+                bundle.episodes.push(std::sync::Arc::unwrap_or_clone(e));
             }
         }
     }
@@ -209,7 +209,7 @@ pub fn summary_line(s: &SnapshotRow, session_id: &str, max_tokens: usize) -> Lin
 
 /// The memory as believed at `as_of` (a row superseded later was still active then).
 fn as_believed(c: &MemoryCandidate, as_of: DateTime<Utc>) -> Memory {
-    let mut m = c.memory.clone();
+    let mut m = Memory::clone(&c.memory);
     let superseded_then = c.superseded_at.is_some_and(|t| t <= as_of);
     if m.status == MemoryStatus::Superseded && !superseded_then {
         m.status = MemoryStatus::Active;

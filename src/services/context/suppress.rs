@@ -117,7 +117,8 @@ fn apply_policy(policy: &PolicyContext, memories: &mut Vec<MemoryCandidate>) -> 
         }
     }
     *memories = apply(policy.mode, std::mem::take(memories), &outcome.decisions, |m: &mut MemoryCandidate| {
-        redact_text(&mut m.memory.content, &mut m.memory.summary);
+        let memory = std::sync::Arc::make_mut(&mut m.memory);
+        redact_text(&mut memory.content, &mut memory.summary);
         m.lex = 0.0;
         m.sem = None;
     });
@@ -180,10 +181,12 @@ mod tests {
     use chrono::{TimeZone, Utc};
     use serde_json::json;
 
+    use std::sync::Arc;
+
     fn turn(n: u128, seq: i64, text: &str) -> EpisodeCandidate {
         let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
         EpisodeCandidate {
-            episode: Episode {
+            episode: Arc::new(Episode {
                 id: Uuid::from_u128(n),
                 subject_id: "s".into(),
                 source: "chat".into(),
@@ -194,7 +197,7 @@ mod tests {
                 session_id: Some("s1".into()),
                 occurred_at: at,
                 created_at: at,
-            },
+            }),
             seq,
             lex: 0.5,
             sem: Some(0.2),
@@ -204,7 +207,7 @@ mod tests {
     fn summary(n: u128, of: u128, content: &str) -> MemoryCandidate {
         let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
         MemoryCandidate {
-            memory: Memory {
+            memory: Arc::new(Memory {
                 id: Uuid::from_u128(n),
                 subject_id: "s".into(),
                 kind: MemoryKind::EpisodeSummary,
@@ -220,7 +223,7 @@ mod tests {
                 suggested_labels: vec![],
                 created_at: at,
                 updated_at: at,
-            },
+            }),
             asserted_valid_to: None,
             superseded_at: None,
             claim_single: false,
@@ -271,7 +274,8 @@ mod tests {
     #[test]
     fn what_a_later_statement_may_have_changed_is_marked_earlier() {
         let mut newer = summary(11, 2, "user: these days it's a matcha latte");
-        newer.memory.metadata = json!({"revises": [{"memory": Uuid::from_u128(10), "episodes": [Uuid::from_u128(1)]}]});
+        Arc::make_mut(&mut newer.memory).metadata =
+            json!({"revises": [{"memory": Uuid::from_u128(10), "episodes": [Uuid::from_u128(1)]}]});
         let c = Candidates {
             memories: vec![summary(10, 1, "user: usual coffee: flat white"), newer],
             episodes: vec![turn(1, 1, "usual coffee: flat white"), turn(2, 2, "these days it's a matcha latte")],
