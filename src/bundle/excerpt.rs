@@ -6,7 +6,7 @@
 //! query-biased snippets for the same reason. Words are compared after Snowball stemming (the
 //! algorithm Postgres' `english` configuration uses, so the excerpt agrees with the lexical lane).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::{Arc, LazyLock};
 
 use rust_stemmers::{Algorithm, Stemmer};
@@ -35,7 +35,7 @@ impl TaskStems {
     fn shared(&self, text: &Analysis) -> Vec<usize> {
         let mut hits = vec![0; text.spans.len()];
         for stem in &self.stems {
-            for &i in text.holding.get(stem).map(Vec::as_slice).unwrap_or_default() {
+            for &i in text.holding(stem) {
                 hits[i as usize] += 1;
             }
         }
@@ -53,15 +53,17 @@ impl TaskStems {
 /// under its key ([`analysis`]). The stems depend on the text alone, never on the task.
 struct Analysis {
     spans: Vec<(usize, usize)>,
-    /// Per stem, the sentences holding it (ascending, each once).
-    holding: HashMap<MemoKey, Vec<u32>>,
+    /// The distinct stems, sorted, each with where its sentences start in `sentences`.
+    stems: Box<[(MemoKey, u32)]>,
+    /// Per stem, in the order of `stems`, the sentences holding it (ascending, each once).
+    sentences: Box<[u32]>,
 }
 
 impl Analysis {
     fn of(text: &str, stemmer: &Stemmer) -> Self {
         let mut lower = String::new();
         let mut spans = Vec::new();
-        let mut holding: HashMap<MemoKey, Vec<u32>> = HashMap::new();
+        let mut pairs: Vec<(MemoKey, u32)> = Vec::new();
         for (at, sentence) in sentences(text).into_iter().enumerate() {
             let start = sentence.as_ptr() as usize - text.as_ptr() as usize;
             spans.push((start, start + sentence.len()));
@@ -76,21 +78,33 @@ impl Analysis {
                 }
                 stem_key(stemmer, &lower)
             });
-            for key in keys {
-                let list = holding.entry(key).or_default();
-                if list.last() != Some(&at) {
-                    list.push(at);
-                }
+            pairs.extend(keys.map(|k| (k, at)));
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut stems: Vec<(MemoKey, u32)> = Vec::new();
+        for (i, (key, _)) in pairs.iter().enumerate() {
+            if stems.last().is_none_or(|(last, _)| last != key) {
+                stems.push((*key, u32::try_from(i).unwrap_or(u32::MAX)));
             }
         }
-        holding.values_mut().for_each(Vec::shrink_to_fit);
-        Analysis { spans, holding }
+        let sentences = pairs.into_iter().map(|(_, at)| at).collect();
+        Analysis { spans, stems: stems.into_boxed_slice(), sentences }
+    }
+
+    /// The sentences holding `stem` (ascending).
+    fn holding(&self, stem: &MemoKey) -> &[u32] {
+        let Ok(i) = self.stems.binary_search_by(|(k, _)| k.cmp(stem)) else {
+            return &[];
+        };
+        let from = self.stems[i].1 as usize;
+        let to = self.stems.get(i + 1).map_or(self.sentences.len(), |(_, start)| *start as usize);
+        &self.sentences[from..to]
     }
 
     /// About the bytes it takes (the weight of its entry).
     fn bytes(&self) -> u64 {
-        let keys: usize = self.holding.values().map(|s| 48 + 4 * s.len()).sum();
-        (64 + 16 * self.spans.len() + keys) as u64
+        (64 + 16 * self.spans.len() + 20 * self.stems.len() + 4 * self.sentences.len()) as u64
     }
 }
 
@@ -301,7 +315,9 @@ mod tests {
         let read = Analysis::of(text, &stems.stemmer);
         let spans: Vec<&str> = read.spans.iter().map(|&(from, to)| &text[from..to]).collect();
         assert_eq!(spans, sentences(text));
-        assert!(read.holding.values().all(|s| s.windows(2).all(|w| w[0] < w[1])), "ascending and distinct");
+        assert!(read.stems.windows(2).all(|w| w[0].0 < w[1].0), "stems sorted and distinct");
+        assert!(read.stems.iter().all(|(k, _)| read.holding(k).windows(2).all(|w| w[0] < w[1])), "sentences ascending");
+        assert!(read.holding(&memo_key("absent")).is_empty());
         assert_eq!(stems.shared(&read), [3, 0, 0, 0, 0]);
         let first = excerpt(&one("", text), &stems, 60);
         assert!(analyses().get(&memo_key(text)).is_some(), "kept under the text's key");
