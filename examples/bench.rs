@@ -740,6 +740,8 @@ fn tuned(set: &[(String, f64)]) -> anyhow::Result<RetrievalOptions> {
             "tailfrom" => t.tail_from = v as usize,
             "tailchars" => t.tail_chars = v as usize,
             "lanetok" => t.lane_tokens = v as usize,
+            "swhole" => t.span_whole = v as usize,
+            "stailfrom" => t.span_tail_from = v as usize,
             other => bail!("--set: unknown name {other}"),
         }
     }

@@ -27,6 +27,45 @@ pub fn content_words(task: &str) -> Vec<String> {
     words.into_iter().collect()
 }
 
+/// Words that ask about many moments of a history at once (their order, a summary, how
+/// something went over time), as the starts of words; and pairs of words that do.
+const SPANNING_WORDS: &[&str] = &[
+    "chronolog",
+    "evolution",
+    "evolv",
+    "overview",
+    "progress",
+    "recap",
+    "sequence",
+    "summar",
+    "throughout",
+    "timeline",
+];
+const SPANNING_PAIRS: &[[&str; 2]] =
+    [["over", "time"], ["so", "far"], ["across", "our"], ["across", "the"], ["all", "the"], ["each", "step"]]
+        .as_slice();
+
+/// Whether a task asks about many moments of the subject's history at once: the order in which
+/// things happened, a summary of progress, what changed over time. A bundle for such a task
+/// shows many short pieces rather than a few long ones. "Order" counts as the noun of a
+/// sequence ("the order in which", "in what order"), not as a verb or "in order to".
+pub fn spans_history(task: &str) -> bool {
+    let words: Vec<String> =
+        task.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    let before = |i: usize, any: &[&str]| i > 0 && any.contains(&words[i - 1].as_str());
+    let after = |i: usize, any: &[&str]| words.get(i + 1).is_some_and(|n| any.contains(&n.as_str()));
+    let spanning = |i: usize| {
+        let w = words[i].as_str();
+        if w == "order" {
+            return before(i, &["the", "what", "which", "chronological", "right", "correct"]) && !after(i, &["to"])
+                || after(i, &["of", "in"]) && !before(i, &["in"]);
+        }
+        SPANNING_WORDS.iter().any(|s| w.starts_with(s))
+    };
+    (0..words.len()).any(spanning)
+        || words.windows(2).any(|p| SPANNING_PAIRS.iter().any(|[a, b]| p[0] == *a && p[1] == *b))
+}
+
 /// Month names, in order.
 const MONTH_NAMES: [&str; 12] = [
     "january",
@@ -208,6 +247,33 @@ pub fn task_months(task: &str) -> Vec<NamedMonth> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn tasks_about_many_moments_are_told_from_tasks_about_one() {
+        for task in [
+            "Can you list the order in which I brought up the parts of the app?",
+            "Give me a summary of how the thesis went",
+            "Summarize our discussions about the garden",
+            "How has my training plan evolved?",
+            "What progress did we make on the migration over time?",
+            "Walk me through the timeline of the move",
+            "What did I ask about across our conversations?",
+            "Recap everything so far",
+        ] {
+            assert!(spans_history(task), "{task}");
+        }
+        for task in [
+            "What port does the API listen on?",
+            "In order to deploy, which flag do I need?",
+            "Which database did I order the migration to use?",
+            "I ordered a new keyboard, when does it arrive?",
+            "What is my sister's name?",
+            "How do I fix the timeout error in the worker?",
+        ] {
+            assert!(!spans_history(task), "{task}");
+        }
+    }
 
     #[test]
     fn the_words_of_an_expression_are_the_content_words_it_was_made_of() {
@@ -239,8 +305,6 @@ mod tests {
         assert_eq!(embedding_text("Deploy The Payment Service"), "Deploy The Payment Service");
         assert_eq!(embedding_text("which editor do I use?"), "which editor do I use?");
     }
-
-    use super::*;
 
     #[test]
     fn finds_dates_in_tasks() {

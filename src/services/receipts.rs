@@ -23,7 +23,9 @@ use crate::services::context::{Bundle, ContextRequest};
 /// Identifies the ranking and rendering code; a replay under another version may differ.
 /// 3: terms common in the subject (see `db::terms`) leave the full-text query.
 /// 8: evidence (documents, emails, tool output) sits in the fenced quoted section.
-pub const RANKING_VERSION: &str = "mnemo-rank-11";
+/// 12: a task about many moments of the history shows one whole turn and short excerpts from
+/// the third turn on.
+pub const RANKING_VERSION: &str = "mnemo-rank-12";
 
 static IDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
 

@@ -167,6 +167,12 @@ pub fn bundle(
     let days: HashSet<chrono::NaiveDate> = probe.days.iter().map(|d| d.date_naive()).collect();
     let task = rank::Task { text: &req.task, as_of, session_id: req.session_id.as_deref(), days: &days };
     let ranked = rank::score_all(shown, &task, &opts);
+    let t = &opts.tuning;
+    let (whole, tail_from) = if crate::bundle::terms::spans_history(&req.task) {
+        (t.span_whole, t.span_tail_from)
+    } else {
+        (t.whole_turns, t.tail_from)
+    };
     let pack = output::PackRequest {
         task: &req.task,
         max_tokens: req.max_tokens,
@@ -174,10 +180,10 @@ pub fn bundle(
         as_of,
         compact: opts.compact,
         snapshot: snapshot.as_ref(),
-        whole_turns: if opts.excerpts { opts.tuning.whole_turns } else { usize::MAX },
+        whole_turns: if opts.excerpts { whole } else { usize::MAX },
         whole_chars: output::whole_chars(req.max_tokens, if opts.excerpts { opts.tuning.whole_share } else { 0 }),
         turn_chars: opts.tuning.turn_chars,
-        tail_from: opts.tuning.tail_from,
+        tail_from,
         tail_chars: opts.tuning.tail_chars,
         trust,
     };

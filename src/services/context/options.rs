@@ -85,6 +85,12 @@ pub struct Tuning {
     pub tail_from: usize,
     /// Room of a deeper turn's excerpt, in chars.
     pub tail_chars: usize,
+    /// For a task about many moments of the history ([`crate::bundle::terms::spans_history`]:
+    /// an order of events, a summary, progress over time): the whole turns, and the rank from
+    /// which turns get `tail_chars`. One whole turn and short excerpts from the third: the
+    /// bundle spends its room on many moments rather than on the best few.
+    pub span_whole: usize,
+    pub span_tail_from: usize,
     /// Tokens of the budget per candidate of each ranked lane (0: the longest lanes whatever the
     /// budget); see [`db::context::ranked_lane`].
     pub lane_tokens: usize,
@@ -108,6 +114,8 @@ impl Tuning {
         turn_chars: 130,
         tail_from: 10,
         tail_chars: 60,
+        span_whole: 1,
+        span_tail_from: 3,
         lane_tokens: 20,
     };
 }
