@@ -35,11 +35,13 @@ pub fn episode_text(payload: &Value) -> String {
 /// Chars of an episode's text that its vector is made of. A sentence embedder reads a bounded
 /// window anyway (MiniLM: 256 tokens, trained on 128), so the vector of a long message is the
 /// vector of its opening: this bound makes the cost of one message's vector independent of its
-/// length (a 4 KB answer costs what a 400-char one does). Shorter texts are embedded whole.
+/// length (a 4 KB answer costs what a 300-char one does). Shorter texts are embedded whole.
 /// 400 rather than 600: on BEAM's long chats compile went from 12.1 to 22.2 messages/s (MiniLM's
 /// cost grows faster than the text) with recall equal or better at every budget, and LoCoMo's
-/// figures unchanged (bench/results/2026-12-06-short-tails.md).
-pub const EMBEDDED_CHARS: usize = 400;
+/// figures unchanged (bench/results/2026-12-06-short-tails.md). 300 rather than 400: 15.9 to
+/// 25.1 messages/s, BEAM recall up at every budget on both halves of the dev chats, LoCoMo's dev
+/// down by one to two questions of 760 (bench/results/2026-12-07-context-time-and-spans.md).
+pub const EMBEDDED_CHARS: usize = 300;
 
 /// The part of `text` an episode's vector is made of: all of it up to [`EMBEDDED_CHARS`],
 /// else its opening cut at the last whitespace before the bound (at the bound in a long word).
