@@ -120,7 +120,8 @@ async fn memory_operations_export_genai_spans_without_content() {
     let r = call(reqwest::Method::DELETE, &format!("/v1/subjects/{subject}")).send().await.unwrap();
     assert!(r.status().is_success(), "delete: {}", r.status());
 
-    // Batches leave every 100 ms; wait until all four operations have arrived.
+    // Batches leave every 100 ms; wait until all four operations have arrived with their
+    // parents (a request's span ends after its operation's, so it may leave in a later batch).
     let wanted = ["create_memory", "update_memory", "search_memory", "delete_memory"];
     let mut spans: Vec<Span> = Vec::new();
     let mut service = None;
@@ -135,7 +136,10 @@ async fn memory_operations_export_genai_spans_without_content() {
                 spans.extend(rs.scope_spans.into_iter().flat_map(|s| s.spans));
             }
         }
-        if wanted.iter().all(|w| spans.iter().any(|s| s.name == *w)) {
+        let parented = |s: &Span| spans.iter().any(|p| p.span_id == s.parent_span_id);
+        if wanted.iter().all(|w| spans.iter().any(|s| s.name == *w))
+            && spans.iter().filter(|s| wanted.contains(&s.name.as_str())).all(parented)
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
