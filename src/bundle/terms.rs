@@ -42,8 +42,7 @@ const SPANNING_WORDS: &[&str] = &[
     "timeline",
 ];
 const SPANNING_PAIRS: &[[&str; 2]] =
-    [["over", "time"], ["so", "far"], ["across", "our"], ["across", "the"], ["all", "the"], ["each", "step"]]
-        .as_slice();
+    &[["over", "time"], ["so", "far"], ["across", "our"], ["across", "the"], ["all", "the"], ["each", "step"]];
 
 /// Whether a task asks about many moments of the subject's history at once: the order in which
 /// things happened, a summary of progress, what changed over time. A bundle for such a task

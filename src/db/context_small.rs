@@ -83,12 +83,15 @@ impl Lexemes {
         [(hash & mask) as usize, ((hash >> 32) & mask) as usize]
     }
 
+    /// Whether the signature lets a term of this `hash` through (false: certainly absent).
+    fn may_hold(&self, hash: u64) -> bool {
+        let sig = &self.signature;
+        !sig.is_empty() && Self::positions(hash, sig.len() * 64).iter().all(|&b| sig[b / 64] & (1 << (b % 64)) != 0)
+    }
+
     /// Whether `term`, whose [`Self::hash`] is `hash`, is one of them.
     pub fn holds(&self, term: &str, hash: u64) -> bool {
-        let sig = &self.signature;
-        !sig.is_empty()
-            && Self::positions(hash, sig.len() * 64).iter().all(|&b| sig[b / 64] & (1 << (b % 64)) != 0)
-            && self.sorted.binary_search_by(|l| l.as_str().cmp(term)).is_ok()
+        self.may_hold(hash) && self.sorted.binary_search_by(|l| l.as_str().cmp(term)).is_ok()
     }
 
     pub fn len(&self) -> usize {
@@ -97,6 +100,11 @@ impl Lexemes {
 
     pub fn is_empty(&self) -> bool {
         self.sorted.is_empty()
+    }
+
+    /// The bytes its signature takes.
+    pub fn signature_bytes(&self) -> usize {
+        8 * self.signature.len()
     }
 
     pub fn as_slice(&self) -> &[String] {
@@ -280,8 +288,7 @@ mod tests {
                 for probe in probes {
                     let hash = Lexemes::hash(probe);
                     assert!(!lexemes.holds(probe, hash));
-                    let bits = Lexemes::positions(hash, lexemes.signature.len() * 64);
-                    turned_away += usize::from(bits.iter().any(|&b| lexemes.signature[b / 64] & (1 << (b % 64)) == 0));
+                    turned_away += usize::from(!lexemes.may_hold(hash));
                     asked += 1;
                 }
             }

@@ -144,6 +144,7 @@ fn size_of(rows: &SubjectRows) -> usize {
                 + c.summary.len()
                 + json_size(&c.metadata)
                 + strings(m.lexemes.as_slice())
+                + m.lexemes.signature_bytes()
                 + strings(&c.sensitivity_labels)
                 + strings(&c.suggested_labels)
                 + 16 * c.source_episode_ids.len()
@@ -158,6 +159,7 @@ fn size_of(rows: &SubjectRows) -> usize {
                 + json_size(&c.metadata)
                 + json_size(&c.provenance)
                 + strings(e.lexemes.as_slice())
+                + e.lexemes.signature_bytes()
         })
         .sum();
     memories + episodes
