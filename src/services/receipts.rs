@@ -25,7 +25,9 @@ use crate::services::context::{Bundle, ContextRequest};
 /// 8: evidence (documents, emails, tool output) sits in the fenced quoted section.
 /// 12: a task about many moments of the history shows one whole turn and short excerpts from
 /// the third turn on.
-pub const RANKING_VERSION: &str = "mnemo-rank-12";
+/// 13: a large subject's vector lanes keep their nearest by exact distance among every row the
+/// call fetched (an approximate index's misses found by another lane now count).
+pub const RANKING_VERSION: &str = "mnemo-rank-13";
 
 static IDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
 

@@ -203,7 +203,7 @@ async fn a_call_on_a_kept_subject_gets_only_what_changed() {
             let known = known.as_ref().map(|(f, x)| (f.as_str(), *x));
             match candidates(pool, &probe, false, false, known, None).await.unwrap().0 {
                 Fetched::Subject(call) => call,
-                Fetched::Lanes(_) => panic!("a small subject came back as lanes"),
+                Fetched::Pool(_) => panic!("a small subject came back as a pool"),
                 Fetched::Hits(_) => panic!("a small subject came back as hits"),
             }
         }

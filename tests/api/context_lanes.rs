@@ -1,5 +1,6 @@
-//! The in-process lanes of a small subject (`services::context::lanes`, migration 0031) against
-//! `mnemo_context` on real Postgres, called as the server calls them.
+//! The lanes (`services::context::lanes`) applied to a large subject's pool (`mnemo_context`)
+//! against the same lanes applied to all the subject's rows (`mnemo_context_small`), on real
+//! Postgres, called as the server calls them: the pool must hold every row the lanes take.
 #![allow(clippy::unwrap_used)]
 
 use crate::common::{episode, spawn};
@@ -22,14 +23,14 @@ fn canonical(mut found: mnemo::db::context::Found) -> String {
     format!("{found:?}")
 }
 
-/// For a subject small enough, the statement returns the subject's rows and the server applies
-/// `mnemo_context`'s lanes itself (migration 0031, `services::context::lanes`). Both ways must
-/// find the same memories and episodes with the same scores, the same backing facts and the same
+/// A large subject's statement returns a pool: each lane's leading rows and what the lanes'
+/// closure may take. The lanes applied to it must find what they find on all the subject's rows:
+/// the same memories and episodes with the same scores, the same backing facts and the same
 /// snapshot: with and without a task vector, three lane sizes, a session with a snapshot (its
 /// covered turns, pinned turn and the summaries it stands for), dates, the turns around and the
 /// sources, an instant before the later turns, and facts that changed (superseded memories).
 #[tokio::test]
-async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
+async fn the_pool_holds_what_the_lanes_take_from_all_rows_for_every_option() {
     use mnemo::db::context::Probe;
     let app = spawn().await;
     let facts = [
@@ -100,7 +101,7 @@ async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
                 let (want, got) = (canonical(reference), canonical(got));
                 assert!(
                     want == got,
-                    "task {task:?}, options {:?}, around {around}, sources {sources}:\nmnemo_context {want}\nin process {got}",
+                    "task {task:?}, options {:?}, around {around}, sources {sources}:\npool {want}\nall rows {got}",
                     (with_vector, lane, session, dates, before)
                 );
                 calls += 1;
@@ -111,9 +112,9 @@ async fn lanes_applied_in_process_match_mnemo_context_for_every_option() {
     assert!(lexical > 0 && semantic > 0 && snapshots > 0, "uncovered: {lexical} {semantic} {snapshots}");
 }
 
-/// What retrieval finds for `probe` through `mnemo_context` and through the in-process lanes
+/// What the lanes find for `probe` on the pool `mnemo_context` fetches and on all the rows
 /// (the subject must be under the small-subject bound), each checked to have taken its path.
-/// The in-process lanes run twice: on the rows the statement sent, then on the same rows kept
+/// The lanes on all rows run twice: on the rows the statement sent, then on the same rows kept
 /// (the statement sent the fingerprint only), and must agree.
 async fn both_ways(
     app: &crate::common::TestApp,
@@ -130,7 +131,10 @@ async fn both_ways(
     let mut lexical = None;
     let reference = loop {
         match candidates(pool, &probe, around, sources, None, lexical.as_ref()).await.unwrap().0 {
-            Fetched::Lanes(found) => break found,
+            Fetched::Pool(rows) => {
+                let from_pool = mnemo::services::context::candidates::from_pool;
+                break from_pool(rows, &probe, around, sources, lexical.as_ref()).unwrap();
+            }
             Fetched::Hits(hits) if lexical.is_none() => {
                 lexical = Some(mnemo::services::context::lexical::bm25::from_hits(&hits, limit));
             }
@@ -141,29 +145,29 @@ async fn both_ways(
     probe.small_subject = mnemo::db::context::SMALL_SUBJECT;
     let lanes = mnemo::services::context::candidates::lanes_for(&probe, around, sources);
     let Fetched::Subject(mut sent) = candidates(pool, &probe, around, sources, None, None).await.unwrap().0 else {
-        panic!("a small subject came back as lanes")
+        panic!("a small subject came back as a pool")
     };
     assert_eq!((sent.memories_sent, sent.episodes_sent), (Sent::All, Sent::All), "no fingerprint was sent");
     let Some(rows) = sent.rows(None).unwrap() else { panic!("all rows were sent") };
-    let got = select(&rows, &sent, &lanes);
+    let got = select(&rows, &sent, &lanes, None);
     let Fetched::Subject(kept) =
         candidates(pool, &probe, around, sources, Some((&sent.fingerprint, 0)), None).await.unwrap().0
     else {
-        panic!("a small subject came back as lanes")
+        panic!("a small subject came back as a pool")
     };
     assert_eq!((kept.memories_sent, kept.episodes_sent), (Sent::Kept, Sent::Kept), "the rows came again");
     assert!(kept.memories.is_empty() && kept.episodes.is_empty());
     assert_eq!(kept.fingerprint, sent.fingerprint);
-    let again = select(&rows, &kept, &lanes);
+    let again = select(&rows, &kept, &lanes, None);
     assert_eq!(format!("{got:?}"), format!("{again:?}"), "the kept rows gave other candidates");
     (reference, got)
 }
 
-/// The lanes that cut by order (recent facts, recent turns) agree with `mnemo_context` when they
-/// must cut: 80 many-valued facts and procedures valid from one instant (so tied but for their
+/// The lanes that cut by order (recent facts, recent turns) cut the pool as they cut all the
+/// rows when they must cut: 80 many-valued facts and procedures valid from one instant (so tied but for their
 /// ids), more than the fact lane's 50.
 #[tokio::test]
-async fn lanes_in_process_cut_long_fact_lanes_as_mnemo_context_does() {
+async fn lanes_cut_long_fact_lanes_of_the_pool_as_of_all_rows() {
     use mnemo::db::context::Probe;
     let app = spawn().await;
     // 30 turns, compiled, then 80 many-valued facts and procedures written as an import would
@@ -202,10 +206,7 @@ async fn lanes_in_process_cut_long_fact_lanes_as_mnemo_context_does() {
             };
             let (reference, got) = both_ways(&app, probe, true, true).await;
             let (want, got) = (canonical(reference), canonical(got));
-            assert!(
-                want == got,
-                "task {task:?}, vector {with_vector}, lane {lane}:\nmnemo_context {want}\nin process {got}"
-            );
+            assert!(want == got, "task {task:?}, vector {with_vector}, lane {lane}:\npool {want}\nall rows {got}");
         }
     }
 }

@@ -1,5 +1,5 @@
 //! The functions behind a context call (`mnemo_context` and its lane helpers) on real Postgres,
-//! called as the server calls them: their rows against a reference, and the plans they take.
+//! called as the server calls them: BM25 against its first formula, and the plans they take.
 #![allow(clippy::unwrap_used)]
 
 use crate::common::{episode, spawn};
@@ -113,7 +113,7 @@ async fn a_large_subject_among_many_small_ones_is_probed_through_the_full_text_i
     // this transaction's scans read.
     let call = |task: &str| {
         format!(
-            "SELECT COALESCE(sum(cardinality(hit_ids)), 0) FROM mnemo_context('default', 'large', now(), '{task}', \
+            "SELECT COALESCE(sum(cardinality(ids)), 0) FROM mnemo_context('default', 'large', now(), '{task}', \
              NULL, NULL, NULL, '{{}}', 20000, true, true, false, '{{40,40,50,20,30,30,160}}')"
         )
     };
@@ -130,178 +130,6 @@ async fn a_large_subject_among_many_small_ones_is_probed_through_the_full_text_i
     tx.rollback().await.unwrap();
     assert!(by_index[1] > 0, "the full-text index was not used");
     assert!(by_index[0] < 200, "the probe read the subject's turns in order: {} entries", by_index[0]);
-}
-
-/// `mnemo_context`, given the lexical lanes the server ranks on its hits, returns exactly the rows
-/// of migration 0029's function (which ranked them in SQL), run here as a temporary reference (all but the first row, which since migration 0036 also names
-/// the subject's lexical state): with and without a task vector, exact and approximate vector
-/// lanes on both sides of the subject's size, three lane sizes, a session, a date and an instant
-/// between the two halves of the turns (and of their memories).
-#[tokio::test]
-async fn context_rows_match_the_previous_function_for_every_option() {
-    let app = spawn().await;
-    let facts = [
-        "My favorite color is blue.",
-        "I work at Acme as a platform engineer.",
-        "I moved to Berlin last spring.",
-        "Our deploy pipeline runs on Kubernetes.",
-        "My manager is Dana.",
-    ];
-    let mid = seed_turns(&app, "rows", &facts, 6, |i| if i < 30 { "s1" } else { "s2" }).await;
-    let mut conn = app.pool.acquire().await.unwrap();
-
-    let migration = include_str!("../../migrations/0029_context_lookups_by_id.sql");
-    let start = migration.find("CREATE OR REPLACE FUNCTION mnemo_context(").unwrap();
-    let end = start + migration[start..].find("\n$$;").unwrap() + 4;
-    let reference = migration[start..end].replacen(
-        "CREATE OR REPLACE FUNCTION mnemo_context(",
-        "CREATE FUNCTION pg_temp.context_reference(",
-        1,
-    );
-    sqlx::query(&reference).execute(&mut *conn).await.unwrap();
-    // The reference ranks its lexical lanes in SQL, with the functions migration 0056 dropped:
-    // they come back in this test's database as they were last defined.
-    for (migration, name) in [
-        (include_str!("../../migrations/0019_cached_plans.sql"), "mnemo_subject_size"),
-        (include_str!("../../migrations/0027_bm25_rank_once_per_term.sql"), "mnemo_bm25_rank"),
-        (include_str!("../../migrations/0034_full_text_keyed_by_subject.sql"), "mnemo_memory_bm25"),
-        (include_str!("../../migrations/0034_full_text_keyed_by_subject.sql"), "mnemo_episode_bm25"),
-    ] {
-        let start = migration.find(&format!("CREATE OR REPLACE FUNCTION {name}(")).unwrap();
-        let end = start + migration[start..].find("\n$$;").unwrap() + 4;
-        sqlx::query(&migration[start..end]).execute(&mut *conn).await.unwrap();
-    }
-    sqlx::query("SELECT set_config('mnemo.tenant', 'default', false)").execute(&mut *conn).await.unwrap();
-    let (vector, model) = stored_vector(&app, "rows").await;
-
-    let tasks = ["kafka | consumer", "deploy | pipeline", "favorite | color", "berlin | move", "budget", "zebra"];
-    let today = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
-    // (vector, approx_from, lane, session, days, before the later turns)
-    type Call<'a> = (bool, i64, i32, Option<&'a str>, bool, bool);
-    let options: [Call<'_>; 10] = [
-        (false, 20_000, 40, None, false, false),
-        (false, 20_000, 25, Some("s1"), true, false),
-        (false, 20_000, 100, None, false, true),
-        (true, 20_000, 40, None, false, false),
-        (true, 0, 40, None, false, false),
-        (true, 10, 25, Some("s2"), false, false),
-        (true, 60, 40, None, true, false),
-        (true, 61, 100, None, false, false),
-        (true, 20_000, 40, Some("s1"), false, true),
-        (true, 10, 40, None, false, true),
-    ];
-    let (mut calls, mut scored, mut more_with_vector) = (0, 0, false);
-    for task in tasks {
-        let mut rows_without_vector = 0;
-        for (with_vector, approx, lane, session, dates, before) in options {
-            let mut digests = Vec::new();
-            let mut rows = 0;
-            let lanes = [lane, lane, 50, 20, 30, 30, 4 * lane];
-            let instant = if before { mid } else { chrono::Utc::now() };
-            let (v, m) = (with_vector.then_some(vector.as_str()), with_vector.then_some(model.as_str()));
-            let days = if dates { vec![today] } else { Vec::new() };
-            // mnemo_context takes its lexical lanes ranked by the server: its hits first.
-            let header: Vec<HitRow> = sqlx::query_as(
-                "SELECT x.part, x.kind, x.lex, x.sensitivity_labels, x.suggested_labels, x.hit_ids, x.hit_terms, \
-                 x.hit_dls FROM mnemo_context('default', 'rows', $1, $2, $3, $4, $5, $6, $7, true, true, true, $8) x \
-                 WHERE x.part IN (0, 5)",
-            )
-            .bind(instant)
-            .bind(task)
-            .bind(v)
-            .bind(m)
-            .bind(session)
-            .bind(&days)
-            .bind(approx)
-            .bind(&lanes[..])
-            .fetch_all(&mut *conn)
-            .await
-            .unwrap();
-            let ranked = ranked_hits(&header, usize::try_from(lane).unwrap());
-            // The reference's columns (mnemo_context has three more, for hits).
-            const COLUMNS: &str = concat!(
-                "(x.part, x.id, x.kind, x.content, x.summary, x.confidence, x.valid_from, x.valid_to, ",
-                "x.asserted_valid_to, x.superseded_at, x.source_episode_ids, x.metadata, x.status, ",
-                "x.sensitivity_labels, x.suggested_labels, x.created_at, x.updated_at, x.claim_single, x.source, ",
-                "x.payload, x.provenance, x.session_id, x.occurred_at, x.seq, x.lex, x.sem, x.visible, ",
-                "x.contradicted, x.position, x.prev_id)"
-            );
-            for f in ["pg_temp.context_reference", "mnemo_context"] {
-                let lexical = if f == "mnemo_context" { ", NULL, $9, $10, $11, $12, $13, $14" } else { "" };
-                let sql = format!(
-                    "SELECT md5(string_agg({COLUMNS}::text, '|' ORDER BY {COLUMNS}::text) FILTER (WHERE x.part <> 0)), count(*), \
-                     count(*) FILTER (WHERE x.lex > 0) \
-                     FROM {f}('default', 'rows', $1, $2, $3, $4, $5, $6, $7, true, true, true, $8{lexical}) x"
-                );
-                let mut q = sqlx::query_as(&sql)
-                    .bind(instant)
-                    .bind(task)
-                    .bind(v)
-                    .bind(m)
-                    .bind(session)
-                    .bind(&days)
-                    .bind(approx)
-                    .bind(&lanes[..]);
-                if f == "mnemo_context" {
-                    q = q
-                        .bind(&ranked.memory_terms)
-                        .bind(&ranked.episode_terms)
-                        .bind(&ranked.memories.0)
-                        .bind(&ranked.memories.1)
-                        .bind(&ranked.episodes.0)
-                        .bind(&ranked.episodes.1);
-                }
-                let (digest, n, lexical): (Option<String>, i64, i64) = q.fetch_one(&mut *conn).await.unwrap();
-                digests.push(digest);
-                rows = n;
-                scored += usize::from(lexical > 0);
-            }
-            assert_eq!(digests[0], digests[1], "task {task:?}, options {:?}", (with_vector, approx, lane, session));
-            if !with_vector && lane == 40 && !before {
-                rows_without_vector = rows;
-            }
-            if with_vector && approx == 20_000 && lane == 40 && session.is_none() && !before {
-                more_with_vector |= rows > rows_without_vector;
-            }
-            calls += 1;
-        }
-    }
-    assert_eq!(calls, 60);
-    // The comparison covered rows with a BM25 score and rows the vector lanes added.
-    assert!(scored > 0, "no call returned a row with a lexical score");
-    assert!(more_with_vector, "the task vector never added a row");
-}
-
-/// A row of `mnemo_context`'s header (part 0) or of one source's lexical hits (part 5).
-type HitRow = (
-    i16,
-    Option<String>,
-    Option<f64>,
-    Option<Vec<String>>,
-    Option<Vec<String>>,
-    Option<Vec<uuid::Uuid>>,
-    Option<Vec<i32>>,
-    Option<Vec<f64>>,
-);
-
-/// The lexical lanes the server ranks on a call's hits (none were needed: empty lanes).
-fn ranked_hits(rows: &[HitRow], limit: usize) -> mnemo::db::context::LexicalLanes {
-    use mnemo::db::context::{Hit, LexicalHits};
-    let mut hits = LexicalHits::default();
-    for (part, kind, lex, mterms, eterms, ids, terms, dls) in rows {
-        if *part == 0 {
-            hits.memory_terms = mterms.clone().unwrap_or_default();
-            hits.episode_terms = eterms.clone().unwrap_or_default();
-            hits.size = lex.unwrap_or(0.0);
-            continue;
-        }
-        let (ids, terms, dls) = (ids.as_ref().unwrap(), terms.as_ref().unwrap(), dls.as_ref().unwrap());
-        let into = if kind.as_deref() == Some("memory") { &mut hits.memories } else { &mut hits.episodes };
-        for i in 0..ids.len() {
-            into.push(Hit { id: ids[i], term: usize::try_from(terms[i]).unwrap(), dl: dls[i] });
-        }
-    }
-    mnemo::services::context::lexical::bm25::from_hits(&hits, limit)
 }
 
 /// Seeds `subject` with 60 turns in two halves of 30, each compiled once posted: a fact every

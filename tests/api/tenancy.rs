@@ -254,7 +254,7 @@ async fn lexical_lane_functions_stay_inside_the_tenant() {
         assert_eq!(count(None, f).await.0, 0, "{f} returned rows without a tenant");
     }
 
-    // The backing lookup, given every episode id of both tenants, answers only for the caller's.
+    // The citing memories' lookup, given every episode id of both tenants, answers only for the caller's.
     let all: Vec<uuid::Uuid> = sqlx::query_scalar("SELECT id FROM episodes").fetch_all(&app.pool).await.unwrap();
     let backing = |tenant: Option<&'static str>| {
         let (app, all) = (&app, &all);
@@ -263,12 +263,13 @@ async fn lexical_lane_functions_stay_inside_the_tenant() {
                 Some(t) => mnemo::db::scope::begin(&app.app_pool, t).await.unwrap(),
                 None => app.app_pool.begin().await.unwrap(),
             };
-            let ids: Vec<uuid::Uuid> =
-                sqlx::query_scalar("SELECT episode_id FROM mnemo_episode_backing('user:1', now(), $1)")
-                    .bind(all)
-                    .fetch_all(&mut *tx)
-                    .await
-                    .unwrap();
+            let ids: Vec<uuid::Uuid> = sqlx::query_scalar(
+                "SELECT DISTINCT s FROM mnemo_episode_citers('user:1', now(), $1) c, unnest(c.source_episode_ids) s",
+            )
+            .bind(all)
+            .fetch_all(&mut *tx)
+            .await
+            .unwrap();
             ids
         }
     };
@@ -279,8 +280,8 @@ async fn lexical_lane_functions_stay_inside_the_tenant() {
         .fetch_all(&app.pool)
         .await
         .unwrap();
-    assert_eq!(tenants, ["alpha"], "mnemo_episode_backing leaked another tenant's episodes");
-    assert!(backing(None).await.is_empty(), "mnemo_episode_backing answered without a tenant");
+    assert_eq!(tenants, ["alpha"], "mnemo_episode_citers leaked another tenant's episodes");
+    assert!(backing(None).await.is_empty(), "mnemo_episode_citers answered without a tenant");
 }
 
 #[tokio::test]

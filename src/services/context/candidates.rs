@@ -12,7 +12,7 @@ use super::options::RetrievalOptions;
 use super::subjects::SubjectCache;
 use crate::db;
 use crate::db::context::{
-    Fetched, Probe, DATE_EPISODES, MAX_RANKED_LANE, RECENT_EPISODES, RECENT_FACTS, SESSION_EPISODES,
+    Fetched, LexicalLanes, Probe, DATE_EPISODES, MAX_RANKED_LANE, RECENT_EPISODES, RECENT_FACTS, SESSION_EPISODES,
 };
 
 /// Everything retrieval found for one call (the statement's rows, decoded).
@@ -39,9 +39,9 @@ pub async fn retrieve(
 }
 
 /// [`retrieve`] with its two switches named: the turns `around` the lanes' episodes, and the
-/// `sources` of single-turn summaries. A small subject's lanes are applied here
-/// ([`super::lanes`]), to the same effect, on its rows as kept in `subjects` when they are
-/// still the subject's, else as the statement returned them (then kept).
+/// `sources` of single-turn summaries. The lanes ([`super::lanes`]) are applied here: to a small
+/// subject's rows as kept in `subjects` when they are still the subject's, else as the
+/// statement returned them (then kept), or to a large subject's pool.
 pub async fn found(
     pool: &PgPool,
     probe: &Probe<'_>,
@@ -79,19 +79,14 @@ pub async fn found(
                 hits_state = hits.state;
                 continue;
             }
-            Fetched::Lanes(mut found) => {
-                if found.lexical_state.is_none() {
-                    found.lexical_state = hits_state.take();
-                }
-                let used = found.lexical_used == Some(true);
-                if let (true, Some(index)) = (used, &index) {
-                    // The statement left the backing to the index its lanes came from.
-                    found.backing = index.backing(asked(&found), probe.as_of);
-                }
-                if let Some(state) = &found.lexical_state {
+            Fetched::Pool(pool_rows) => {
+                let lexical_state = pool_rows.lexical_state.clone().or_else(|| hits_state.take());
+                if let Some(state) = &lexical_state {
                     let (key, ranks) = ((probe.tenant, probe.subject_id), probe.tsquery.is_some());
-                    subjects.lexical.after_call(pool, key, state, ranks, used);
+                    subjects.lexical.after_call(pool, key, state, ranks, pool_rows.index_used == Some(true));
                 }
+                let mut found = from_pool(pool_rows, probe, around, sources, lexical.as_ref())?;
+                found.lexical_state = lexical_state;
                 return Ok((found, version));
             }
             Fetched::Subject(call) => {
@@ -116,22 +111,28 @@ pub async fn found(
                 }
             },
         };
-        return Ok((select(&rows.rows, &call, &lanes_for(probe, around, sources)), version));
+        return Ok((select(&rows.rows, &call, &lanes_for(probe, around, sources), None), version));
     }
 }
 
-/// The episodes whose backing a call needs: those returned, and the sources of the summaries
-/// returned (as `mnemo_context` asks `mnemo_episode_backing`).
-fn asked(found: &Candidates) -> impl Iterator<Item = uuid::Uuid> + '_ {
-    let sources = found
-        .memories
-        .iter()
-        .filter(|m| m.memory.kind == crate::model::memory::MemoryKind::EpisodeSummary)
-        .flat_map(|m| m.memory.source_episode_ids.iter().copied());
-    found.episodes.iter().map(|e| e.episode.id).chain(sources)
+/// The lanes applied to a large subject's pool ([`db::context::Pool`]), with the lexical lanes
+/// sent with the call (`lexical`) when the statement used them.
+pub fn from_pool(
+    mut pool: db::context::Pool,
+    probe: &Probe<'_>,
+    around: bool,
+    sources: bool,
+    lexical: Option<&LexicalLanes>,
+) -> sqlx::Result<Candidates> {
+    let rows = pool.call.rows(None)?.ok_or_else(|| sqlx::Error::Protocol("the pool listed memories".into()))?;
+    let none = LexicalLanes::default();
+    let ranked = if pool.lexical_used { lexical.unwrap_or(&none) } else { &none };
+    let mut found = select(&rows, &pool.call, &lanes_for(probe, around, sources), Some(ranked));
+    found.lexical_used = pool.index_used;
+    Ok(found)
 }
 
-/// The lanes of `probe` as `mnemo_context` sizes them (for [`super::lanes::select`]).
+/// The lanes of `probe`, sized as `mnemo_context` fetches them (for [`super::lanes::select`]).
 pub fn lanes_for<'a>(probe: &'a Probe<'_>, around: bool, sources: bool) -> Lanes<'a> {
     let ranked = usize::try_from(probe.ranked_lane.clamp(1, MAX_RANKED_LANE)).unwrap_or(1);
     let lane = |n: i64| usize::try_from(n).unwrap_or(0);

@@ -1,13 +1,16 @@
-//! Stage 1 for a small subject: the lanes of `mnemo_context` (migrations 0030, 0033) applied in
-//! process to the subject's rows (as `mnemo_context_small`, migration 0032, sent them, now or to
-//! an earlier call whose copy is kept) with what the call's statement returned for the call.
+//! Stage 1's rules: the lanes, applied to what the call's statement fetched. For a small subject
+//! that is all its rows (as `mnemo_context_small` sent them, now or to an earlier call whose copy
+//! is kept); for a large one, `mnemo_context`'s pool: each lane's leading candidates, fetched by
+//! the lane's own order, and what the closure may take (the turns next to them, their summaries'
+//! sources, the snapshot's pinned turns, the memories citing them). A lane that takes its first
+//! N by a total order takes the same N from any set holding the first N of the subject, so both
+//! give the same choice, and every rule (lane sizes, snapshot coverage, backing) is written
+//! here only; `tests/api/context_lanes.rs` checks that the pool holds what the lanes take.
 //!
-//! The result is what `mnemo_context` returns for the same call: the same memories and episodes
-//! with the same lexical (BM25) and semantic scores, the same backing facts and snapshot. Every
-//! rule below restates one statement of that function; `tests/api/context_sql.rs` compares the
-//! two over tasks and options. The cosine distances come from Postgres (pgvector's own
-//! arithmetic), as does the task's lexeme list (its `english` configuration), so the only
-//! arithmetic here is BM25's, done by [`super::lexical::bm25`] as for every call.
+//! The cosine distances come from Postgres (pgvector's own arithmetic), as does the task's
+//! lexeme list (its `english` configuration), so the only arithmetic here is BM25's, done by
+//! [`super::lexical::bm25`] as for every call: here over a small subject's rows, or before the
+//! call for a large one (its lexical lanes come ranked).
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -16,11 +19,13 @@ use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use super::lexical::bm25::ranked;
-use crate::db::context::{Backing, Found, Lexemes, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows};
+use crate::db::context::{
+    Backing, Found, Lexemes, LexicalLanes, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows,
+};
 use crate::db::working_memory::SnapshotRow;
 use crate::model::memory::{MemoryKind, MemoryStatus};
 
-/// What the call asks of the lanes (the arguments of `mnemo_context` that shape them).
+/// What the call asks of the lanes.
 #[derive(Debug, Clone, Copy)]
 pub struct Lanes<'a> {
     pub as_of: DateTime<Utc>,
@@ -29,18 +34,23 @@ pub struct Lanes<'a> {
     pub around: bool,
     pub sources: bool,
     /// Lane sizes: lexical, semantic, recent facts, recent episodes, session episodes, date
-    /// episodes (the order of `mnemo_context`'s `p_lanes`).
+    /// episodes (the order of `mnemo_context`'s `p_lanes`, which fetches as many).
     pub sizes: [usize; 6],
 }
 
-/// The candidates `mnemo_context` would return for the call (`call`: what depends on it, from
-/// its statement) on a small subject's `rows`, cloning only the rows it returns.
-pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found {
+/// The candidates of the call (`call`: what depends on it, from its statement) among `rows`,
+/// cloning only those it returns. `ranked`: the lexical lanes ranked before the call (a large
+/// subject's pool); None ranks them here, by BM25 over the rows (all of a small subject's).
+pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>, ranked: Option<&LexicalLanes>) -> Found {
     let as_of = lanes.as_of;
     let [lex_n, sem_n, facts_n, recent_n, session_n, dates_n] = lanes.sizes;
     // The subject's size as BM25 counts it: the seq of its latest episode recorded by the call.
-    let size =
-        rows.episodes.iter().filter(|e| visible_episode(e, as_of)).map(|e| e.candidate.seq).max().unwrap_or(0) as f64;
+    let size = || {
+        rows.episodes.iter().filter(|e| visible_episode(e, as_of)).map(|e| e.candidate.seq).max().unwrap_or(0) as f64
+    };
+    let lane = |given: fn(&LexicalLanes) -> &(Vec<Uuid>, Vec<f64>)| {
+        ranked.map(|l| given(l).0.iter().copied().zip(given(l).1.iter().copied()).collect::<HashMap<Uuid, f64>>())
+    };
     let snapshot = call.snapshot.as_ref();
     let mem_dist = |m: &SubjectMemory| call.memory_dists.get(&m.candidate.memory.id);
     let ep_dist = |e: &SubjectEpisode| call.episode_dists.get(&e.candidate.episode.id);
@@ -49,7 +59,9 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found 
     let recorded: Vec<&SubjectMemory> =
         rows.memories.iter().map(AsRef::as_ref).filter(|m| m.recorded_at <= as_of).collect();
     let live: Vec<&SubjectMemory> = recorded.iter().copied().filter(|m| visible_memory(m, as_of)).collect();
-    let mem_lx = bm25(live.iter().map(|m| (m.candidate.memory.id, &m.lexemes)), &call.memory_terms, size, lex_n);
+    let mem_lx = lane(|l| &l.memories).unwrap_or_else(|| {
+        bm25(live.iter().map(|m| (m.candidate.memory.id, &m.lexemes)), &call.memory_terms, size(), lex_n)
+    });
     let mut mem_ids: HashSet<Uuid> = mem_lx.keys().copied().collect();
     mem_ids.extend(live.iter().filter(|m| m.candidate.claim_single).map(|m| m.candidate.memory.id));
     let mut facts: Vec<&&SubjectMemory> = live
@@ -84,7 +96,9 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found 
     // Episodes: BM25, the recent ones, the days the task names, the nearest vectors, the session's.
     let seen: Vec<&SubjectEpisode> =
         rows.episodes.iter().map(AsRef::as_ref).filter(|e| visible_episode(e, as_of)).collect();
-    let ep_lx = bm25(seen.iter().map(|e| (e.candidate.episode.id, &e.lexemes)), &call.episode_terms, size, lex_n);
+    let ep_lx = lane(|l| &l.episodes).unwrap_or_else(|| {
+        bm25(seen.iter().map(|e| (e.candidate.episode.id, &e.lexemes)), &call.episode_terms, size(), lex_n)
+    });
     let mut ep_ids: HashSet<Uuid> = ep_lx.keys().copied().collect();
     ep_ids.extend(latest(seen.iter().copied(), recent_n));
     if !lanes.days.is_empty() {
@@ -149,13 +163,25 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>) -> Found 
     let mut asked: HashSet<Uuid> = returned.clone();
     asked.extend(summaries().flat_map(|m| m.candidate.memory.source_episode_ids.iter().copied()));
     let mut backing: BTreeMap<Uuid, Backing> = BTreeMap::new();
-    for h in &recorded {
-        let shows = visible_memory(h, as_of);
-        let contradicted = contradicted_at(h.contradiction, h.candidate.superseded_at, as_of);
-        for &e in h.candidate.memory.source_episode_ids.iter().filter(|e| asked.contains(e)) {
+    let mut back = |sources: &[Uuid], shows: bool, contradicted: bool| {
+        for &e in sources.iter().filter(|e| asked.contains(e)) {
             let b = backing.entry(e).or_insert(Backing { episode_id: e, visible: false, contradicted: false });
             b.visible |= shows;
             b.contradicted |= contradicted;
+        }
+    };
+    match &call.citers {
+        Some(citers) => {
+            for c in citers {
+                let shows = shown_at(c.superseded_at, c.tombstoned, c.asserted_valid_to, as_of);
+                back(&c.sources, shows, contradicted_at(c.contradiction, c.superseded_at, as_of));
+            }
+        }
+        None => {
+            for h in &recorded {
+                let contradicted = contradicted_at(h.contradiction, h.candidate.superseded_at, as_of);
+                back(&h.candidate.memory.source_episode_ids, visible_memory(h, as_of), contradicted);
+            }
         }
     }
 
@@ -198,8 +224,8 @@ fn visible_memory(m: &SubjectMemory, as_of: DateTime<Utc>) -> bool {
     shown_at(c.superseded_at, c.memory.status == MemoryStatus::Tombstoned, c.asserted_valid_to, as_of)
 }
 
-/// Whether a memory recorded by `as_of` is shown then (the rule of the memory lanes and of
-/// `mnemo_episode_backing`): not superseded by then, not tombstoned, its asserted validity not
+/// Whether a memory recorded by `as_of` is shown then (the rule of the memory lanes and of a
+/// turn's backing): not superseded by then, not tombstoned, its asserted validity not
 /// ended.
 pub fn shown_at(
     superseded_at: Option<DateTime<Utc>>,

@@ -1,5 +1,5 @@
 //! A subject's lexemes of one state, how it is built from that state's rows, and what a call
-//! ranks on it (its BM25 lanes and the backing of the turns it returns).
+//! ranks on it (its BM25 lanes).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,10 +9,10 @@ use uuid::Uuid;
 
 use super::bm25::ranked;
 use super::postings::{Postings, Turns};
-use crate::db::context::{Backing, LexicalLanes};
+use crate::db::context::LexicalLanes;
 use crate::db::lexical::LexicalRow;
 use crate::lexemes::english;
-use crate::services::context::lanes::{contradicted_at, shown_at};
+use crate::services::context::lanes::shown_at;
 
 /// The most task terms a lane is ranked for here (one bit each); longer tasks are ranked by Postgres.
 const MAX_TERMS: usize = 128;
@@ -25,28 +25,20 @@ struct MemoryEntry {
     superseded_at: Option<DateTime<Utc>>,
     asserted_valid_to: Option<DateTime<Utc>>,
     tombstoned: bool,
-    /// A claim contradiction's record names it as the superseded memory.
-    contradiction: bool,
 }
 
 impl MemoryEntry {
     /// Its lane's filter (`mnemo_memory_hits`): recorded, not superseded, not tombstoned, its
     /// asserted validity not ended, all as of `as_of`.
     fn visible(&self, as_of: DateTime<Utc>) -> bool {
-        self.recorded_at <= as_of && self.shown(as_of)
-    }
-
-    /// Shown at `as_of` once recorded ([`shown_at`]).
-    fn shown(&self, as_of: DateTime<Utc>) -> bool {
-        shown_at(self.superseded_at, self.tombstoned, self.asserted_valid_to, as_of)
+        self.recorded_at <= as_of && shown_at(self.superseded_at, self.tombstoned, self.asserted_valid_to, as_of)
     }
 }
 
-/// The memories, with the memories compiled from each episode.
+/// The memories.
 #[derive(Debug, Default)]
 struct Memories {
     postings: Postings<MemoryEntry>,
-    by_source: HashMap<Uuid, Vec<u32>>,
 }
 
 #[derive(Debug, Clone)]
@@ -122,10 +114,6 @@ impl<'a> Builder<'a> {
                     self.broken = Some("a memory the state said was kept");
                     return;
                 };
-                let at = u32::try_from(p.postings.rows.len()).unwrap_or(u32::MAX);
-                for source in m.sources {
-                    p.by_source.entry(source).or_default().push(at);
-                }
                 let entry = MemoryEntry {
                     id: m.id,
                     dl: u32::try_from(m.lexemes.len()).unwrap_or(u32::MAX),
@@ -133,7 +121,6 @@ impl<'a> Builder<'a> {
                     superseded_at: m.superseded_at,
                     asserted_valid_to: m.asserted_valid_to,
                     tombstoned: m.tombstoned,
-                    contradiction: m.contradiction,
                 };
                 p.postings.add(entry, m.lexemes);
             }
@@ -159,7 +146,7 @@ impl<'a> Builder<'a> {
         let state = self.state.ok_or("no state")?;
         let memories = match self.memories {
             Some(mut p) => {
-                p.postings.holding.values_mut().chain(p.by_source.values_mut()).for_each(Vec::shrink_to_fit);
+                p.postings.holding.values_mut().for_each(Vec::shrink_to_fit);
                 Arc::new(p)
             }
             None => Arc::clone(&self.known.ok_or("memories kept without an index")?.memories),
@@ -211,34 +198,10 @@ impl Index {
         })
     }
 
-    /// The backing of each of the `asked` episodes that a memory recorded by `as_of` was compiled
-    /// from, as `mnemo_episode_backing` makes it: whether one of them is shown at `as_of`, and
-    /// whether one was superseded by then through a claim contradiction. In episode id order.
-    pub fn backing(&self, asked: impl IntoIterator<Item = Uuid>, as_of: DateTime<Utc>) -> Vec<Backing> {
-        let asked: std::collections::BTreeSet<Uuid> = asked.into_iter().collect();
-        let rows = &self.memories.postings.rows;
-        asked
-            .into_iter()
-            .filter_map(|e| {
-                let from = self.memories.by_source.get(&e)?;
-                let mut recorded =
-                    from.iter().map(|&i| &rows[i as usize]).filter(|m| m.recorded_at <= as_of).peekable();
-                recorded.peek()?;
-                let (mut visible, mut contradicted) = (false, false);
-                for m in recorded {
-                    visible |= m.shown(as_of);
-                    contradicted |= contradicted_at(m.contradiction, m.superseded_at, as_of);
-                }
-                Some(Backing { episode_id: e, visible, contradicted })
-            })
-            .collect()
-    }
-
     /// An estimate of its bytes.
     pub(super) fn bytes(&self) -> usize {
         let common: usize = self.common_memory.keys().chain(self.common_episode.keys()).map(|k| 64 + k.len()).sum();
-        let sources: usize = self.memories.by_source.values().map(|v| 48 + 4 * v.len()).sum();
-        self.memories.postings.bytes() + sources + self.episodes.base.bytes() + self.episodes.tail.bytes() + common
+        self.memories.postings.bytes() + self.episodes.base.bytes() + self.episodes.tail.bytes() + common
     }
 }
 
@@ -287,8 +250,6 @@ mod tests {
                         asserted_valid_to: None,
                         tombstoned: false,
                         lexemes: lex(l),
-                        sources: vec![Uuid::from_u128(1 + i as u128)],
-                        contradiction: *superseded,
                     })
                     .collect()
             }),
@@ -339,19 +300,6 @@ mod tests {
         assert_eq!(index.lanes(&words, at(60), 10).unwrap().memories.0, [Uuid::from_u128(1000)]);
         assert_eq!(index.lanes(&words, at(10), 1).unwrap().episodes.0.len(), 1, "cut at the limit");
         assert!(index.lanes(&lex(&["café"]), at(10), 10).is_none(), "no guess for a word it cannot tell");
-
-        // Episode 2's memory is superseded at 50 through a contradiction; episode 4 has none.
-        let asked = [4, 2, 1, 2].map(Uuid::from_u128);
-        let b = |as_of| -> Vec<(u128, bool, bool)> {
-            index
-                .backing(asked, at(as_of))
-                .iter()
-                .map(|b| (b.episode_id.as_u128(), b.visible, b.contradicted))
-                .collect()
-        };
-        assert_eq!(b(10), [(1, true, false), (2, true, false)]);
-        assert_eq!(b(60), [(1, true, false), (2, false, true)]);
-        assert_eq!(b(0), [(1, true, false)], "the second memory is recorded at 1");
     }
 
     #[test]
