@@ -4,9 +4,7 @@
 -- The server applies the lanes to the pool with the code it applies to a small subject's rows
 -- (services::context::lanes), so each rule (lane limits, snapshot coverage, backing) is
 -- written once. New argument and result types: the old functions go and sql/functions
--- installs the new (mnemo_episode_citers replaces mnemo_episode_backing, and the server's lexical
--- index no longer reads each memory's sources: mnemo_lexical_rows returns fewer columns).
+-- installs the new (mnemo_episode_citers replaces mnemo_episode_backing).
 DROP FUNCTION IF EXISTS mnemo_context(text, text, timestamptz, text, text, text, text, timestamptz[], bigint, boolean,
     boolean, boolean, integer[], text, text[], text[], uuid[], double precision[], uuid[], double precision[]);
 DROP FUNCTION IF EXISTS mnemo_episode_backing(text, timestamptz, uuid[]);
-DROP FUNCTION IF EXISTS mnemo_lexical_rows(text, text, text);

@@ -1,8 +1,9 @@
 -- Stage 1 of a context call on a large subject: a pool of rows for the server to apply the
 -- lanes to (services::context::lanes, as to a small subject's rows): each lane's leading
 -- candidates, the turns next to the lanes' turns, the sources of the summaries among them, the
--- session's snapshot with its pinned turns, the distances of all of them to the task vector and
--- the memories citing them (db::context::candidates). The lexical lanes come ranked with the
+-- session's snapshot with its pinned turns, the distances of all of them to the task vector (in
+-- sem, where visible says the row has an embedding of the task vector's model) and the memories
+-- citing them (db::context::candidates). The lexical lanes come ranked with the
 -- call (p_lex_*: from the server's index of the subject, valid when p_lex_state is the
 -- subject's state, or from this function's own hits, p_lex_state NULL); without them it
 -- returns the task's lexemes and their hits (part 5) for the server to rank, and nothing else.
@@ -213,15 +214,19 @@ BEGIN
     -- The turns the lanes' closure may take: those next to the lanes' turns, the sources of
     -- the summaries (each summary's, to tell whether the snapshot covers all of them; without
     -- a snapshot only single-turn summaries' sources are shown), the snapshot's pinned turns.
-    -- Each row is looked up by id once.
+    -- Each row is looked up by id once; the summaries only when their sources are shown, looked
+    -- up for the snapshot or asked for their backing (below).
     v_more := '{}';
-    IF p_sources OR v_has_snap THEN
-        SELECT array_agg(s.sid) INTO v_more FROM unnest(v_mem) u(id)
+    v_asked := '{}';
+    IF p_sources OR v_has_snap OR NOT v_index THEN
+        SELECT COALESCE(array_agg(s.sid) FILTER (WHERE v_has_snap OR (p_sources AND cardinality(m.source_episode_ids) = 1)), '{}'),
+               COALESCE(array_agg(s.sid), '{}')
+        INTO v_more, v_asked
+        FROM unnest(v_mem) u(id)
         CROSS JOIN LATERAL (SELECT m.kind, m.source_episode_ids FROM memories m
             WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
         CROSS JOIN LATERAL unnest(m.source_episode_ids) s(sid)
-        WHERE m.kind = 'episode_summary' AND (v_has_snap OR cardinality(m.source_episode_ids) = 1);
-        v_more := COALESCE(v_more, '{}');
+        WHERE m.kind = 'episode_summary';
     END IF;
     IF v_has_snap THEN
         v_more := v_more || v_snap.pinned;
@@ -244,15 +249,14 @@ BEGIN
         SELECT every.id FROM every WHERE every.created_at <= p_as_of ORDER BY every.id);
 
     RETURN QUERY
+    -- The memories (without their contradiction records: the citers below bring those).
     SELECT 10::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
            m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status, m.sensitivity_labels,
            m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, m.xmin::text::bigint,
-           NULL::float8, NULL::float8, NULL::boolean,
-           EXISTS (SELECT 1 FROM supersession_records r
-                   WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
-                     AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction'),
-           NULL::integer, NULL::uuid, NULL::text[], m.recorded_at, NULL::uuid[], NULL::integer[], NULL::float8[]
+           NULL::float8,
+           CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (m.embedding <=> v_vec)::float8 END,
+           v_vec IS NOT NULL AND m.embedding_model = p_model, NULL::boolean, NULL::integer, NULL::uuid, NULL::text[], m.recorded_at, NULL::uuid[], NULL::integer[], NULL::float8[]
     FROM unnest(v_mem) u(id)
     CROSS JOIN LATERAL (SELECT m.*, m.xmin FROM memories m
         WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m;
@@ -261,46 +265,19 @@ BEGIN
            NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
            e.created_at, NULL::timestamptz, NULL::boolean,
            e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
-           NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-           NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::integer[], NULL::float8[]
+           NULL::float8, (x.embedding <=> v_vec)::float8, x.episode_id IS NOT NULL, NULL::boolean, NULL::integer,
+           NULL::uuid, NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::integer[], NULL::float8[]
     FROM unnest(v_all) u(id)
     CROSS JOIN LATERAL (SELECT e.* FROM episodes e
-        WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e;
+        WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e
+    LEFT JOIN LATERAL (SELECT x.episode_id, x.embedding FROM episode_embeddings x
+        WHERE v_vec IS NOT NULL AND x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = e.id
+          AND x.embedding_model = p_model AND x.created_at <= p_as_of LIMIT 1) x ON true;
 
-    IF v_vec IS NOT NULL THEN
-        -- One row a source: the pool's rows with an embedding of the model (an episode's
-        -- recorded by the call's instant) and their cosine distances to the task's vector.
-        RETURN QUERY
-        SELECT 13::smallint, NULL::uuid, d.source, NULL::text, NULL::text, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
-            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-            NULL::text[], NULL::timestamptz, d.ids, NULL::integer[], d.dists
-        FROM (SELECT 'memory'::text AS source, COALESCE(array_agg(m.id), '{}') AS ids,
-                     COALESCE(array_agg((m.embedding <=> v_vec)::float8), '{}') AS dists
-              FROM unnest(v_mem) u(id)
-              CROSS JOIN LATERAL (SELECT m.id, m.embedding FROM memories m
-                  WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id
-                    AND m.embedding_model = p_model LIMIT 1) m
-              UNION ALL
-              SELECT 'episode', COALESCE(array_agg(x.episode_id), '{}'),
-                     COALESCE(array_agg((x.embedding <=> v_vec)::float8), '{}')
-              FROM unnest(v_all) u(id)
-              CROSS JOIN LATERAL (SELECT x.episode_id, x.embedding FROM episode_embeddings x
-                  WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = u.id
-                    AND x.embedding_model = p_model AND x.created_at <= p_as_of LIMIT 1) x) d;
-    END IF;
-
-    -- The memories citing the pool's turns or its summaries' sources: whether a turn is backed.
-    SELECT array_agg(DISTINCT a) INTO v_asked FROM (
-        SELECT unnest(v_all) AS a
-        UNION ALL
-        SELECT unnest(m.source_episode_ids) FROM unnest(v_mem) u(id)
-        CROSS JOIN LATERAL (SELECT m.kind, m.source_episode_ids FROM memories m
-            WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m
-        WHERE m.kind = 'episode_summary') q;
-    IF v_asked IS NOT NULL THEN
+    -- The memories citing the pool's turns or its summaries' sources: whether a turn is backed
+    -- (the server's index holds them when its lexical lanes were used).
+    IF NOT v_index THEN
+        v_asked := ARRAY(SELECT DISTINCT a FROM unnest(v_all || v_asked) a);
         RETURN QUERY
         SELECT 16::smallint, c.id, NULL::text, NULL::text, NULL::text, NULL::float8, NULL::timestamptz,
                NULL::timestamptz, c.asserted_valid_to, c.superseded_at, c.source_episode_ids, NULL::jsonb, c.status,

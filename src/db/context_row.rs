@@ -15,7 +15,8 @@ use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 /// memory, 11 an episode, 12 the task's lexemes of one source (`mnemo_context_small` only), 13
 /// one source's distances to the task vector, 14 the subject's fingerprint and 15 its list of
 /// memories (`mnemo_context_small` only), 16 a memory citing a turn of the pool (`mnemo_context`
-/// only).
+/// only). A pool's memory or episode (`mnemo_context`'s parts 10 and 11) carries its distance to
+/// the task vector in `sem`, where `visible` says it has an embedding of the vector's model.
 pub(super) struct Row {
     pub(super) part: i16,
     pub(super) id: Option<Uuid>,

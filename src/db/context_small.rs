@@ -22,7 +22,8 @@ pub struct SubjectMemory {
     /// Its distinct lexemes (`content_tsv`).
     pub lexemes: Lexemes,
     /// A claim contradiction's record names it as the superseded memory (it counts as
-    /// contradicted from its `superseded_at` on).
+    /// contradicted from its `superseded_at` on). Always false in a large subject's pool, whose
+    /// backing comes from its citers ([`SmallCall::citers`]).
     pub contradiction: bool,
     /// Its row version (`xmin`): another one once the row changes.
     pub xmin: i64,
@@ -182,18 +183,27 @@ impl SmallCall {
     pub(super) fn take(&mut self, mut r: Row, subject_id: &str) -> sqlx::Result<bool> {
         match r.part {
             10 => {
+                let dist = (r.visible == Some(true)).then(|| r.sem.take());
                 let lexemes = Lexemes::new(r.lexemes.take().unwrap_or_default());
                 let recorded_at = need(r.recorded_at, "recorded_at")?;
-                let contradiction = need(r.contradicted.take(), "contradicted")?;
+                // A pool's memories come without it: its citers decide the backing.
+                let contradiction = r.contradicted.take().unwrap_or(false);
                 let xmin = need(r.seq.take(), "seq")?;
                 r.lex = Some(0.0);
                 let candidate = r.memory(subject_id)?;
+                if let Some(dist) = dist {
+                    self.memory_dists.insert(candidate.memory.id, dist);
+                }
                 self.memories.push(SubjectMemory { candidate, recorded_at, lexemes, contradiction, xmin });
             }
             11 => {
+                let dist = (r.visible == Some(true)).then(|| r.sem.take());
                 let lexemes = Lexemes::new(r.lexemes.take().unwrap_or_default());
                 r.lex = Some(0.0);
                 let candidate = r.episode(subject_id)?;
+                if let Some(dist) = dist {
+                    self.episode_dists.insert(candidate.episode.id, dist);
+                }
                 self.episodes.push(SubjectEpisode { candidate, lexemes });
             }
             12 => {

@@ -15,6 +15,10 @@ pub struct MemoryRow {
     pub tombstoned: bool,
     /// Its distinct lexemes (`content_tsv`).
     pub lexemes: Vec<String>,
+    /// The episodes it was compiled from.
+    pub sources: Vec<Uuid>,
+    /// A claim contradiction's record names it as the superseded memory.
+    pub contradiction: bool,
 }
 
 /// An episode as its BM25 lane reads it.
@@ -63,6 +67,8 @@ struct Row {
     tombstoned: Option<bool>,
     lexemes: Option<Vec<String>>,
     note: Option<String>,
+    sources: Option<Vec<Uuid>>,
+    contradiction: Option<bool>,
 }
 
 fn bad(what: &str) -> sqlx::Error {
@@ -87,6 +93,8 @@ impl Row {
                 asserted_valid_to: self.asserted_valid_to,
                 tombstoned: self.tombstoned.unwrap_or(false),
                 lexemes: self.lexemes.unwrap_or_default(),
+                sources: self.sources.unwrap_or_default(),
+                contradiction: self.contradiction.unwrap_or(false),
             }),
             Some(2) => LexicalRow::Episode(EpisodeRow {
                 id: self.id.ok_or_else(|| bad("an episode without id"))?,
@@ -119,7 +127,8 @@ pub async fn rows(
     use futures_util::TryStreamExt;
     let mut stream = sqlx::query_as!(
         Row,
-        "SELECT part, id, seq, stamp, superseded_at, asserted_valid_to, tombstoned, lexemes, note \
+        "SELECT part, id, seq, stamp, superseded_at, asserted_valid_to, tombstoned, lexemes, note, sources, \
+         contradiction \
          FROM mnemo_lexical_rows($1, $2, $3)",
         tenant,
         subject_id,

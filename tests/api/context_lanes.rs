@@ -133,7 +133,7 @@ async fn both_ways(
         match candidates(pool, &probe, around, sources, None, lexical.as_ref()).await.unwrap().0 {
             Fetched::Pool(rows) => {
                 let from_pool = mnemo::services::context::candidates::from_pool;
-                break from_pool(rows, &probe, around, sources, lexical.as_ref()).unwrap();
+                break from_pool(rows, &probe, around, sources, lexical.as_ref(), None).unwrap();
             }
             Fetched::Hits(hits) if lexical.is_none() => {
                 lexical = Some(mnemo::services::context::lexical::bm25::from_hits(&hits, limit));

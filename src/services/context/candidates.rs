@@ -7,13 +7,14 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use super::lanes::{select, Lanes};
-use super::lexical::bm25;
+use super::lexical::{bm25, Index};
 use super::options::RetrievalOptions;
 use super::subjects::SubjectCache;
 use crate::db;
 use crate::db::context::{
     Fetched, LexicalLanes, Probe, DATE_EPISODES, MAX_RANKED_LANE, RECENT_EPISODES, RECENT_FACTS, SESSION_EPISODES,
 };
+use crate::model::memory::MemoryKind;
 
 /// Everything retrieval found for one call (the statement's rows, decoded).
 pub use crate::db::context::Found as Candidates;
@@ -85,7 +86,7 @@ pub async fn found(
                     let (key, ranks) = ((probe.tenant, probe.subject_id), probe.tsquery.is_some());
                     subjects.lexical.after_call(pool, key, state, ranks, pool_rows.index_used == Some(true));
                 }
-                let mut found = from_pool(pool_rows, probe, around, sources, lexical.as_ref())?;
+                let mut found = from_pool(pool_rows, probe, around, sources, lexical.as_ref(), index.as_deref())?;
                 found.lexical_state = lexical_state;
                 return Ok((found, version));
             }
@@ -116,15 +117,29 @@ pub async fn found(
 }
 
 /// The lanes applied to a large subject's pool ([`db::context::Pool`]), with the lexical lanes
-/// sent with the call (`lexical`) when the statement used them.
+/// sent with the call (`lexical`) when the statement used them. When they came from the
+/// server's `index` of the subject, the memories citing the pool's turns come from it too (the
+/// statement leaves them out).
 pub fn from_pool(
     mut pool: db::context::Pool,
     probe: &Probe<'_>,
     around: bool,
     sources: bool,
     lexical: Option<&LexicalLanes>,
+    index: Option<&Index>,
 ) -> sqlx::Result<Candidates> {
     let rows = pool.call.rows(None)?.ok_or_else(|| sqlx::Error::Protocol("the pool listed memories".into()))?;
+    if pool.index_used == Some(true) {
+        let index = index.ok_or_else(|| sqlx::Error::Protocol("the pool used lanes of no index".into()))?;
+        // The pool's turns and every source of its summaries.
+        let summaries =
+            rows.memories.iter().map(|m| &m.candidate.memory).filter(|m| m.kind == MemoryKind::EpisodeSummary);
+        let asked = rows.episodes.iter().map(|e| e.candidate.episode.id);
+        let asked = asked.chain(summaries.flat_map(|m| m.source_episode_ids.iter().copied()));
+        pool.call.citers = Some(index.citers(asked, probe.as_of));
+    } else {
+        pool.call.citers.get_or_insert_with(Vec::new);
+    }
     let none = LexicalLanes::default();
     let ranked = if pool.lexical_used { lexical.unwrap_or(&none) } else { &none };
     let mut found = select(&rows, &pool.call, &lanes_for(probe, around, sources), Some(ranked));

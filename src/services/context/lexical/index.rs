@@ -1,5 +1,5 @@
 //! A subject's lexemes of one state, how it is built from that state's rows, and what a call
-//! ranks on it (its BM25 lanes).
+//! ranks on it (its BM25 lanes, and the memories citing the turns a call fetched).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::bm25::ranked;
 use super::postings::{Postings, Turns};
-use crate::db::context::LexicalLanes;
+use crate::db::context::{Citer, LexicalLanes};
 use crate::db::lexical::LexicalRow;
 use crate::lexemes::english;
 use crate::services::context::lanes::shown_at;
@@ -25,6 +25,8 @@ struct MemoryEntry {
     superseded_at: Option<DateTime<Utc>>,
     asserted_valid_to: Option<DateTime<Utc>>,
     tombstoned: bool,
+    /// A claim contradiction's record names it as the superseded memory.
+    contradiction: bool,
 }
 
 impl MemoryEntry {
@@ -35,10 +37,11 @@ impl MemoryEntry {
     }
 }
 
-/// The memories.
+/// The memories, with the memories compiled from each episode.
 #[derive(Debug, Default)]
 struct Memories {
     postings: Postings<MemoryEntry>,
+    by_source: HashMap<Uuid, Vec<u32>>,
 }
 
 #[derive(Debug, Clone)]
@@ -114,6 +117,10 @@ impl<'a> Builder<'a> {
                     self.broken = Some("a memory the state said was kept");
                     return;
                 };
+                let at = u32::try_from(p.postings.rows.len()).unwrap_or(u32::MAX);
+                for source in m.sources {
+                    p.by_source.entry(source).or_default().push(at);
+                }
                 let entry = MemoryEntry {
                     id: m.id,
                     dl: u32::try_from(m.lexemes.len()).unwrap_or(u32::MAX),
@@ -121,6 +128,7 @@ impl<'a> Builder<'a> {
                     superseded_at: m.superseded_at,
                     asserted_valid_to: m.asserted_valid_to,
                     tombstoned: m.tombstoned,
+                    contradiction: m.contradiction,
                 };
                 p.postings.add(entry, m.lexemes);
             }
@@ -146,7 +154,7 @@ impl<'a> Builder<'a> {
         let state = self.state.ok_or("no state")?;
         let memories = match self.memories {
             Some(mut p) => {
-                p.postings.holding.values_mut().for_each(Vec::shrink_to_fit);
+                p.postings.holding.values_mut().chain(p.by_source.values_mut()).for_each(Vec::shrink_to_fit);
                 Arc::new(p)
             }
             None => Arc::clone(&self.known.ok_or("memories kept without an index")?.memories),
@@ -198,10 +206,40 @@ impl Index {
         })
     }
 
+    /// The memories recorded by `as_of` that cite any of the `asked` episodes, each with the
+    /// asked episodes it cites (what `mnemo_episode_citers` returns, for the lanes' backing),
+    /// in the order they were added.
+    pub fn citers(&self, asked: impl IntoIterator<Item = Uuid>, as_of: DateTime<Utc>) -> Vec<Citer> {
+        let rows = &self.memories.postings.rows;
+        let mut cited: std::collections::BTreeMap<u32, Vec<Uuid>> = std::collections::BTreeMap::new();
+        let asked: std::collections::BTreeSet<Uuid> = asked.into_iter().collect();
+        for e in asked {
+            for &i in self.memories.by_source.get(&e).into_iter().flatten() {
+                if rows[i as usize].recorded_at <= as_of {
+                    cited.entry(i).or_default().push(e);
+                }
+            }
+        }
+        cited
+            .into_iter()
+            .map(|(i, sources)| {
+                let m = &rows[i as usize];
+                Citer {
+                    sources,
+                    superseded_at: m.superseded_at,
+                    tombstoned: m.tombstoned,
+                    asserted_valid_to: m.asserted_valid_to,
+                    contradiction: m.contradiction,
+                }
+            })
+            .collect()
+    }
+
     /// An estimate of its bytes.
     pub(super) fn bytes(&self) -> usize {
         let common: usize = self.common_memory.keys().chain(self.common_episode.keys()).map(|k| 64 + k.len()).sum();
-        self.memories.postings.bytes() + self.episodes.base.bytes() + self.episodes.tail.bytes() + common
+        let sources: usize = self.memories.by_source.values().map(|v| 48 + 4 * v.len()).sum();
+        self.memories.postings.bytes() + sources + self.episodes.base.bytes() + self.episodes.tail.bytes() + common
     }
 }
 
@@ -250,6 +288,8 @@ mod tests {
                         asserted_valid_to: None,
                         tombstoned: false,
                         lexemes: lex(l),
+                        sources: vec![Uuid::from_u128(1 + i as u128)],
+                        contradiction: *superseded,
                     })
                     .collect()
             }),
@@ -300,6 +340,20 @@ mod tests {
         assert_eq!(index.lanes(&words, at(60), 10).unwrap().memories.0, [Uuid::from_u128(1000)]);
         assert_eq!(index.lanes(&words, at(10), 1).unwrap().episodes.0.len(), 1, "cut at the limit");
         assert!(index.lanes(&lex(&["café"]), at(10), 10).is_none(), "no guess for a word it cannot tell");
+
+        // Memory 1000 cites episode 1, 1001 (superseded at 50 through a contradiction) episode 2;
+        // episode 4 has none; 1001 is recorded at 1.
+        let asked = [4, 2, 1, 2].map(Uuid::from_u128);
+        let c = |as_of| -> Vec<(Vec<u128>, bool)> {
+            index
+                .citers(asked, at(as_of))
+                .iter()
+                .map(|c| (c.sources.iter().map(|s| s.as_u128()).collect(), c.contradiction))
+                .collect()
+        };
+        assert_eq!(c(10), [(vec![1], false), (vec![2], true)]);
+        assert_eq!(c(0), [(vec![1], false)], "the second memory is recorded at 1");
+        assert!(index.citers([Uuid::from_u128(4)], at(10)).is_empty());
     }
 
     #[test]
