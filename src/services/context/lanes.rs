@@ -310,6 +310,115 @@ fn bm25<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::context::{Citer, EpisodeCandidate, MemoryCandidate};
+    use std::sync::Arc;
+
+    fn at(minute: u32) -> DateTime<Utc> {
+        use chrono::TimeZone;
+        Utc.with_ymd_and_hms(2026, 1, 1, 0, minute, 0).unwrap()
+    }
+
+    fn turn(n: u128) -> Arc<SubjectEpisode> {
+        let episode = crate::model::episode::Episode {
+            id: Uuid::from_u128(n),
+            subject_id: "s".into(),
+            source: "chat".into(),
+            kind: "message".into(),
+            payload: serde_json::json!({}),
+            metadata: serde_json::json!({}),
+            provenance: serde_json::json!({}),
+            session_id: None,
+            occurred_at: at(n as u32),
+            created_at: at(n as u32),
+        };
+        let candidate = EpisodeCandidate { episode: Arc::new(episode), seq: n as i64, lex: 0.0, sem: None };
+        Arc::new(SubjectEpisode { candidate, lexemes: Lexemes::default() })
+    }
+
+    fn memory(n: u128, kind: MemoryKind, source: u128) -> Arc<SubjectMemory> {
+        let memory = crate::model::memory::Memory {
+            id: Uuid::from_u128(n),
+            subject_id: "s".into(),
+            kind,
+            content: String::new(),
+            summary: String::new(),
+            confidence: 1.0,
+            valid_from: at(5),
+            valid_to: None,
+            source_episode_ids: vec![Uuid::from_u128(source)],
+            metadata: serde_json::json!({}),
+            status: MemoryStatus::Active,
+            sensitivity_labels: vec![],
+            suggested_labels: vec![],
+            created_at: at(5),
+            updated_at: at(5),
+        };
+        let candidate = MemoryCandidate {
+            memory: Arc::new(memory),
+            asserted_valid_to: None,
+            superseded_at: None,
+            claim_single: false,
+            lex: 0.0,
+            sem: None,
+        };
+        Arc::new(SubjectMemory {
+            candidate,
+            recorded_at: at(5),
+            lexemes: Lexemes::default(),
+            contradiction: false,
+            xmin: 1,
+        })
+    }
+
+    /// A pool's lexical lanes come ranked (no BM25 over its rows, which carry no lexemes) and its
+    /// citers, not its memories, decide which turns are backed; rows of a small subject decide by
+    /// their own memories.
+    #[test]
+    fn a_pools_ranked_lanes_and_citers_decide_as_all_rows_would() {
+        let rows = SubjectRows {
+            memories: vec![memory(10, MemoryKind::EpisodeSummary, 1), memory(11, MemoryKind::ProfileFact, 2)],
+            episodes: (1..=4).map(turn).collect(),
+        };
+        let lanes = Lanes {
+            as_of: at(30),
+            session: None,
+            days: &[],
+            around: false,
+            sources: false,
+            sizes: [10, 10, 0, 0, 0, 0],
+        };
+        let ranked = LexicalLanes {
+            memories: (vec![Uuid::from_u128(10)], vec![1.5]),
+            episodes: (vec![Uuid::from_u128(2)], vec![0.7]),
+            ..LexicalLanes::default()
+        };
+        let backing = |f: &Found| {
+            f.backing.iter().map(|b| (b.episode_id.as_u128(), b.visible, b.contradicted)).collect::<Vec<_>>()
+        };
+        // As all rows: the summary backs turn 1, the fact turn 2.
+        let mut call = SmallCall::default();
+        let all = select(&rows, &call, &lanes, Some(&ranked));
+        assert_eq!(all.memories.iter().map(|m| (m.memory.id.as_u128(), m.lex)).collect::<Vec<_>>(), [(10, 1.5)]);
+        assert_eq!(all.episodes.iter().map(|e| (e.episode.id.as_u128(), e.lex)).collect::<Vec<_>>(), [(2, 0.7)]);
+        assert_eq!(backing(&all), [(1, true, false), (2, true, false)]);
+        // As a pool: the one citer of turn 2 was superseded at 20 through a contradiction, and
+        // nothing the statement found cites turn 1.
+        call.citers = Some(vec![Citer {
+            sources: vec![Uuid::from_u128(2)],
+            superseded_at: Some(at(20)),
+            tombstoned: false,
+            asserted_valid_to: None,
+            contradiction: true,
+        }]);
+        let pool = select(&rows, &call, &lanes, Some(&ranked));
+        assert_eq!(backing(&pool), [(2, false, true)]);
+        // Before the contradiction the same citer backs the turn.
+        let earlier = Lanes { as_of: at(15), ..lanes };
+        assert_eq!(backing(&select(&rows, &call, &earlier, Some(&ranked))), [(2, true, false)]);
+        // Without ranked lanes the rows' own lexemes are ranked: they hold none of no terms.
+        let unranked = select(&rows, &call, &lanes, None);
+        assert!(unranked.memories.is_empty() && unranked.episodes.is_empty());
+    }
 
     #[test]
     fn distances_order_as_postgres_orders_float8() {
