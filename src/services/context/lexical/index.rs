@@ -211,21 +211,25 @@ impl Index {
     /// in the order they were added.
     pub fn citers(&self, asked: impl IntoIterator<Item = Uuid>, as_of: DateTime<Utc>) -> Vec<Citer> {
         let rows = &self.memories.postings.rows;
-        let mut cited: std::collections::BTreeMap<u32, Vec<Uuid>> = std::collections::BTreeMap::new();
-        let asked: std::collections::BTreeSet<Uuid> = asked.into_iter().collect();
+        let mut asked: Vec<Uuid> = asked.into_iter().collect();
+        asked.sort_unstable();
+        asked.dedup();
+        // (memory, episode) pairs, then one citer a memory: plain sorts, no tree per call.
+        let mut cited: Vec<(u32, Uuid)> = Vec::new();
         for e in asked {
             for &i in self.memories.by_source.get(&e).into_iter().flatten() {
                 if rows[i as usize].recorded_at <= as_of {
-                    cited.entry(i).or_default().push(e);
+                    cited.push((i, e));
                 }
             }
         }
+        cited.sort_unstable();
         cited
-            .into_iter()
-            .map(|(i, sources)| {
-                let m = &rows[i as usize];
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|run| {
+                let m = &rows[run[0].0 as usize];
                 Citer {
-                    sources,
+                    sources: run.iter().map(|&(_, e)| e).collect(),
                     superseded_at: m.superseded_at,
                     tombstoned: m.tombstoned,
                     asserted_valid_to: m.asserted_valid_to,
