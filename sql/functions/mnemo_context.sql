@@ -1,14 +1,15 @@
 -- Stage 1 of a context call on a large subject: a pool of rows for the server to apply the
 -- lanes to (services::context::lanes, as to a small subject's rows): each lane's leading
 -- candidates, the turns next to the lanes' turns, the sources of the summaries among them, the
--- session's snapshot with its pinned turns, the distances of all of them to the task vector (in
--- sem, where visible says the row has an embedding of the task vector's model) and the memories
--- citing them (db::context::candidates). The lexical lanes come ranked with the
+-- session's snapshot with its pinned turns, the distances of all of them to the task vector
+-- (distance, where embedded says the row has an embedding of the vector's model) and the memories
+-- citing them (db::context::candidates). Rows in their own columns; per-call records (header,
+-- snapshot) in meta. The lexical lanes come ranked with the
 -- call (p_lex_*: from the server's index of the subject, valid when p_lex_state is the
 -- subject's state, or from this function's own hits, p_lex_state NULL); without them it
 -- returns the task's lexemes and their hits (part 5) for the server to rank, and nothing else.
 CREATE OR REPLACE FUNCTION public.mnemo_context(p_tenant text, p_subject text, p_as_of timestamp with time zone, p_words text, p_vector text, p_model text, p_session text, p_days timestamp with time zone[], p_approx_from bigint, p_around boolean, p_sources boolean, p_iterative boolean, p_lanes integer[], p_lex_state text DEFAULT NULL::text, p_lex_mterms text[] DEFAULT NULL::text[], p_lex_eterms text[] DEFAULT NULL::text[], p_lex_mem uuid[] DEFAULT NULL::uuid[], p_lex_ep uuid[] DEFAULT NULL::uuid[])
- RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, lex double precision, sem double precision, visible boolean, contradicted boolean, "position" integer, prev_id uuid, lexemes text[], recorded_at timestamp with time zone, ids uuid[], terms integer[], dists double precision[])
+ RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, recorded_at timestamp with time zone, row_version bigint, contradicted boolean, lexemes text[], distance double precision, embedded boolean, ids uuid[], terms integer[], floats double precision[], meta jsonb)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
@@ -65,25 +66,28 @@ BEGIN
             AND COALESCE(v_eterms, '{}') = COALESCE(p_lex_eterms, '{}');
     END IF;
     v_index := v_lex_used AND p_lex_state IS NOT NULL;
-    -- The header: the subject's state, the tenant's settings version, whether the lexical lanes
-    -- sent are used (visible: the server's index ranked them; lex: the call's own hits did),
-    -- whether hits follow instead of the pool, the task's lexemes per source and the subject's
-    -- size.
-    RETURN QUERY SELECT 0::smallint, NULL::uuid, v_lex_state, NULL::text, NULL::text, NULL::float8,
-        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
-        NULL::text, COALESCE(v_mterms, '{}'), COALESCE(v_eterms, '{}'), NULL::timestamptz, NULL::timestamptz,
-        v_lex_used, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, v_version,
-        v_size::float8, NULL::float8, v_index, (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used,
-        NULL::integer, NULL::uuid, NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::integer[], NULL::float8[];
+    -- The header (meta): the subject's state, the task's lexemes per source, whether the lexical
+    -- lanes sent are used and whether the server's index ranked them, whether hits follow instead
+    -- of the pool, the tenant's settings version and the subject's size.
+    RETURN QUERY SELECT 0::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[],
+        NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz,
+        NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
+        NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean, NULL::text[], NULL::float8,
+        NULL::boolean, NULL::uuid[], NULL::integer[], NULL::float8[],
+        jsonb_build_object('state', v_lex_state, 'memory_terms', COALESCE(v_mterms, '{}'),
+            'episode_terms', COALESCE(v_eterms, '{}'), 'lexical_used', v_lex_used, 'index_used', v_index,
+            'hits_follow', (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used, 'version', v_version,
+            'size', v_size);
     IF (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used THEN
         -- The hits of each lexical lane, one row a source: ids, terms (places in the lexemes)
         -- and lengths, one element a hit.
         RETURN QUERY SELECT 5::smallint, NULL::uuid, h.source, NULL::text, NULL::text, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
-            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-            NULL::text[], NULL::timestamptz, h.ids, h.terms, h.dls
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz,
+            NULL::uuid[], NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz,
+            NULL::timestamptz, NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text,
+            NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean,
+            NULL::text[], NULL::float8, NULL::boolean, h.ids, h.terms, h.dls, NULL::jsonb
         FROM (SELECT 'memory'::text AS source, COALESCE(array_agg(m.id), '{}') AS ids,
                      COALESCE(array_agg(m.term), '{}') AS terms, COALESCE(array_agg(m.dl), '{}') AS dls
               FROM mnemo_memory_hits(p_subject, p_as_of, v_mterms) m WHERE v_mq IS NOT NULL
@@ -102,12 +106,16 @@ BEGIN
         v_has_snap := FOUND;
     END IF;
     IF v_has_snap THEN
-        RETURN QUERY SELECT 4::smallint, v_snap.id, NULL::text, NULL::text, v_snap.summary, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, v_snap.pinned, NULL::jsonb,
-            NULL::text, NULL::text[], NULL::text[], v_snap.created_at, NULL::timestamptz, NULL::boolean,
-            NULL::text, NULL::jsonb, NULL::jsonb, v_snap.session_id, NULL::timestamptz, v_snap.covers_through,
-            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, v_snap.position, v_snap.prev_id,
-            NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::integer[], NULL::float8[];
+        RETURN QUERY SELECT 4::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz,
+            NULL::uuid[], NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz,
+            NULL::timestamptz, NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text,
+            NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean,
+            NULL::text[], NULL::float8, NULL::boolean, NULL::uuid[], NULL::integer[],
+            NULL::float8[],
+            jsonb_build_object('id', v_snap.id, 'session_id', v_snap.session_id, 'position', v_snap.position,
+                'prev_id', v_snap.prev_id, 'summary', v_snap.summary, 'pinned', v_snap.pinned,
+                'covers_through', v_snap.covers_through, 'created_at', v_snap.created_at);
     END IF;
 
     IF p_vector IS NOT NULL THEN
@@ -251,22 +259,23 @@ BEGIN
     RETURN QUERY
     -- The memories (without their contradiction records: the citers below bring those).
     SELECT 10::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
-           m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status, m.sensitivity_labels,
-           m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
-           NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, m.xmin::text::bigint,
-           NULL::float8,
-           CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (m.embedding <=> v_vec)::float8 END,
-           v_vec IS NOT NULL AND m.embedding_model = p_model, NULL::boolean, NULL::integer, NULL::uuid, NULL::text[], m.recorded_at, NULL::uuid[], NULL::integer[], NULL::float8[]
+        m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status,
+        m.sensitivity_labels, m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
+        NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
+        m.recorded_at, m.xmin::text::bigint, NULL::boolean, NULL::text[],
+        CASE WHEN v_vec IS NOT NULL AND m.embedding_model = p_model THEN (m.embedding <=> v_vec)::float8 END,
+        v_vec IS NOT NULL AND m.embedding_model = p_model, NULL::uuid[], NULL::integer[],
+        NULL::float8[], NULL::jsonb
     FROM unnest(v_mem) u(id)
     CROSS JOIN LATERAL (SELECT m.*, m.xmin FROM memories m
         WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.id = u.id LIMIT 1) m;
     RETURN QUERY
-    SELECT 11::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
-           NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
-           e.created_at, NULL::timestamptz, NULL::boolean,
-           e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
-           NULL::float8, (x.embedding <=> v_vec)::float8, x.episode_id IS NOT NULL, NULL::boolean, NULL::integer,
-           NULL::uuid, NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::integer[], NULL::float8[]
+    SELECT 11::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz,
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata,
+        NULL::text, NULL::text[], NULL::text[], e.created_at, NULL::timestamptz, NULL::boolean,
+        e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq, NULL::timestamptz,
+        NULL::bigint, NULL::boolean, NULL::text[], (x.embedding <=> v_vec)::float8,
+        x.episode_id IS NOT NULL, NULL::uuid[], NULL::integer[], NULL::float8[], NULL::jsonb
     FROM unnest(v_all) u(id)
     CROSS JOIN LATERAL (SELECT e.* FROM episodes e
         WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e
@@ -280,11 +289,11 @@ BEGIN
         v_asked := ARRAY(SELECT DISTINCT a FROM unnest(v_all || v_asked) a);
         RETURN QUERY
         SELECT 16::smallint, c.id, NULL::text, NULL::text, NULL::text, NULL::float8, NULL::timestamptz,
-               NULL::timestamptz, c.asserted_valid_to, c.superseded_at, c.source_episode_ids, NULL::jsonb, c.status,
-               NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-               NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-               NULL::float8, NULL::float8, NULL::boolean, c.contradicted, NULL::integer, NULL::uuid,
-               NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::integer[], NULL::float8[]
+            NULL::timestamptz, c.asserted_valid_to, c.superseded_at, c.source_episode_ids,
+            NULL::jsonb, c.status, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz,
+            NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
+            NULL::bigint, NULL::timestamptz, NULL::bigint, c.contradicted, NULL::text[],
+            NULL::float8, NULL::boolean, NULL::uuid[], NULL::integer[], NULL::float8[], NULL::jsonb
         FROM mnemo_episode_citers(p_subject, p_as_of, v_asked) c;
     END IF;
 END

@@ -1,8 +1,9 @@
 -- Stage 1 of a context call on a small subject: the rows that changed since the fingerprint the
 -- caller holds, and what depends on the call (distances, task terms, snapshot), for
--- services::context::lanes.
+-- services::context::lanes. Rows in their own columns; per-call records (header, snapshot,
+-- fingerprint, the memory list) in meta.
 CREATE OR REPLACE FUNCTION public.mnemo_context_small(p_tenant text, p_subject text, p_as_of timestamp with time zone, p_words text, p_vector text, p_model text, p_session text, p_known text, p_known_xmin bigint)
- RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, lex double precision, sem double precision, visible boolean, contradicted boolean, "position" integer, prev_id uuid, lexemes text[], recorded_at timestamp with time zone, ids uuid[], dists double precision[])
+ RETURNS TABLE(part smallint, id uuid, kind text, content text, summary text, confidence double precision, valid_from timestamp with time zone, valid_to timestamp with time zone, asserted_valid_to timestamp with time zone, superseded_at timestamp with time zone, source_episode_ids uuid[], metadata jsonb, status text, sensitivity_labels text[], suggested_labels text[], created_at timestamp with time zone, updated_at timestamp with time zone, claim_single boolean, source text, payload jsonb, provenance jsonb, session_id text, occurred_at timestamp with time zone, seq bigint, recorded_at timestamp with time zone, row_version bigint, contradicted boolean, lexemes text[], distance double precision, embedded boolean, ids uuid[], terms integer[], floats double precision[], meta jsonb)
  LANGUAGE plpgsql
  STABLE
  SET plan_cache_mode TO 'force_generic_plan'
@@ -24,12 +25,13 @@ DECLARE
 BEGIN
     PERFORM set_config('mnemo.tenant', p_tenant, true);
     RETURN QUERY SELECT 0::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
-        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
-        NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-        NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
-        COALESCE((SELECT t.version FROM tenant_versions t WHERE t.tenant_id = p_tenant), 0),
-        NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-        NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::float8[];
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[],
+        NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz,
+        NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
+        NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean, NULL::text[], NULL::float8,
+        NULL::boolean, NULL::uuid[], NULL::integer[], NULL::float8[],
+        jsonb_build_object('version',
+            COALESCE((SELECT t.version FROM tenant_versions t WHERE t.tenant_id = p_tenant), 0));
 
     IF p_session IS NOT NULL THEN
         SELECT * INTO v_snap FROM session_snapshots s
@@ -39,12 +41,16 @@ BEGIN
         v_has_snap := FOUND;
     END IF;
     IF v_has_snap THEN
-        RETURN QUERY SELECT 4::smallint, v_snap.id, NULL::text, NULL::text, v_snap.summary, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, v_snap.pinned, NULL::jsonb,
-            NULL::text, NULL::text[], NULL::text[], v_snap.created_at, NULL::timestamptz, NULL::boolean,
-            NULL::text, NULL::jsonb, NULL::jsonb, v_snap.session_id, NULL::timestamptz, v_snap.covers_through,
-            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, v_snap.position, v_snap.prev_id,
-            NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::float8[];
+        RETURN QUERY SELECT 4::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz,
+            NULL::uuid[], NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz,
+            NULL::timestamptz, NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text,
+            NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean,
+            NULL::text[], NULL::float8, NULL::boolean, NULL::uuid[], NULL::integer[],
+            NULL::float8[],
+            jsonb_build_object('id', v_snap.id, 'session_id', v_snap.session_id, 'position', v_snap.position,
+                'prev_id', v_snap.prev_id, 'summary', v_snap.summary, 'pinned', v_snap.pinned,
+                'covers_through', v_snap.covers_through, 'created_at', v_snap.created_at);
     END IF;
 
     -- The task's lexemes per source, as `mnemo_task_query` makes them (without the subject's
@@ -58,12 +64,12 @@ BEGIN
                            AND s.source = 'episode' AND s.lexeme = w.l AND s.common_since <= p_as_of) AS common_e
           FROM unnest(tsvector_to_array(to_tsvector('english', p_words))) w(l)) t;
     RETURN QUERY
-    SELECT 12::smallint, NULL::uuid, s.source, NULL::text, NULL::text, NULL::float8,
-        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
+    SELECT 12::smallint, NULL::uuid, s.source, NULL::text, NULL::text, NULL::float8, NULL::timestamptz,
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
         NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
         NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-        NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-        s.terms, NULL::timestamptz, NULL::uuid[], NULL::float8[]
+        NULL::timestamptz, NULL::bigint, NULL::boolean, s.terms, NULL::float8, NULL::boolean,
+        NULL::uuid[], NULL::integer[], NULL::float8[], NULL::jsonb
     FROM (VALUES ('memory', v_mterms), ('episode', v_eterms)) s(source, terms);
 
     IF p_vector IS NOT NULL THEN
@@ -72,11 +78,11 @@ BEGIN
         v_vec := p_vector::vector;
         RETURN QUERY
         SELECT 13::smallint, NULL::uuid, d.source, NULL::text, NULL::text, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
-            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-            NULL::text[], NULL::timestamptz, d.ids, d.dists
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz,
+            NULL::uuid[], NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz,
+            NULL::timestamptz, NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text,
+            NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean,
+            NULL::text[], NULL::float8, NULL::boolean, d.ids, NULL::integer[], d.dists, NULL::jsonb
         FROM (SELECT 'memory'::text AS source, COALESCE(array_agg(m.id), '{}') AS ids,
                      COALESCE(array_agg((m.embedding <=> v_vec)::float8), '{}') AS dists
               FROM memories m
@@ -116,19 +122,21 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    RETURN QUERY SELECT 14::smallint, NULL::uuid, v_print, v_memories, v_episodes, NULL::float8,
-        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
-        NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-        NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-        NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-        NULL::text[], NULL::timestamptz, NULL::uuid[], NULL::float8[];
+    RETURN QUERY SELECT 14::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[],
+        NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz,
+        NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
+        NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean, NULL::text[], NULL::float8,
+        NULL::boolean, NULL::uuid[], NULL::integer[], NULL::float8[],
+        jsonb_build_object('fingerprint', v_print, 'memories', v_memories, 'episodes', v_episodes);
     IF v_memories = 'changed' THEN
         RETURN QUERY SELECT 15::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, l.ids, NULL::jsonb,
-            NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-            NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-            NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-            l.versions, NULL::timestamptz, NULL::uuid[], NULL::float8[]
+            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz,
+            NULL::uuid[], NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz,
+            NULL::timestamptz, NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text,
+            NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean,
+            NULL::text[], NULL::float8, NULL::boolean, l.ids, NULL::integer[], NULL::float8[],
+            jsonb_build_object('entries', l.versions)
         FROM (SELECT COALESCE(array_agg(m.id ORDER BY m.id), '{}') AS ids,
                      COALESCE(array_agg(m.xmin::text || CASE WHEN EXISTS (
                          SELECT 1 FROM supersession_records r
@@ -139,15 +147,16 @@ BEGIN
     END IF;
     IF v_memories <> 'kept' THEN
         RETURN QUERY
-        SELECT 10::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from, m.valid_to,
-               m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata, m.status,
-               m.sensitivity_labels, m.suggested_labels, m.created_at, m.updated_at, m.claim_single,
-               NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, m.xmin::text::bigint,
-               NULL::float8, NULL::float8, NULL::boolean,
-               EXISTS (SELECT 1 FROM supersession_records r
+        SELECT 10::smallint, m.id, m.kind, m.content, m.summary, m.confidence, m.valid_from,
+            m.valid_to, m.asserted_valid_to, m.superseded_at, m.source_episode_ids, m.metadata,
+            m.status, m.sensitivity_labels, m.suggested_labels, m.created_at, m.updated_at,
+            m.claim_single, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
+            NULL::bigint, m.recorded_at, m.xmin::text::bigint,
+            EXISTS (SELECT 1 FROM supersession_records r
                        WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
                          AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction'),
-               NULL::integer, NULL::uuid, tsvector_to_array(m.content_tsv), m.recorded_at, NULL::uuid[], NULL::float8[]
+            tsvector_to_array(m.content_tsv), NULL::float8, NULL::boolean, NULL::uuid[],
+            NULL::integer[], NULL::float8[], NULL::jsonb
         FROM memories m
         WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject
           AND (v_memories = 'all' OR m.xmin::text::bigint > p_known_xmin);
@@ -157,12 +166,12 @@ BEGIN
         RETURN;
     END IF;
     RETURN QUERY
-    SELECT 11::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz, NULL::timestamptz,
-           NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata, NULL::text, NULL::text[], NULL::text[],
-           e.created_at, NULL::timestamptz, NULL::boolean,
-           e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq,
-           NULL::float8, NULL::float8, NULL::boolean, NULL::boolean, NULL::integer, NULL::uuid,
-           tsvector_to_array(e.search_tsv), NULL::timestamptz, NULL::uuid[], NULL::float8[]
+    SELECT 11::smallint, e.id, e.type, NULL::text, NULL::text, NULL::float8, NULL::timestamptz,
+        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata,
+        NULL::text, NULL::text[], NULL::text[], e.created_at, NULL::timestamptz, NULL::boolean,
+        e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq, NULL::timestamptz,
+        NULL::bigint, NULL::boolean, tsvector_to_array(e.search_tsv), NULL::float8, NULL::boolean,
+        NULL::uuid[], NULL::integer[], NULL::float8[], NULL::jsonb
     FROM episodes e
     WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.seq > v_after;
 END

@@ -10,7 +10,7 @@ use pgvector::Vector;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::db::context_row::{missing, need, Row};
+use crate::db::context_row::{meta, missing, need, Header, Row};
 use crate::db::working_memory::SnapshotRow;
 use crate::model::episode::Episode;
 use crate::model::memory::Memory;
@@ -255,20 +255,15 @@ pub async fn candidates(
            SELECT x.part AS "part!", x.id, x.kind, x.content, x.summary, x.confidence, x.valid_from, x.valid_to,
                   x.asserted_valid_to, x.superseded_at, x.source_episode_ids, x.metadata, x.status,
                   x.sensitivity_labels, x.suggested_labels, x.created_at, x.updated_at, x.claim_single, x.source,
-                  x.payload, x.provenance, x.session_id, x.occurred_at, x.seq, x.lex, x.sem, x.visible,
-                  x.contradicted, x.position, x.prev_id, x.lexemes, x.recorded_at, x.ids,
-                  NULL::int[] AS terms, x.dists AS "floats: Vec<Option<f64>>"
+                  x.payload, x.provenance, x.session_id, x.occurred_at, x.seq, x.recorded_at, x.row_version,
+                  x.contradicted, x.lexemes, x.distance, x.embedded, x.ids, x.terms,
+                  x.floats AS "floats: Vec<Option<f64>>", x.meta
            FROM small, LATERAL (SELECT * FROM mnemo_context_small($1, $2, $3, $4, $5::vector::text, $6, $7, $15, $16)
                                 WHERE small.yes) x
            UNION ALL
-           SELECT c.part, c.id, c.kind, c.content, c.summary, c.confidence, c.valid_from, c.valid_to,
-                  c.asserted_valid_to, c.superseded_at, c.source_episode_ids, c.metadata, c.status,
-                  c.sensitivity_labels, c.suggested_labels, c.created_at, c.updated_at, c.claim_single, c.source,
-                  c.payload, c.provenance, c.session_id, c.occurred_at, c.seq, c.lex, c.sem, c.visible,
-                  c.contradicted, c.position, c.prev_id, c.lexemes, c.recorded_at, c.ids, c.terms, c.dists
-           FROM small, LATERAL (SELECT * FROM mnemo_context($1, $2, $3, $4, $5::vector::text, $6, $7, $8, $9, $10,
-                                                            $11, $12, $13, $17, $18, $19, $20, $21)
-                                WHERE NOT small.yes) c"#,
+           SELECT c.* FROM small, LATERAL (SELECT * FROM mnemo_context($1, $2, $3, $4, $5::vector::text, $6, $7, $8,
+                                                                      $9, $10, $11, $12, $13, $17, $18, $19, $20, $21)
+                                          WHERE NOT small.yes) c"#,
         p.tenant,
         p.subject_id,
         p.as_of,
@@ -300,19 +295,20 @@ pub async fn candidates(
     for r in rows {
         match r.part {
             0 => {
-                version = need(r.seq, "seq")?;
-                if r.contradicted == Some(true) {
+                let header: Header = meta(r.meta)?;
+                version = header.version;
+                if header.hits_follow {
                     hits = Some(LexicalHits {
-                        state: r.kind.clone(),
-                        memory_terms: r.sensitivity_labels.unwrap_or_default(),
-                        episode_terms: r.suggested_labels.unwrap_or_default(),
-                        size: need(r.lex, "lex")?,
+                        state: header.state.clone(),
+                        memory_terms: header.memory_terms,
+                        episode_terms: header.episode_terms,
+                        size: header.size,
                         ..LexicalHits::default()
                     });
                 }
-                lexical_state = r.kind;
-                lexical_used = r.claim_single == Some(true);
-                index_used = r.visible;
+                lexical_state = header.state;
+                lexical_used = header.lexical_used;
+                index_used = header.index_used;
             }
             5 => {
                 let lane = hits.as_mut().ok_or_else(|| sqlx::Error::Protocol("hits without their header".into()))?;

@@ -10,17 +10,17 @@ use crate::db::working_memory::SnapshotRow;
 use crate::model::episode::Episode;
 use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 
-/// A row of the call's statement: part 0 the header (settings version, subject state, task
-/// lexemes), 4 the session's snapshot, 5 a source's lexical hits (`mnemo_context` only), 10 a
-/// memory, 11 an episode, 12 the task's lexemes of one source (`mnemo_context_small` only), 13
-/// one source's distances to the task vector, 14 the subject's fingerprint and 15 its list of
-/// memories (`mnemo_context_small` only), 16 a memory citing a turn of the pool (`mnemo_context`
-/// only). A pool's memory or episode (`mnemo_context`'s parts 10 and 11) carries its distance to
-/// the task vector in `sem`, where `visible` says it has an embedding of the vector's model.
+/// A row of the call's statement: part 0 the header, 4 the session's snapshot, 5 a source's
+/// lexical hits (`mnemo_context` only), 10 a memory, 11 an episode, 12 the task's lexemes of one
+/// source (`mnemo_context_small` only), 13 one source's distances to the task vector, 14 the
+/// subject's fingerprint and 15 its list of memories (`mnemo_context_small` only), 16 a memory
+/// citing a turn of the pool (`mnemo_context` only). Memories and episodes fill their own
+/// columns; the per-call records (parts 0, 4, 14, 15) are the named fields of `meta`.
 pub(super) struct Row {
     pub(super) part: i16,
     pub(super) id: Option<Uuid>,
-    /// A memory's kind (part 1) or an episode's type (part 2): text, parsed per part.
+    /// A memory's kind or an episode's type (parsed per part); in parts 5, 12 and 13 the source
+    /// (`memory` or `episode`) the row is about.
     pub(super) kind: Option<String>,
     pub(super) content: Option<String>,
     pub(super) summary: Option<String>,
@@ -43,22 +43,65 @@ pub(super) struct Row {
     pub(super) session_id: Option<String>,
     pub(super) occurred_at: Option<DateTime<Utc>>,
     pub(super) seq: Option<i64>,
-    pub(super) lex: Option<f64>,
-    pub(super) sem: Option<f64>,
-    pub(super) visible: Option<bool>,
-    pub(super) contradicted: Option<bool>,
-    pub(super) position: Option<i32>,
-    pub(super) prev_id: Option<Uuid>,
-    /// Parts 10-11: the row's lexemes; part 12: the task's.
-    pub(super) lexemes: Option<Vec<String>>,
-    /// Part 10: when the memory was recorded.
+    /// A memory's: when mnemo recorded it, its row version (`xmin`), whether a claim
+    /// contradiction's record names it as the superseded memory.
     pub(super) recorded_at: Option<DateTime<Utc>>,
+    pub(super) row_version: Option<i64>,
+    pub(super) contradicted: Option<bool>,
+    /// A row's lexemes (a small subject's), or the task's (part 12).
+    pub(super) lexemes: Option<Vec<String>>,
+    /// A pool's row: its cosine distance to the task vector, where `embedded` says it has an
+    /// embedding of the vector's model.
+    pub(super) distance: Option<f64>,
+    pub(super) embedded: Option<bool>,
     /// Parts 5 and 13: one source's items, one element an item: its id, and in part 5 (lexical
     /// hits) the term's place and the item's length, in part 13 its cosine distance to the task
-    /// vector (NULL when that is NULL).
+    /// vector (NULL when that is NULL). Part 15: the subject's memories.
     pub(super) ids: Option<Vec<Uuid>>,
     pub(super) terms: Option<Vec<i32>>,
     pub(super) floats: Option<Vec<Option<f64>>>,
+    /// The per-call record of parts 0, 4, 14 and 15.
+    pub(super) meta: Option<Value>,
+}
+
+/// Part 0 of `mnemo_context` (`mnemo_context_small`'s has only the version).
+#[derive(serde::Deserialize)]
+pub(super) struct Header {
+    pub(super) version: i64,
+    /// The subject's state for an index of its lexemes.
+    pub(super) state: Option<String>,
+    #[serde(default)]
+    pub(super) memory_terms: Vec<String>,
+    #[serde(default)]
+    pub(super) episode_terms: Vec<String>,
+    #[serde(default)]
+    pub(super) lexical_used: bool,
+    pub(super) index_used: Option<bool>,
+    #[serde(default)]
+    pub(super) hits_follow: bool,
+    /// The subject's size as BM25 counts it.
+    #[serde(default)]
+    pub(super) size: f64,
+}
+
+/// Part 14: the subject's fingerprint and which rows were sent.
+#[derive(serde::Deserialize)]
+pub(super) struct Fingerprint {
+    pub(super) fingerprint: String,
+    pub(super) memories: String,
+    pub(super) episodes: String,
+}
+
+/// Part 15: each listed memory's entry (`xmin:t` or `xmin:f`), in the order of `ids`.
+#[derive(serde::Deserialize)]
+pub(super) struct MemoryList {
+    pub(super) entries: Vec<String>,
+}
+
+/// The named fields of a row's `meta`.
+pub(super) fn meta<T: serde::de::DeserializeOwned>(meta: Option<Value>) -> sqlx::Result<T> {
+    serde_json::from_value(need(meta, "meta")?)
+        .map_err(|e| sqlx::Error::ColumnDecode { index: "meta".into(), source: Box::new(e) })
 }
 
 impl Row {
@@ -84,8 +127,8 @@ impl Row {
             asserted_valid_to: self.asserted_valid_to,
             superseded_at: self.superseded_at,
             claim_single: need(self.claim_single, "claim_single")?,
-            lex: need(self.lex, "lex")?,
-            sem: self.sem,
+            lex: 0.0,
+            sem: None,
         })
     }
 
@@ -104,22 +147,13 @@ impl Row {
                 created_at: need(self.created_at, "created_at")?,
             }),
             seq: need(self.seq, "seq")?,
-            lex: need(self.lex, "lex")?,
-            sem: self.sem,
+            lex: 0.0,
+            sem: None,
         })
     }
 
     pub(super) fn snapshot(self) -> sqlx::Result<SnapshotRow> {
-        Ok(SnapshotRow {
-            id: need(self.id, "id")?,
-            session_id: need(self.session_id, "session_id")?,
-            position: need(self.position, "position")?,
-            prev_id: self.prev_id,
-            summary: need(self.summary, "summary")?,
-            pinned: need(self.source_episode_ids, "source_episode_ids")?,
-            covers_through: need(self.seq, "seq")?,
-            created_at: need(self.created_at, "created_at")?,
-        })
+        meta(self.meta)
     }
 }
 

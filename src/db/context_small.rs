@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::db::context::{EpisodeCandidate, MemoryCandidate};
-use crate::db::context_row::{need, Row};
+use crate::db::context_row::{meta, need, Fingerprint, MemoryList, Row};
 use crate::db::working_memory::SnapshotRow;
 use crate::model::memory::MemoryStatus;
 
@@ -183,13 +183,12 @@ impl SmallCall {
     pub(super) fn take(&mut self, mut r: Row, subject_id: &str) -> sqlx::Result<bool> {
         match r.part {
             10 => {
-                let dist = (r.visible == Some(true)).then(|| r.sem.take());
+                let dist = (r.embedded == Some(true)).then_some(r.distance);
                 let lexemes = Lexemes::new(r.lexemes.take().unwrap_or_default());
                 let recorded_at = need(r.recorded_at, "recorded_at")?;
                 // A pool's memories come without it: its citers decide the backing.
                 let contradiction = r.contradicted.take().unwrap_or(false);
-                let xmin = need(r.seq.take(), "seq")?;
-                r.lex = Some(0.0);
+                let xmin = need(r.row_version.take(), "row_version")?;
                 let candidate = r.memory(subject_id)?;
                 if let Some(dist) = dist {
                     self.memory_dists.insert(candidate.memory.id, dist);
@@ -197,9 +196,8 @@ impl SmallCall {
                 self.memories.push(SubjectMemory { candidate, recorded_at, lexemes, contradiction, xmin });
             }
             11 => {
-                let dist = (r.visible == Some(true)).then(|| r.sem.take());
+                let dist = (r.embedded == Some(true)).then_some(r.distance);
                 let lexemes = Lexemes::new(r.lexemes.take().unwrap_or_default());
-                r.lex = Some(0.0);
                 let candidate = r.episode(subject_id)?;
                 if let Some(dist) = dist {
                     self.episode_dists.insert(candidate.episode.id, dist);
@@ -223,7 +221,8 @@ impl SmallCall {
                 into.extend(ids.into_iter().zip(dists));
             }
             15 => {
-                self.memory_list = (need(r.source_episode_ids, "source_episode_ids")?, need(r.lexemes, "lexemes")?);
+                let list: MemoryList = meta(r.meta)?;
+                self.memory_list = (need(r.ids, "ids")?, list.entries);
             }
             16 => self.citers.get_or_insert_with(Vec::new).push(Citer {
                 sources: need(r.source_episode_ids, "source_episode_ids")?,
@@ -234,9 +233,10 @@ impl SmallCall {
                 contradiction: need(r.contradicted, "contradicted")?,
             }),
             14 => {
-                self.fingerprint = need(r.kind, "kind")?;
-                self.memories_sent = sent(r.content.as_deref())?;
-                self.episodes_sent = sent(r.summary.as_deref())?;
+                let print: Fingerprint = meta(r.meta)?;
+                self.fingerprint = print.fingerprint;
+                self.memories_sent = sent(Some(&print.memories))?;
+                self.episodes_sent = sent(Some(&print.episodes))?;
             }
             _ => return Ok(false),
         }

@@ -22,7 +22,7 @@ pub struct SessionRow {
 }
 
 /// A stored snapshot.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Deserialize)]
 pub struct SnapshotRow {
     pub id: Uuid,
     pub session_id: String,
