@@ -34,11 +34,8 @@ BEGIN
             COALESCE((SELECT t.version FROM tenant_versions t WHERE t.tenant_id = p_tenant), 0));
 
     IF p_session IS NOT NULL THEN
-        SELECT * INTO v_snap FROM session_snapshots s
-        WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject AND s.session_id = p_session
-          AND s.created_at <= p_as_of
-        ORDER BY s.position DESC LIMIT 1;
-        v_has_snap := FOUND;
+        v_snap := mnemo_session_snapshot(p_tenant, p_subject, p_session, p_as_of);
+        v_has_snap := v_snap.id IS NOT NULL;
     END IF;
     IF v_has_snap THEN
         RETURN QUERY SELECT 4::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
@@ -48,9 +45,7 @@ BEGIN
             NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean,
             NULL::text[], NULL::float8, NULL::boolean, NULL::uuid[], NULL::integer[],
             NULL::float8[],
-            jsonb_build_object('id', v_snap.id, 'session_id', v_snap.session_id, 'position', v_snap.position,
-                'prev_id', v_snap.prev_id, 'summary', v_snap.summary, 'pinned', v_snap.pinned,
-                'covers_through', v_snap.covers_through, 'created_at', v_snap.created_at);
+            to_jsonb(v_snap);
     END IF;
 
     -- The task's lexemes per source, as `mnemo_task_query` makes them (without the subject's

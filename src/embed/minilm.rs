@@ -270,10 +270,11 @@ mod tests {
     }
 
     /// What the encoder gives for fixed texts, alone and in one padded batch: components 0, 1,
-    /// 100 and 383 of each vector, recorded from candle-transformers' BERT before mnemo carried
-    /// its own. A change to the forward pass moves them by far more than the tolerance and fails
-    /// here, so stored vectors stay comparable. Not to the bit: the matrix products (gemm) block
-    /// their sums by the CPU's cache sizes, so the last bits differ between machines (some 1e-7).
+    /// 100 and 383 of each vector, recorded from this encoder (which had given the same bits as
+    /// candle-transformers' BERT it replaced). A change to the forward pass moves them by far
+    /// more than the tolerance and fails here, so stored vectors stay comparable. Not to the bit:
+    /// the matrix products (gemm) block their sums by the CPU's cache sizes, so the last bits
+    /// differ between machines (some 1e-7; a hash of every bit failed on an AVX-512 machine).
     #[test]
     fn vectors_keep_their_recorded_values() {
         let Some(m) = model() else { return };
