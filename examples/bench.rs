@@ -742,6 +742,7 @@ fn tuned(set: &[(String, f64)]) -> anyhow::Result<RetrievalOptions> {
             "lanetok" => t.lane_tokens = v as usize,
             "swhole" => t.span_whole = v as usize,
             "stailfrom" => t.span_tail_from = v as usize,
+            "stailchars" => t.span_tail_chars = v as usize,
             other => bail!("--set: unknown name {other}"),
         }
     }
@@ -998,6 +999,17 @@ async fn beam_in_process(b: &Bench, a: &Args) -> anyhow::Result<()> {
                     let all = assemble(b.pool(), &b.state.embedder, &cache, &b.state.subjects, TENANT, &deep).await?;
                     let ranks = locomo::evidence_ranks(&all, &msg_of, &shown, &q.evidence);
                     depth.add(budget, &q.category, bundle.selected.len(), &ranks);
+                    // BENCH_MISSES=1: each missed question, its held items and its missing
+                    // evidence's ranks (needs --depth).
+                    if std::env::var("BENCH_MISSES").is_ok_and(|v| v == "1") {
+                        println!(
+                            "miss {budget} {} held {} ranks {:?}: {}",
+                            q.category,
+                            bundle.selected.len(),
+                            ranks,
+                            q.text
+                        );
+                    }
                 }
             }
         }

@@ -27,7 +27,8 @@ use crate::services::context::{Bundle, ContextRequest};
 /// the third turn on.
 /// 13: a large subject's vector lanes keep their nearest by exact distance among every row the
 /// call fetched (an approximate index's misses found by another lane now count).
-pub const RANKING_VERSION: &str = "mnemo-rank-13";
+/// 14: a task about many moments shows its deeper turns in 40-char excerpts (60 before).
+pub const RANKING_VERSION: &str = "mnemo-rank-14";
 
 static IDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
 

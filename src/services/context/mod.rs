@@ -168,10 +168,10 @@ pub fn bundle(
     let task = rank::Task { text: &req.task, as_of, session_id: req.session_id.as_deref(), days: &days };
     let ranked = rank::score_all(shown, &task, &opts);
     let t = &opts.tuning;
-    let (whole, tail_from) = if crate::bundle::terms::spans_history(&req.task) {
-        (t.span_whole, t.span_tail_from)
+    let (whole, tail_from, tail_chars) = if crate::bundle::terms::spans_history(&req.task) {
+        (t.span_whole, t.span_tail_from, t.span_tail_chars)
     } else {
-        (t.whole_turns, t.tail_from)
+        (t.whole_turns, t.tail_from, t.tail_chars)
     };
     let pack = output::PackRequest {
         task: &req.task,
@@ -184,7 +184,7 @@ pub fn bundle(
         whole_chars: output::whole_chars(req.max_tokens, if opts.excerpts { opts.tuning.whole_share } else { 0 }),
         turn_chars: opts.tuning.turn_chars,
         tail_from,
-        tail_chars: opts.tuning.tail_chars,
+        tail_chars,
         trust,
     };
     output::bundle(ranked, &pack, policy)

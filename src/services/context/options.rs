@@ -91,6 +91,11 @@ pub struct Tuning {
     /// bundle spends its room on many moments rather than on the best few.
     pub span_whole: usize,
     pub span_tail_from: usize,
+    /// The room of those turns' excerpts, in chars: 40 (about seven words, what the moment was
+    /// about) rather than `tail_chars`, so such a task sees more of its moments (BEAM dev chats
+    /// 1-5 and 6-10 each gained at 2,000 and 4,000 tokens;
+    /// bench/results/2026-12-07-spans-and-procedures.md).
+    pub span_tail_chars: usize,
     /// Tokens of the budget per candidate of each ranked lane (0: the longest lanes whatever the
     /// budget); see [`db::context::ranked_lane`].
     pub lane_tokens: usize,
@@ -116,6 +121,7 @@ impl Tuning {
         tail_chars: 60,
         span_whole: 1,
         span_tail_from: 3,
+        span_tail_chars: 40,
         lane_tokens: 20,
     };
 }
