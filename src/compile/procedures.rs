@@ -52,6 +52,7 @@ struct Patterns {
     preference: Regex,
     lead: Regex,
     when_clause: Regex,
+    scope: Regex,
     hypothetical: Regex,
     reported: Regex,
     deictic: Regex,
@@ -94,6 +95,9 @@ fn build() -> Result<Patterns, regex::Error> {
             r"^(?:(?:please|pls|kindly|always|never|just|also|and|do|don['’]t|do\s+not|(?:don['’]t|do\s+not)\s+ever|ever|no\s+longer|you\s+(?:should|must|need\s+to|have\s+to|will|shall|can)|i\s+(?:want|need)\s+you\s+to|i['’]d\s+like\s+you\s+to|i\s+would\s+like\s+you\s+to|make\s+sure\s+(?:to|you)|be\s+sure\s+to|remember\s+to|try\s+to|continue\s+to|keep\s+on)\b[\s,]*)*(?P<verb>{VERBS})\b(?P<rest>.*)$"
         ))?,
         when_clause: re(r"^(?:whenever|every\s+time|each\s+time|any\s*time|when|if)\s+(?:you|i)\b[^,]{1,80},\s*")?,
+        scope: re(
+            r"\b(?:whenever|every\s+time|each\s+time|any\s*time|when|if|while)\s+(?:you|i|we)(?:['’](?:m|re)|\s+(?:am|are))?\s+(?P<act>[a-z]+)\b(?P<obj>[^,.;!?]{0,80})",
+        )?,
         hypothetical: re(
             r"^(?:what\s+if|suppose|supposing|imagine|hypothetically|let['’]s\s+say|say\s+i|if\s+i\s+(?:were|was|had|told|asked|said)|would\s+it|would\s+you|should\s+i|do\s+you|can\s+you|could\s+you|will\s+you|shall\s+i|is\s+it|are\s+you|maybe|perhaps|i\s+wonder|i\s+was\s+wondering|i['’]m\s+not\s+sure|not\s+sure|i\s+don['’]t\s+know)\b|\b(?:would|might|could)\s+(?:it|you)\s+(?:be|make\s+sense)\b|\bor\s+should\b",
         )?,
@@ -170,9 +174,34 @@ fn rule_of(p: &Patterns, sentence: &str) -> Option<StandingRule> {
             None => return None,
         }
     };
+    let topic = match scope(p, s) {
+        Some(scope) if scope != topic => format!("{topic}_in_{scope}"),
+        _ => topic,
+    };
     let content = sentence.trim().trim_end_matches(['.', '!', ' ']).to_string();
     let value = content.to_lowercase().split_whitespace().collect::<Vec<_>>().join(" ");
-    Some(StandingRule { content, key: format!("{PROCEDURE_PREFIX}{topic}"), value })
+    let key: String = format!("{PROCEDURE_PREFIX}{topic}").chars().take(64).collect();
+    Some(StandingRule { content, key: key.trim_end_matches('_').to_string(), value })
+}
+
+/// What a rule is scoped to by its condition, "when I ask about formatting references" →
+/// `reference`, "whenever you write SQL" → `sql`, "when you debug" → `debug`: two rules on one
+/// topic under different conditions are two rules, and neither replaces the other.
+fn scope(p: &Patterns, s: &str) -> Option<String> {
+    const ABOUT: [&str; 9] = ["about", "for", "on", "regarding", "with", "into", "over", "me", "us"];
+    let c = p.scope.captures(s)?;
+    let mut obj = c["obj"].trim_start();
+    while let Some((first, tail)) = obj.split_once(char::is_whitespace) {
+        if !ABOUT.contains(&first.to_lowercase().as_str()) {
+            break;
+        }
+        obj = tail.trim_start();
+    }
+    if ABOUT.contains(&obj.to_lowercase().as_str()) {
+        obj = "";
+    }
+    let (phrase, _) = p.value_start.find(obj).map_or((obj, ""), |m| obj.split_at(m.start()));
+    head(phrase).or_else(|| head(&c["act"]))
 }
 
 /// "Keep code samples under 30 lines": a bound on a kind of thing (a bare plural, no article)
@@ -257,7 +286,9 @@ fn instruction_topic(p: &Patterns, verb: &str, rest: &str) -> Option<String> {
             let next = after.split_once(char::is_whitespace).map_or("", |(_, tail)| tail);
             let segment = if starts_with_value_word(p, after) { next } else { after };
             let (phrase, _) = split_object(p, segment);
-            head(phrase).unwrap_or_else(|| output_noun(verb).unwrap_or(verb).to_string())
+            head(phrase)
+                .or_else(|| named_value_topic(p, segment))
+                .unwrap_or_else(|| output_noun(verb).unwrap_or(verb).to_string())
         }
     };
     Some(with_kind(p, &h, rest))
@@ -274,6 +305,31 @@ fn split_object<'a>(p: &Patterns, rest: &'a str) -> (&'a str, &'a str) {
         .find(|&i| !rest[i..].starts_with("I ") && !rest[i..].starts_with("I'"))
         .unwrap_or(rest.len());
     rest.split_at(by_word.min(by_name))
+}
+
+/// The topic of an object that opens with its value, a name or a number ("APA 7th edition
+/// citation style" → `style`, "Celsius for temperatures" → `temperature`): the head of what
+/// follows the value's words, or of the phrase after the value word that follows them.
+fn named_value_topic(p: &Patterns, segment: &str) -> Option<String> {
+    let mut rest = segment.trim_start();
+    while let Some(first) = rest.chars().next() {
+        let word_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let is_value = first.is_uppercase() || first.is_ascii_digit();
+        if !is_value || rest.starts_with("I ") || rest.starts_with("I'") || rest.starts_with("I’") {
+            break;
+        }
+        rest = rest[word_end..].trim_start();
+    }
+    if rest.len() == segment.trim_start().len() {
+        return None;
+    }
+    let (phrase, after) = split_object(p, rest);
+    head(phrase).or_else(|| {
+        // "… for temperatures": a value word, then what it is for; "… when I ask": a condition.
+        let (word, next) = after.split_once(char::is_whitespace).unwrap_or((after, ""));
+        let clause = ["when", "whenever", "if", "unless", "because", "so", "before", "after", "and", "but"];
+        (!clause.contains(&word.to_lowercase().as_str())).then(|| head(split_object(p, next).0)).flatten()
+    })
 }
 
 fn starts_with_value_word(p: &Patterns, s: &str) -> bool {
@@ -372,6 +428,33 @@ mod tests {
         assert_eq!(key("I prefer tabs over spaces.").as_deref(), Some("procedure.space_tab"));
         assert_eq!(key("Actually, I prefer spaces over tabs now.").as_deref(), Some("procedure.space_tab"));
         assert_eq!(key("Please respond in Spanish going forward.").as_deref(), Some("procedure.answer_language"));
+    }
+
+    #[test]
+    fn a_value_named_first_leaves_the_topic_to_what_follows() {
+        assert_eq!(key("Always use Celsius for temperatures.").as_deref(), Some("procedure.temperature"));
+        assert_eq!(key("From now on, use Kelvin for temperatures.").as_deref(), Some("procedure.temperature"));
+        assert_eq!(key("Always use Chicago 17th edition footnote style.").as_deref(), Some("procedure.style"));
+        assert_eq!(
+            key("Please use Black formatting for Python snippets from now on.").as_deref(),
+            Some("procedure.formatting")
+        );
+    }
+
+    #[test]
+    fn a_condition_scopes_the_topic() {
+        let a = key("Always format times as 24-hour clock when I ask about flight schedules.");
+        let b = key("From now on, format times as am/pm when I ask about meeting invites.");
+        assert_eq!(a.as_deref(), Some("procedure.time_in_schedule"));
+        assert_eq!(b.as_deref(), Some("procedure.time_in_invite"));
+        let c = key("Going forward, format times as am/pm when I ask about flight schedules.");
+        assert_eq!(c, a, "a change under the same condition");
+        assert_eq!(key("Whenever you write SQL, use uppercase keywords.").as_deref(), Some("procedure.keyword_in_sql"));
+        assert_eq!(
+            key("Always quote the exact error message when you debug.").as_deref(),
+            Some("procedure.message_in_debug")
+        );
+        assert_eq!(key("Always use Celsius when I ask about cooking.").as_deref(), Some("procedure.use_in_cooking"));
     }
 
     #[test]
