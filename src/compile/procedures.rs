@@ -455,6 +455,10 @@ mod tests {
             Some("procedure.message_in_debug")
         );
         assert_eq!(key("Always use Celsius when I ask about cooking.").as_deref(), Some("procedure.use_in_cooking"));
+        assert_eq!(
+            key("Always use APA style when I ask about citing papers.").as_deref(),
+            Some("procedure.style_in_paper")
+        );
     }
 
     #[test]
