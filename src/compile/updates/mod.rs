@@ -71,6 +71,11 @@ fn frame_fact(clause: &str, m: &FrameMatch, update: bool) -> Option<ExtractedFac
     if m.key == "link" {
         // "got a OnePlus 9": a thing of one kind is the value of that attribute.
         let claim = attributes().kind_of(value).map(|key| RawClaim { key, value: value.to_string() });
+        // "got a list of expenses", "got two options": no kind, nothing named as replaced and
+        // no word of change says nothing about the subject (the episode keeps the words).
+        if claim.is_none() && m.slot == Slot::Value && m.old.is_none() && !update && !value.contains("old") {
+            return None;
+        }
         return Some(ExtractedFact { content, claim, rule: FactRule::Replacement, link: Some(hint) });
     }
     let claim = Some(RawClaim { key: m.key.clone(), value: value.to_string() });
@@ -159,6 +164,14 @@ mod tests {
             kv("attr.dentist", "dr lindqvist")
         );
         assert_eq!(claim("Got a new number: 555-0199"), kv("attr.phone_number", "555-0199"));
+    }
+
+    #[test]
+    fn a_bare_got_is_no_fact() {
+        for s in ["I've got a list of expenses with categories", "got two options here", "I got the tracking ID"] {
+            assert!(facts(s).is_empty(), "{s}");
+        }
+        assert_eq!(facts("just got a new Pixel 8").len(), 1, "a word of change keeps the replacement");
     }
 
     #[test]
