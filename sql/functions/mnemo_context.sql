@@ -69,32 +69,29 @@ BEGIN
     -- The header (meta): the subject's state, the task's lexemes per source, whether the lexical
     -- lanes sent are used and whether the server's index ranked them, whether hits follow instead
     -- of the pool, the tenant's settings version and the subject's size.
-    RETURN QUERY SELECT 0::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
-        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[],
-        NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz,
-        NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
-        NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean, NULL::text[], NULL::float8,
-        NULL::boolean, NULL::uuid[], NULL::integer[], NULL::float8[],
-        jsonb_build_object('state', v_lex_state, 'memory_terms', COALESCE(v_mterms, '{}'),
-            'episode_terms', COALESCE(v_eterms, '{}'), 'lexical_used', v_lex_used, 'index_used', v_index,
-            'hits_follow', (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used, 'version', v_version,
-            'size', v_size);
+    -- A record of the call is one row whose other columns stay NULL: its part and what it sets of
+    -- the output columns (plpgsql's OUT variables), sent by RETURN NEXT, then cleared.
+    part := 0;
+    meta := jsonb_build_object('state', v_lex_state, 'memory_terms', COALESCE(v_mterms, '{}'),
+        'episode_terms', COALESCE(v_eterms, '{}'), 'lexical_used', v_lex_used, 'index_used', v_index,
+        'hits_follow', (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used, 'version', v_version,
+        'size', v_size);
+    RETURN NEXT;
+    meta := NULL;
     IF (v_mq IS NOT NULL OR v_eq IS NOT NULL) AND NOT v_lex_used THEN
         -- The hits of each lexical lane, one row a source: ids, terms (places in the lexemes)
         -- and lengths, one element a hit.
-        RETURN QUERY SELECT 5::smallint, NULL::uuid, h.source, NULL::text, NULL::text, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz,
-            NULL::uuid[], NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz,
-            NULL::timestamptz, NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text,
-            NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean,
-            NULL::text[], NULL::float8, NULL::boolean, h.ids, h.terms, h.dls, NULL::jsonb
-        FROM (SELECT 'memory'::text AS source, COALESCE(array_agg(m.id), '{}') AS ids,
-                     COALESCE(array_agg(m.term), '{}') AS terms, COALESCE(array_agg(m.dl), '{}') AS dls
-              FROM mnemo_memory_hits(p_subject, p_as_of, v_mterms) m WHERE v_mq IS NOT NULL
-              UNION ALL
-              SELECT 'episode', COALESCE(array_agg(e.id), '{}'), COALESCE(array_agg(e.term), '{}'),
-                     COALESCE(array_agg(e.dl), '{}')
-              FROM mnemo_episode_hits(p_subject, p_as_of, v_eterms) e WHERE v_eq IS NOT NULL) h;
+        part := 5;
+        source := 'memory';
+        SELECT COALESCE(array_agg(m.id), '{}'), COALESCE(array_agg(m.term), '{}'), COALESCE(array_agg(m.dl), '{}')
+        INTO ids, terms, floats
+        FROM mnemo_memory_hits(p_subject, p_as_of, v_mterms) m WHERE v_mq IS NOT NULL;
+        RETURN NEXT;
+        source := 'episode';
+        SELECT COALESCE(array_agg(e.id), '{}'), COALESCE(array_agg(e.term), '{}'), COALESCE(array_agg(e.dl), '{}')
+        INTO ids, terms, floats
+        FROM mnemo_episode_hits(p_subject, p_as_of, v_eterms) e WHERE v_eq IS NOT NULL;
+        RETURN NEXT;
         RETURN;
     END IF;
 
@@ -103,14 +100,10 @@ BEGIN
         v_has_snap := v_snap.id IS NOT NULL;
     END IF;
     IF v_has_snap THEN
-        RETURN QUERY SELECT 4::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz,
-            NULL::uuid[], NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz,
-            NULL::timestamptz, NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text,
-            NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean,
-            NULL::text[], NULL::float8, NULL::boolean, NULL::uuid[], NULL::integer[],
-            NULL::float8[],
-            to_jsonb(v_snap);
+        part := 4;
+        meta := to_jsonb(v_snap);
+        RETURN NEXT;
+        meta := NULL;
     END IF;
 
     IF p_vector IS NOT NULL THEN

@@ -24,29 +24,23 @@ DECLARE
     v_after bigint := 0;
 BEGIN
     PERFORM set_config('mnemo.tenant', p_tenant, true);
-    RETURN QUERY SELECT 0::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
-        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[],
-        NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz,
-        NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
-        NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean, NULL::text[], NULL::float8,
-        NULL::boolean, NULL::uuid[], NULL::integer[], NULL::float8[],
-        jsonb_build_object('version',
-            COALESCE((SELECT t.version FROM tenant_versions t WHERE t.tenant_id = p_tenant), 0));
+    -- A record of the call is one row whose other columns stay NULL: its part and what it
+    -- sets of the output columns (plpgsql's OUT variables), sent by RETURN NEXT, then cleared.
+    part := 0;
+    meta := jsonb_build_object('version',
+        COALESCE((SELECT t.version FROM tenant_versions t WHERE t.tenant_id = p_tenant), 0));
+    RETURN NEXT;
 
     IF p_session IS NOT NULL THEN
         v_snap := mnemo_session_snapshot(p_tenant, p_subject, p_session, p_as_of);
         v_has_snap := v_snap.id IS NOT NULL;
     END IF;
     IF v_has_snap THEN
-        RETURN QUERY SELECT 4::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz,
-            NULL::uuid[], NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz,
-            NULL::timestamptz, NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text,
-            NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean,
-            NULL::text[], NULL::float8, NULL::boolean, NULL::uuid[], NULL::integer[],
-            NULL::float8[],
-            to_jsonb(v_snap);
+        part := 4;
+        meta := to_jsonb(v_snap);
+        RETURN NEXT;
     END IF;
+    meta := NULL;
 
     -- The task's lexemes per source, as `mnemo_task_query` makes them (without the subject's
     -- common terms of that source), the words parsed once for both.
@@ -58,36 +52,37 @@ BEGIN
                  EXISTS (SELECT 1 FROM subject_terms s WHERE s.tenant_id = p_tenant AND s.subject_id = p_subject
                            AND s.source = 'episode' AND s.lexeme = w.l AND s.common_since <= p_as_of) AS common_e
           FROM unnest(tsvector_to_array(to_tsvector('english', p_words))) w(l)) t;
-    RETURN QUERY
-    SELECT 12::smallint, NULL::uuid, s.source, NULL::text, NULL::text, NULL::float8, NULL::timestamptz,
-        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], NULL::jsonb,
-        NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz, NULL::boolean,
-        NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz, NULL::bigint,
-        NULL::timestamptz, NULL::bigint, NULL::boolean, s.terms, NULL::float8, NULL::boolean,
-        NULL::uuid[], NULL::integer[], NULL::float8[], NULL::jsonb
-    FROM (VALUES ('memory', v_mterms), ('episode', v_eterms)) s(source, terms);
+    part := 12;
+    source := 'memory';
+    lexemes := v_mterms;
+    RETURN NEXT;
+    source := 'episode';
+    lexemes := v_eterms;
+    RETURN NEXT;
+    source := NULL;
+    lexemes := NULL;
 
     IF p_vector IS NOT NULL THEN
         -- One row a source: the ids of its rows with an embedding of the model (an episode's
         -- recorded by the call's instant) and their cosine distances to the task's vector.
         v_vec := p_vector::vector;
-        RETURN QUERY
-        SELECT 13::smallint, NULL::uuid, d.source, NULL::text, NULL::text, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz,
-            NULL::uuid[], NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz,
-            NULL::timestamptz, NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text,
-            NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean,
-            NULL::text[], NULL::float8, NULL::boolean, d.ids, NULL::integer[], d.dists, NULL::jsonb
-        FROM (SELECT 'memory'::text AS source, COALESCE(array_agg(m.id), '{}') AS ids,
-                     COALESCE(array_agg((m.embedding <=> v_vec)::float8), '{}') AS dists
-              FROM memories m
-              WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.embedding_model = p_model
-              UNION ALL
-              SELECT 'episode', COALESCE(array_agg(x.episode_id), '{}'),
-                     COALESCE(array_agg((x.embedding <=> v_vec)::float8), '{}')
-              FROM episode_embeddings x
-              WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.embedding_model = p_model
-                AND x.created_at <= p_as_of) d;
+        part := 13;
+        source := 'memory';
+        SELECT COALESCE(array_agg(m.id), '{}'), COALESCE(array_agg((m.embedding <=> v_vec)::float8), '{}')
+        INTO ids, floats
+        FROM memories m
+        WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.embedding_model = p_model;
+        RETURN NEXT;
+        source := 'episode';
+        SELECT COALESCE(array_agg(x.episode_id), '{}'), COALESCE(array_agg((x.embedding <=> v_vec)::float8), '{}')
+        INTO ids, floats
+        FROM episode_embeddings x
+        WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.embedding_model = p_model
+          AND x.created_at <= p_as_of;
+        RETURN NEXT;
+        source := NULL;
+        ids := NULL;
+        floats := NULL;
     END IF;
 
     -- The fingerprint: memory version / number of episodes / latest episode's id.
@@ -117,21 +112,13 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    RETURN QUERY SELECT 14::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
-        NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[],
-        NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz, NULL::timestamptz,
-        NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text, NULL::timestamptz,
-        NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean, NULL::text[], NULL::float8,
-        NULL::boolean, NULL::uuid[], NULL::integer[], NULL::float8[],
-        jsonb_build_object('fingerprint', v_print, 'memories', v_memories, 'episodes', v_episodes);
+    part := 14;
+    meta := jsonb_build_object('fingerprint', v_print, 'memories', v_memories, 'episodes', v_episodes);
+    RETURN NEXT;
+    meta := NULL;
     IF v_memories = 'changed' THEN
-        RETURN QUERY SELECT 15::smallint, NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::float8,
-            NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz,
-            NULL::uuid[], NULL::jsonb, NULL::text, NULL::text[], NULL::text[], NULL::timestamptz,
-            NULL::timestamptz, NULL::boolean, NULL::text, NULL::jsonb, NULL::jsonb, NULL::text,
-            NULL::timestamptz, NULL::bigint, NULL::timestamptz, NULL::bigint, NULL::boolean,
-            NULL::text[], NULL::float8, NULL::boolean, l.ids, NULL::integer[], NULL::float8[],
-            jsonb_build_object('entries', l.versions)
+        part := 15;
+        SELECT l.ids, jsonb_build_object('entries', l.versions) INTO ids, meta
         FROM (SELECT COALESCE(array_agg(m.id ORDER BY m.id), '{}') AS ids,
                      COALESCE(array_agg(m.xmin::text || CASE WHEN EXISTS (
                          SELECT 1 FROM supersession_records r
@@ -139,6 +126,9 @@ BEGIN
                            AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction')
                          THEN ':t' ELSE ':f' END ORDER BY m.id), '{}') AS versions
               FROM memories m WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject) l;
+        RETURN NEXT;
+        ids := NULL;
+        meta := NULL;
     END IF;
     IF v_memories <> 'kept' THEN
         RETURN QUERY

@@ -316,7 +316,7 @@ pub async fn candidates(
                 if ids.len() != terms.len() || ids.len() != dls.len() {
                     return Err(sqlx::Error::Protocol("the hits' arrays differ in length".into()));
                 }
-                let into = if r.kind.as_deref() == Some("memory") { &mut lane.memories } else { &mut lane.episodes };
+                let into = if r.source.as_deref() == Some("memory") { &mut lane.memories } else { &mut lane.episodes };
                 for ((id, term), dl) in ids.into_iter().zip(terms).zip(dls) {
                     let (term, dl) = (usize::try_from(term).map_err(|_| missing("terms"))?, need(dl, "floats")?);
                     into.push(Hit { id, term, dl });

@@ -19,8 +19,7 @@ use crate::model::memory::{Memory, MemoryKind, MemoryStatus};
 pub(super) struct Row {
     pub(super) part: i16,
     pub(super) id: Option<Uuid>,
-    /// A memory's kind or an episode's type (parsed per part); in parts 5, 12 and 13 the source
-    /// (`memory` or `episode`) the row is about.
+    /// A memory's kind or an episode's type (parsed per part).
     pub(super) kind: Option<String>,
     pub(super) content: Option<String>,
     pub(super) summary: Option<String>,
@@ -37,6 +36,8 @@ pub(super) struct Row {
     pub(super) created_at: Option<DateTime<Utc>>,
     pub(super) updated_at: Option<DateTime<Utc>>,
     pub(super) claim_single: Option<bool>,
+    /// An episode's source; in parts 5, 12 and 13 the source (`memory` or `episode`) the row is
+    /// about.
     pub(super) source: Option<String>,
     pub(super) payload: Option<Value>,
     pub(super) provenance: Option<Value>,

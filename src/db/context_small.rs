@@ -206,7 +206,7 @@ impl SmallCall {
             }
             12 => {
                 let terms = r.lexemes.unwrap_or_default();
-                match r.kind.as_deref() {
+                match r.source.as_deref() {
                     Some("memory") => self.memory_terms = terms,
                     _ => self.episode_terms = terms,
                 }
@@ -216,8 +216,11 @@ impl SmallCall {
                 if ids.len() != dists.len() {
                     return Err(sqlx::Error::Protocol("the distances' arrays differ in length".into()));
                 }
-                let into =
-                    if r.kind.as_deref() == Some("memory") { &mut self.memory_dists } else { &mut self.episode_dists };
+                let into = if r.source.as_deref() == Some("memory") {
+                    &mut self.memory_dists
+                } else {
+                    &mut self.episode_dists
+                };
                 into.extend(ids.into_iter().zip(dists));
             }
             15 => {
