@@ -562,6 +562,13 @@ mod tests {
     #[test]
     fn favorite() {
         let f = only("My favorite editor is Helix.", "My favorite editor is Helix");
+        // "my X" as the object of a verb or a preposition states nothing about X.
+        none("I'm trying to optimize my website's SEO and accessibility.");
+        none("I'm having trouble with my Flask app's deployment preparation.");
+        none("And sticking to my schedule is key.");
+        none("Keeping my original vision in mind is super important.");
+        only("I moved last week and my new address is 12 Main St.", "my new address is 12 Main St");
+        only("As of today my email is dana@work.example.", "my email is dana@work.example");
         assert_eq!((f.claim, f.rule), (claim("attr.favorite_editor", "Helix"), FactRule::Favorite));
         only("my favourite colour is green", "my favourite colour is green");
         none("My favorite editor was Emacs");
