@@ -569,6 +569,8 @@ mod tests {
         none("Keeping my original vision in mind is super important.");
         only("I moved last week and my new address is 12 Main St.", "my new address is 12 Main St");
         only("As of today my email is dana@work.example.", "my email is dana@work.example");
+        none("I'm trying to optimize my website's layout for phones.");
+        only("Happy to say my job title is Staff Engineer now.", "my job title is Staff Engineer");
         assert_eq!((f.claim, f.rule), (claim("attr.favorite_editor", "Helix"), FactRule::Favorite));
         only("my favourite colour is green", "my favourite colour is green");
         none("My favorite editor was Emacs");

@@ -51,7 +51,8 @@ pub(super) fn name_fact(c: &Captures, clause: &str, intro: bool) -> Option<Extra
 pub(super) fn attribute_fact(r: &Rules, c: &Captures, clause: &str) -> Option<ExtractedFact> {
     let np = group(c, "np");
     let verb = group(c, "v");
-    if r.np_skip.is_match(np) || !is_subject(&clause[..c.get(0).map_or(0, |m| m.start())]) {
+    let possessive = verb.starts_with(['\'', '’']);
+    if r.np_skip.is_match(np) || !is_subject(&clause[..c.get(0).map_or(0, |m| m.start())], possessive) {
         return None;
     }
     let mut value = cut_value(rest(c, clause), None);
@@ -125,8 +126,10 @@ pub(super) fn attribute_fact(r: &Rules, c: &Captures, clause: &str) -> Option<Ex
 /// "having trouble with my Flask app's deployment", "sticking to my schedule is key", "keeping
 /// my original vision in mind is super important"). Prepositions that also join a noun's own
 /// phrase ("the billing contact for our account is …", "the name of my dog is …") do not count,
-/// nor does a verb in the progressive ("I'm doing my bachelor's at Kestrel").
-fn is_subject(before: &str) -> bool {
+/// nor does a verb in the progressive ("I'm doing my bachelor's at Kestrel"). After "to <verb>"
+/// only a possessive ("to optimize my website's SEO") is an object: "happy to say my title is
+/// Staff Engineer" states the title.
+fn is_subject(before: &str, possessive: bool) -> bool {
     const BEFORE_OBJECT: [&str; 5] = ["with", "to", "into", "onto", "about"];
     const BE: [&str; 9] = ["i'm", "im", "am", "are", "we're", "is", "was", "were", "been"];
     let tail = before.rsplit([',', ';', ':', '—', '–', '(']).next().unwrap_or(before).to_lowercase().replace('’', "'");
@@ -134,7 +137,7 @@ fn is_subject(before: &str) -> bool {
         tail.split_whitespace().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')).collect();
     let back = |n: usize| words.len().checked_sub(n).and_then(|i| words.get(i)).copied().unwrap_or("");
     let gerund = back(1).len() > 4 && back(1).ends_with("ing") && !BE.contains(&back(2));
-    !(BEFORE_OBJECT.contains(&back(1)) || gerund || back(2) == "to")
+    !(BEFORE_OBJECT.contains(&back(1)) || gerund || possessive && back(2) == "to")
 }
 
 fn subject_of<'a>(c: &Captures<'a>) -> &'a str {
