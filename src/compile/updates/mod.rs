@@ -73,7 +73,8 @@ fn frame_fact(clause: &str, m: &FrameMatch, update: bool) -> Option<ExtractedFac
         let claim = attributes().kind_of(value).map(|key| RawClaim { key, value: value.to_string() });
         // "got a list of expenses", "got two options": no kind, nothing named as replaced and
         // no word of change says nothing about the subject (the episode keeps the words).
-        if claim.is_none() && m.slot == Slot::Value && m.old.is_none() && !update && !value.contains("old") {
+        let names_old = value.split_whitespace().any(|w| w.eq_ignore_ascii_case("old"));
+        if claim.is_none() && m.slot == Slot::Value && m.old.is_none() && !update && !names_old {
             return None;
         }
         return Some(ExtractedFact { content, claim, rule: FactRule::Replacement, link: Some(hint) });
