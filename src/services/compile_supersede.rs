@@ -93,6 +93,13 @@ pub async fn apply(
         }
     }
     let topic = with_words(words, || compile_topic::decide(messages, &active, registry, &taken, &vectors));
+    // A restatement's doubts need their memories' sources too (no vectors were read for it).
+    let unread: Vec<Uuid> = topic.doubts.iter().map(|(_, o)| *o).filter(|o| !sources.contains_key(o)).collect();
+    if !unread.is_empty() {
+        for (id, eps, _) in db::supersession::sources_and_vectors(conn, tenant, subject_id, &unread, "").await? {
+            sources.insert(id, eps);
+        }
+    }
     for (id, to) in topic.losers {
         losers.push(id);
         valid_to.push(to);

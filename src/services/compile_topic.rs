@@ -14,7 +14,9 @@ use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, Memory
 use crate::compile::procedures::standing_rules;
 use crate::compile::supersede::{Decision, Rule};
 pub use crate::compile::topic::Place;
-use crate::compile::topic::{judge, may_change, readable, Mark, Newer, Older, UpdateWords, Words, BUILT_IN};
+use crate::compile::topic::{
+    judge, may_change, may_restate, readable, Mark, Newer, Older, UpdateWords, Words, BUILT_IN,
+};
 use crate::db::supersession::{ActiveRow, RecordRow};
 use crate::model::memory::MemoryKind;
 use crate::model::voice::Voice;
@@ -147,7 +149,8 @@ fn older_of(
             continue;
         }
         let group = group_key(&r.order_tiebreak);
-        let key_words = key.map(|k| attributes().words_of(&k).into_iter().collect()).unwrap_or_default();
+        let key_words = key.as_ref().map(|k| attributes().words_of(k).into_iter().collect()).unwrap_or_default();
+        let key_phrases = key.as_ref().map(|k| attributes().phrases_of(k)).unwrap_or_default();
         starts.insert(r.id, r.valid_from);
         let until = taken.get(&r.id).cloned();
         older.push(Older {
@@ -156,6 +159,7 @@ fn older_of(
             text,
             value,
             key_words,
+            key_phrases,
             multi,
             at: place(r.order_at, group),
             until,
@@ -191,11 +195,18 @@ pub fn decide(
     vectors: &HashMap<Uuid, Vec<f32>>,
 ) -> Decided {
     let mut out = Decided::default();
-    // Most batches change nothing: the earlier memories are read only when one may.
-    if !may_change_any(messages) {
+    // Most batches change nothing: the earlier memories are read only when one may, and only
+    // the claimed single values when a message may restate one but none marks a change.
+    let changes = may_change_any(messages);
+    if !changes && !messages.iter().any(|m| may_restate(&m.newer.text)) {
         return out;
     }
-    let (older, starts) = older_of(active, registry, taken, vectors);
+    let (mut older, starts) = older_of(active, registry, taken, vectors);
+    if !changes {
+        let claimed: HashSet<String> =
+            older.iter().filter(|o| o.value.is_some() && !o.multi).map(|o| o.group.clone()).collect();
+        older.retain(|o| claimed.contains(&o.group));
+    }
     let mut newer: Vec<(Newer, DateTime<Utc>)> = messages.iter().map(|m| (m.newer.clone(), m.anchor)).collect();
     newer.sort_by(|a, b| a.0.at.cmp(&b.0.at));
     let (newer, anchors): (Vec<Newer>, Vec<DateTime<Utc>>) = newer.into_iter().unzip();

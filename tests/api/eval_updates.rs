@@ -256,10 +256,10 @@ async fn updates_with_hash() {
         &reports,
         &[
             ("updates", 129, 37),
-            ("updates_varied", 48, 7),
+            ("updates_varied", 49, 5),
             ("updates_heldout", 16, 3),
             ("updates_followup", 11, 6),
-            ("updates_fresh", 24, 4),
+            ("updates_fresh", 24, 3),
             ("updates_sixth", 28, 10),
         ],
     );
@@ -279,10 +279,10 @@ async fn updates_with_minilm() {
         &reports,
         &[
             ("updates", 129, 14),
-            ("updates_varied", 48, 7),
+            ("updates_varied", 49, 5),
             ("updates_heldout", 16, 2),
             ("updates_followup", 11, 4),
-            ("updates_fresh", 24, 2),
+            ("updates_fresh", 24, 1),
             ("updates_sixth", 28, 5),
         ],
     );
@@ -304,10 +304,10 @@ async fn updates_with_the_llm_compiler() {
         &reports,
         &[
             ("updates", 123, 45),
-            ("updates_varied", 44, 12),
+            ("updates_varied", 45, 10),
             ("updates_heldout", 17, 3),
             ("updates_followup", 10, 9),
-            ("updates_fresh", 21, 8),
+            ("updates_fresh", 21, 7),
             ("updates_sixth", 23, 16),
         ],
     );

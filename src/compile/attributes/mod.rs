@@ -224,6 +224,16 @@ impl Attributes {
         self.keys.get(key).is_some_and(|(multi, _, _)| *multi)
     }
 
+    /// The phrases that name a key: its group's, or the words of an `attr.` slug as one.
+    pub fn phrases_of(&self, key: &str) -> Vec<String> {
+        let grouped: Vec<String> = self.phrase_key.iter().filter(|(_, k)| *k == key).map(|(p, _)| p.clone()).collect();
+        if !grouped.is_empty() {
+            return grouped;
+        }
+        let tail = key.strip_prefix(ATTR_PREFIX).unwrap_or(key);
+        vec![tail.split(['_', '.']).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")]
+    }
+
     /// The words that name a key: its group's phrases, or the words of an `attr.` slug.
     pub fn words_of(&self, key: &str) -> BTreeSet<String> {
         if let Some(words) = self.key_words.get(key) {

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
+use crate::compile::attributes::Shape;
 use words::{any, words};
 
 mod bearing;
@@ -50,6 +51,8 @@ pub struct Older {
     pub value: Option<String>,
     /// The words that name the claim's attribute (`attributes.json`), for a claimed fact.
     pub key_words: Vec<String>,
+    /// The phrases that name it ("daily standup", "standup time"), for a claimed fact.
+    pub key_phrases: Vec<String>,
     /// Its claim's attribute holds several values at once (tools, pets): a change retires the
     /// value only by naming it as ended ("moved from npm to yarn"), and a doubt never marks it.
     pub multi: bool,
@@ -121,6 +124,38 @@ pub fn may_change(text: &str) -> bool {
         && sentences(text).iter().any(|(s, q)| matches!(classify_sentence(s, *q), Class::Marked(..)))
 }
 
+/// Whether a message may restate a value the user holds one of ([`restates`]): short enough to
+/// be read, with a plain sentence (neither a change nor a look-alike).
+pub fn may_restate(text: &str) -> bool {
+    text.chars().count() <= MAX_MESSAGE_CHARS
+        && sentences(text).iter().any(|(s, q)| matches!(classify_sentence(s, *q), Class::Plain(_)))
+}
+
+/// Whether a plain sentence gives a claimed single value's attribute a new value: it names the
+/// attribute by one of its phrases (every word of it) and holds a value of the old value's shape that the old
+/// value is not. A restatement is an update however it is said ("the VAT number is …",
+/// "Standup is 9:30 from Monday on"); a sentence that names the attribute with a value of
+/// another kind ("standup was fun, we talked about Kubernetes") restates nothing.
+fn restates(text: &str, new: &Terms, o: &Older) -> bool {
+    let Some(old) = o.value.as_deref() else { return false };
+    let said = |w: &String| !w.starts_with('#') && (new.topic.contains(w) || new.values.contains(w));
+    let phrase: Option<BTreeSet<String>> = o
+        .key_phrases
+        .iter()
+        .map(|p| terms(p).topic.into_iter().filter(|w| !w.starts_with('#')).collect::<BTreeSet<String>>())
+        .filter(|p| !p.is_empty() && p.iter().all(said))
+        .max_by_key(BTreeSet::len);
+    let Some(named) = phrase.filter(|_| !o.multi) else { return false };
+    let named = &named;
+    // The shapes of the old value's words ("gb 123 4567 89": a name and a number).
+    let shapes: Vec<Shape> = terms::tokens(old).iter().map(|t| terms::value_shape(t)).collect();
+    let loose = |s: Shape| matches!(s, Shape::Name | Shape::Text);
+    new.values.iter().filter(|v| !named.contains(*v) && !old.contains(v.as_str())).any(|v| {
+        let s = terms::value_shape(v);
+        shapes.iter().any(|o| *o == s || (loose(*o) && loose(s))) && terms::links(text, named, v, &new.values)
+    })
+}
+
 /// Whether the judge reads an earlier memory at all: a short statement of the user's, not a
 /// request to the assistant (only a claimed fact is read out of such a message) nor a reply.
 pub fn readable(o: &Older) -> bool {
@@ -189,7 +224,15 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             Class::Marked(m, _) => Some(*m),
             _ => None,
         });
-        let Some(message_mark) = marked else { continue };
+        // A message that marks no change may still restate a value the user holds one of, by
+        // its attribute's own words ([`restates`]): "the VAT number is GB 123 4567 98" after
+        // "our VAT number is GB 123 4567 89". Only claimed facts are read for it, and a
+        // restatement doubts nothing.
+        let restating = marked.is_none();
+        if restating && !classes.iter().any(|c| matches!(c, Class::Plain(_))) {
+            continue;
+        }
+        let message_mark = marked.unwrap_or(Mark::Change);
         // The message's words, screened sentences and clauses left out.
         let said: Vec<&str> = classes
             .iter()
@@ -207,7 +250,9 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
         // A sentence that adds a value beside the others ("we added Redis to the orders
         // service") replaces none but a single-valued claim's; a message whose every change
         // adds doubts nothing.
-        let adds = |text: &str| any(&masked(text), &words().adding);
+        // A sentence that ends a value replaces it, whatever else it says ("replaced flake8 and
+        // black with ruff for both").
+        let adds = |text: &str| any(&masked(text), &words().adding) && terms(text).ended.is_empty();
         let only_adds = classes.iter().all(|c| !matches!(c, Class::Marked(_, t) if !adds(t)));
         let before = out.retired.len();
         // Per earlier message, the best bearing of a sentence that retired nothing.
@@ -232,7 +277,8 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             for (o, [whole, by_clause], named) in olds.iter() {
                 // What was current at the message's place: earlier, and not yet replaced.
                 let current = o.at < n.at && o.until.as_ref().is_none_or(|u| *u > n.at);
-                if o.group == n.group || !current || retired.contains(&o.id) {
+                if o.group == n.group || !current || retired.contains(&o.id) || (restating && !restates(text, &new, o))
+                {
                     continue;
                 }
                 // A hedge beside a statement is read apart from it only between two short
@@ -274,7 +320,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
         let doubts_before = out.doubts.len();
         let mut by_meaning = false;
         let current = |o: &Older| o.at < n.at && o.until.as_ref().is_none_or(|u| *u > n.at) && o.group != n.group;
-        if out.retired.len() == before && short(&n.text) && !only_adds {
+        if out.retired.len() == before && short(&n.text) && !only_adds && !restating {
             let is_short = |id: &Uuid| olds.iter().any(|(o, ..)| o.id == *id && short(&o.text));
             let by_words = doubted_by_words(&unsure).map(|ids| if ids.iter().all(is_short) { ids } else { Vec::new() });
             by_meaning = by_words.is_none();
@@ -362,6 +408,7 @@ mod tests {
             text: text.into(),
             value: value.map(String::from),
             key_words: Vec::new(),
+            key_phrases: Vec::new(),
             multi: false,
             at: (0, group.into()),
             until: None,
@@ -647,5 +694,49 @@ mod tests {
         // An ending or a correction in everyday words.
         assert_eq!(classify("we killed our nightly Jenkins jobs", false), Some(Mark::Retraction));
         assert_eq!(classify("sorry, I gave you the wrong number before", false), Some(Mark::Change));
+    }
+
+    /// A claimed fact with the phrases that name its attribute.
+    fn claimed(text: &str, value: &str, phrases: &[&str]) -> Older {
+        let mut o = older(1, "old", text, Some(value));
+        o.key_words = phrases.iter().flat_map(|p| p.split(' ')).map(String::from).collect();
+        o.key_phrases = phrases.iter().map(|p| p.to_string()).collect();
+        o
+    }
+
+    #[test]
+    fn a_plain_restatement_of_a_held_value_changes_it() {
+        let retires = |old: &Older, text: &str| judge(&newer(text), std::slice::from_ref(old)).retired.len() == 1;
+        let vat = claimed("Our VAT number is GB 123 4567 89", "gb 123 4567 89", &["vat number"]);
+        assert!(retires(&vat, "Sorry, typo earlier: the VAT number is GB 123 4567 98. Please fix the invoice."));
+        assert!(!retires(&vat, "Is the VAT number on the invoice?"));
+        let standup = claimed("Daily standup is at 9:15", "9:15", &["standup", "daily standup"]);
+        assert!(retires(&standup, "Standup is 9:30 from Monday on, the US folks asked for it."));
+        // A value of another kind, or the attribute only named, restates nothing.
+        assert!(!retires(&standup, "Standup was fun today, we talked about Kubernetes."));
+        assert!(!retires(&standup, "Standup ran long again, 40 minutes."));
+        let coach = claimed("My coach is Javier", "javier", &["coach"]);
+        assert!(retires(&coach, "For the rest of the season Lucia is my coach."));
+        // Someone's words about another person, an earlier value, another person's attribute.
+        assert!(!retires(&coach, "My coach said Maria is great at serving."));
+        assert!(!retires(&coach, "Before, when I was junior, my coach was Marco, he was very funny."));
+        let landlord = claimed("My landlord is Pete Morrow", "pete morrow", &["landlord"]);
+        assert!(retires(&landlord, "our new landlord is Harcourt Lettings, an agency"));
+        assert!(!retires(&landlord, "My friend's landlord is Harcourt Lettings."));
+        // The same value said again changes nothing.
+        assert!(!retires(&landlord, "the landlord is still Pete Morrow, sadly"));
+    }
+
+    #[test]
+    fn a_sentence_that_ends_a_value_replaces_it_whatever_else_it_adds() {
+        let old = vec![older(1, "old", "python linting with flake8 and black", None)];
+        let j = judge(
+            &newer("we replaced flake8 and black with ruff for both, way faster. how do I enable isort rules?"),
+            &old,
+        );
+        assert_eq!(j.retired.len(), 1, "{j:?}");
+        // Adding beside the old value still replaces nothing.
+        let j = judge(&newer("we also added ruff for both projects now"), &old);
+        assert!(j.retired.is_empty(), "{j:?}");
     }
 }

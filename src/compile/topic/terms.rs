@@ -112,6 +112,32 @@ pub(super) fn terms(sentence: &str) -> Terms {
     t
 }
 
+/// Most words between an attribute and the value a plain sentence gives it.
+const LINK_REACH: usize = 3;
+
+/// Whether `sentence` gives the attribute named by `named` (stems) the value `value` (a term of
+/// it): the two stand at most [`LINK_REACH`] words apart with only linking words between ("the
+/// VAT number is GB 123", "Standup's at 9:30", "Lucia is my coach"), or other words of the
+/// sentence's `values`; not "my coach said Maria is great".
+pub(super) fn links(sentence: &str, named: &BTreeSet<String>, value: &str, values: &BTreeSet<String>) -> bool {
+    let w = words();
+    let lowers: Vec<String> = tokens(sentence).iter().map(|x| x.to_lowercase().replace('’', "'")).collect();
+    let stem = |l: &str| {
+        let word = l.trim_end_matches("'s").trim_end_matches('\'');
+        crate::lexemes::english::lexeme(word).flatten().unwrap_or_else(|| word.to_string())
+    };
+    let attr: Vec<usize> = (0..lowers.len()).filter(|&i| named.contains(&stem(&lowers[i]))).collect();
+    let vals: Vec<usize> = (0..lowers.len()).filter(|&i| lowers[i] == value || stem(&lowers[i]) == value).collect();
+    attr.iter().any(|&a| {
+        vals.iter().any(|&v| {
+            let between = if a < v { a + 1..v } else { v + 1..a };
+            // Other words of a value ("GB 123 4567 98") may stand between too.
+            let linking = |l: &String| w.linking.contains(l) || l == value || values.contains(&stem(l));
+            a.abs_diff(v) <= LINK_REACH + 1 && lowers[between].iter().all(linking)
+        })
+    })
+}
+
 /// How many words after a replacing word name the replacement.
 const REPLACEMENT_WORDS: usize = 2;
 
@@ -151,6 +177,19 @@ pub(super) fn value_shape(v: &str) -> Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_attribute_is_linked_to_its_value_only_by_linking_words() {
+        let named: BTreeSet<String> = ["coach".to_string()].into();
+        let none = BTreeSet::new();
+        assert!(links("Lucia is my coach now", &named, "lucia", &none));
+        assert!(links("my coach is Lucia", &named, "lucia", &none));
+        assert!(!links("my coach said Maria is great", &named, "maria", &none));
+        assert!(!links("my coach was Marco", &named, "marco", &none));
+        let vat: BTreeSet<String> = ["vat".to_string(), "number".to_string()].into();
+        let values: BTreeSet<String> = ["gb".to_string()].into();
+        assert!(links("the VAT number is GB 123 4567 98", &vat, "123 4567 98", &values));
+    }
 
     #[test]
     fn what_an_ending_brings_in_is_a_value() {
