@@ -255,7 +255,7 @@ async fn updates_with_hash() {
     check(
         &reports,
         &[
-            ("updates", 129, 37),
+            ("updates", 129, 36),
             ("updates_varied", 49, 5),
             ("updates_heldout", 16, 3),
             ("updates_followup", 11, 6),
@@ -278,10 +278,10 @@ async fn updates_with_minilm() {
     check(
         &reports,
         &[
-            ("updates", 129, 14),
+            ("updates", 129, 12),
             ("updates_varied", 49, 5),
             ("updates_heldout", 16, 2),
-            ("updates_followup", 11, 4),
+            ("updates_followup", 11, 3),
             ("updates_fresh", 24, 1),
             ("updates_sixth", 28, 5),
         ],
@@ -303,7 +303,7 @@ async fn updates_with_the_llm_compiler() {
     check(
         &reports,
         &[
-            ("updates", 123, 45),
+            ("updates", 123, 44),
             ("updates_varied", 45, 10),
             ("updates_heldout", 17, 3),
             ("updates_followup", 10, 9),

@@ -348,13 +348,20 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             .collect();
         // A value changed before: what changed it since is earlier now too ("gym: Steelyard",
         // "joined Bodyworks", then "moved my membership to Apex Climbing": the change is found
-        // to be about the first statement, and the second had changed that one).
+        // to be about the first statement, and the second had changed that one). So is what the
+        // found statement had changed itself ("paleo", "intermittent fasting now", then "these
+        // days a plant-based diet": found to be about the fasting, which had changed the paleo):
+        // its marks go with it when it is retired, and the older value must not come back.
         let mut chain: BTreeSet<Uuid> = found.iter().copied().collect();
         loop {
+            let before_chain: BTreeSet<Uuid> = chain.iter().filter_map(|c| revised.get(c)).flatten().copied().collect();
             let next: Vec<Uuid> = older
                 .iter()
                 .filter(|o| current(o) && !chain.contains(&o.id) && !retired.contains(&o.id))
-                .filter(|o| revised.get(&o.id).is_some_and(|r| r.iter().any(|x| chain.contains(x))))
+                .filter(|o| {
+                    before_chain.contains(&o.id)
+                        || revised.get(&o.id).is_some_and(|r| r.iter().any(|x| chain.contains(x)))
+                })
                 .map(|o| o.id)
                 .collect();
             if next.is_empty() {
@@ -624,6 +631,23 @@ mod tests {
         let j = judge(&batch, &two);
         assert!(j.doubts.contains(&Doubt { older: Uuid::from_u128(1), by: 0 }), "{j:?}");
         assert!(j.doubts.iter().any(|d| d.older == Uuid::from_u128(99) && d.by == 1), "{j:?}");
+    }
+
+    #[test]
+    fn what_a_changed_value_had_changed_stays_earlier_when_it_is_retired() {
+        // "paleo", then "intermittent fasting now" (which doubted the paleo), then a change
+        // found to be about the fasting: the paleo must not come back as current.
+        let old = [
+            older(1, "a", "Eating paleo at the moment, lots of meat and veg.", None),
+            Older {
+                revises: vec![Uuid::from_u128(1)],
+                ..older(2, "b", "I'm doing intermittent fasting now, 16:8, eating whatever in the window.", None)
+            },
+            older(3, "c", "I like my office", None),
+        ];
+        let j = judge(&newer("stopped the intermittent fasting, 16:8 was too hard; plant-based now"), &old);
+        assert_eq!(j.retired.iter().map(|r| r.older).collect::<Vec<_>>(), [Uuid::from_u128(2)], "{j:?}");
+        assert_eq!(j.doubts, [Doubt { older: Uuid::from_u128(1), by: 0 }]);
     }
 
     #[test]
