@@ -124,11 +124,11 @@ pub fn may_change(text: &str) -> bool {
         && sentences(text).iter().any(|(s, q)| matches!(classify_sentence(s, *q), Class::Marked(..)))
 }
 
-/// Whether a message may restate a value the user holds one of ([`restates`]): short enough to
-/// be read, with a plain sentence (neither a change nor a look-alike).
+/// Whether a message may restate a value the user holds one of ([`restates`]): short (a weaker
+/// sign than a marked change needs a plainer message, as a doubt does), with a plain sentence
+/// (neither a change nor a look-alike).
 pub fn may_restate(text: &str) -> bool {
-    text.chars().count() <= MAX_MESSAGE_CHARS
-        && sentences(text).iter().any(|(s, q)| matches!(classify_sentence(s, *q), Class::Plain(_)))
+    short(text) && sentences(text).iter().any(|(s, q)| matches!(classify_sentence(s, *q), Class::Plain(_)))
 }
 
 /// Whether a plain sentence gives a claimed single value's attribute a new value: it names the
@@ -229,7 +229,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
         // "our VAT number is GB 123 4567 89". Only claimed facts are read for it, and a
         // restatement doubts nothing.
         let restating = marked.is_none();
-        if restating && !classes.iter().any(|c| matches!(c, Class::Plain(_))) {
+        if restating && (!short(&n.text) || !classes.iter().any(|c| matches!(c, Class::Plain(_)))) {
             continue;
         }
         let message_mark = marked.unwrap_or(Mark::Change);
@@ -386,9 +386,17 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             .filter(|id| !weak.contains(id))
             .filter_map(|id| older.iter().find(|o| o.id == *id).map(|o| o.group.as_str()))
             .collect();
+        // Except the single value the message claimed: a turn found by meaning shows as earlier
+        // with the fact drawn from it, never beside it as current ("my daughter goes to Maple
+        // Grove Elementary").
+        let weakly: BTreeSet<&str> =
+            weak.iter().filter_map(|id| older.iter().find(|o| o.id == *id).map(|o| o.group.as_str())).collect();
+        let held = |o: &Older| o.value.is_some() && !o.multi;
         let marked: BTreeSet<Uuid> = out.doubts[doubts_before..].iter().map(|d| d.older).collect();
         for o in older {
-            if touched.contains(o.group.as_str()) && current(o) && !retired.contains(&o.id) && !marked.contains(&o.id) {
+            let group = o.group.as_str();
+            let tied = touched.contains(group) || (weakly.contains(group) && held(o));
+            if tied && current(o) && !retired.contains(&o.id) && !marked.contains(&o.id) {
                 out.doubts.push(Doubt { older: o.id, by: k });
             }
         }

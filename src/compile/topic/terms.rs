@@ -116,9 +116,10 @@ pub(super) fn terms(sentence: &str) -> Terms {
 const LINK_REACH: usize = 3;
 
 /// Whether `sentence` gives the attribute named by `named` (stems) the value `value` (a term of
-/// it): the two stand at most [`LINK_REACH`] words apart with only linking words between ("the
-/// VAT number is GB 123", "Standup's at 9:30", "Lucia is my coach"), or other words of the
-/// sentence's `values`; not "my coach said Maria is great".
+/// it): the two stand at most [`LINK_REACH`] words apart, joined by a linking word ("the VAT
+/// number is GB 123", "Standup's at 9:30", "Lucia is my coach") with nothing else between but
+/// fillers and other words of the sentence's `values`; not "my coach said Maria is great", nor
+/// "the UK role".
 pub(super) fn links(sentence: &str, named: &BTreeSet<String>, value: &str, values: &BTreeSet<String>) -> bool {
     let w = words();
     let lowers: Vec<String> = tokens(sentence).iter().map(|x| x.to_lowercase().replace('’', "'")).collect();
@@ -131,9 +132,14 @@ pub(super) fn links(sentence: &str, named: &BTreeSet<String>, value: &str, value
     attr.iter().any(|&a| {
         vals.iter().any(|&v| {
             let between = if a < v { a + 1..v } else { v + 1..a };
-            // Other words of a value ("GB 123 4567 98") may stand between too.
-            let linking = |l: &String| w.linking.contains(l) || l == value || values.contains(&stem(l));
-            a.abs_diff(v) <= LINK_REACH + 1 && lowers[between].iter().all(linking)
+            // Other words of a value ("GB 123 4567 98") and fillers may stand between too; a
+            // linking word (or the attribute's own "'s") must: "the UK role" gives no role.
+            let between = &lowers[between];
+            let allowed = |l: &String| {
+                w.linking.contains(l) || w.link_fillers.contains(l) || l == value || values.contains(&stem(l))
+            };
+            let joined = between.iter().any(|l| w.linking.contains(l)) || (a < v && lowers[a].ends_with("'s"));
+            a.abs_diff(v) <= LINK_REACH + 1 && joined && between.iter().all(allowed)
         })
     })
 }
@@ -189,6 +195,8 @@ mod tests {
         let vat: BTreeSet<String> = ["vat".to_string(), "number".to_string()].into();
         let values: BTreeSet<String> = ["gb".to_string()].into();
         assert!(links("the VAT number is GB 123 4567 98", &vat, "123 4567 98", &values));
+        let role: BTreeSet<String> = ["role".to_string()].into();
+        assert!(!links("or taking the UK role with a bigger salary", &role, "uk", &none));
     }
 
     #[test]

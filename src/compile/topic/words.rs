@@ -48,9 +48,11 @@ pub struct Words {
     pub(super) replacing: Vec<String>,
     /// Words an ending word's reach stops at (the `replacing` words among them).
     pub(super) ending_stops: Vec<String>,
-    /// Words that may stand between an attribute and the value it is given ("the VAT number
-    /// is GB …", "Lucia is my coach"): a plain sentence restates a value only so.
+    /// Words that join an attribute to the value it is given ("the VAT number is GB …",
+    /// "Lucia is my coach"): a plain sentence restates a value only so.
     pub(super) linking: Vec<String>,
+    /// Articles and possessives that may stand beside a linking word ("is *my* coach").
+    pub(super) link_fillers: Vec<String>,
     pub(super) not_topic: Vec<String>,
     pub(super) topics: Vec<Vec<String>>,
     pub(super) numbers: Vec<String>,
