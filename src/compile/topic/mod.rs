@@ -554,6 +554,15 @@ mod tests {
         let j = judge(&n, &old);
         assert!(j.retired.is_empty(), "meaning alone never retires");
         assert_eq!(j.doubts, [Doubt { older: Uuid::from_u128(1), by: 0 }]);
+        // The single value the found message claimed shows as earlier with it; a fact of the
+        // message about something else, and another message's, do not.
+        let mut message = old.to_vec();
+        message
+            .push(Older { multi: false, ..older(4, "a", "I write everything in Sublime Text", Some("sublime text")) });
+        message.push(older(5, "a", "I use a split keyboard", None));
+        message.push(older(6, "b", "we have a dog called Pepper", Some("pepper")));
+        let doubted: Vec<Uuid> = judge(&n, &message).doubts.iter().map(|d| d.older).collect();
+        assert_eq!(doubted, [Uuid::from_u128(1), Uuid::from_u128(4)]);
         // Two earlier messages about as close (a value changed twice): both are earlier.
         let close = [
             with(1, "a", "I write everything in Sublime Text", [1.0, 0.2, 0.0]),
