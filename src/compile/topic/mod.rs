@@ -284,13 +284,19 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
                 // A hedge beside a statement is read apart from it only between two short
                 // messages: a longer one is a task, and a hedge in it says so.
                 let sentences = if short(&n.text) { by_clause } else { whole };
-                let best = sentences
-                    .iter()
-                    .filter_map(|t| {
-                        let old = Old { terms: t, value: o.value.as_deref(), multi: o.multi, named, adding };
-                        about(&new, &message, mark, &old)
-                    })
-                    .max_by_key(|b| (b.strong, b.shared));
+                // A restatement gives the attribute its new value in so many words: that shows
+                // the change, whatever else the message says of the old value ("Javier is
+                // injured, for the rest of the season Lucia is my coach").
+                let restated = restating.then_some(Bearing { shared: 1, strong: true, mark: Mark::Change });
+                let best = restated.or_else(|| {
+                    sentences
+                        .iter()
+                        .filter_map(|t| {
+                            let old = Old { terms: t, value: o.value.as_deref(), multi: o.multi, named, adding };
+                            about(&new, &message, mark, &old)
+                        })
+                        .max_by_key(|b| (b.strong, b.shared))
+                });
                 if let Some(b) = best {
                     by_group.entry(o.group.as_str()).or_default().push((o.id, b));
                 }
@@ -758,6 +764,7 @@ mod tests {
         assert!(!retires(&standup, "Standup ran long again, 40 minutes."));
         let coach = claimed("My coach is Javier", "javier", &["coach"]);
         assert!(retires(&coach, "For the rest of the season Lucia is my coach."));
+        assert!(retires(&coach, "Javier is injured, for the rest of the season Lucia is my coach."));
         // Someone's words about another person, an earlier value, another person's attribute.
         assert!(!retires(&coach, "My coach said Maria is great at serving."));
         assert!(!retires(&coach, "Before, when I was junior, my coach was Marco, he was very funny."));
