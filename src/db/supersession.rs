@@ -27,6 +27,8 @@ pub struct ActiveRow {
     pub evidence: bool,
     /// The earlier memories it is recorded to change (`metadata.revises`, [`mark_revises`]).
     pub revises: Vec<Uuid>,
+    /// The claim keys of those memories, current or not: the attribute a change of them is about.
+    pub revised_keys: Vec<String>,
 }
 
 /// The claim envelopes of the subject's current memories (for linking updates to them), with
@@ -105,13 +107,19 @@ pub async fn mark_revises(
 pub async fn active_rows(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Vec<ActiveRow>> {
     sqlx::query_as!(
         ActiveRow,
-        "SELECT id, kind AS \"kind: MemoryKind\", content, valid_from, valid_to, order_at, order_tiebreak, metadata->'claim' AS claim, \
-         claim_bucket, metadata->>'replaces' AS replaces, (metadata->>'voice' IS NOT DISTINCT FROM 'evidence') AS \"evidence!\", \
-         ARRAY(SELECT (r->>'memory')::uuid FROM jsonb_array_elements(CASE WHEN jsonb_typeof(metadata->'revises') = 'array' \
-               THEN metadata->'revises' ELSE '[]'::jsonb END) r \
-               WHERE r->>'memory' ~ '^[0-9a-fA-F-]{36}$') AS \"revises!\" \
-         FROM memories WHERE tenant_id = $1 AND subject_id = $2 AND status = 'active' \
-         AND (valid_to IS NULL OR valid_to > now())",
+        "SELECT m.id, m.kind AS \"kind: MemoryKind\", m.content, m.valid_from, m.valid_to, m.order_at, m.order_tiebreak, \
+         m.metadata->'claim' AS claim, m.claim_bucket, m.metadata->>'replaces' AS replaces, \
+         (m.metadata->>'voice' IS NOT DISTINCT FROM 'evidence') AS \"evidence!\", \
+         ARRAY(SELECT (r->>'memory')::uuid FROM jsonb_array_elements(CASE WHEN jsonb_typeof(m.metadata->'revises') = 'array' \
+               THEN m.metadata->'revises' ELSE '[]'::jsonb END) r \
+               WHERE r->>'memory' ~ '^[0-9a-fA-F-]{36}$') AS \"revises!\", \
+         ARRAY(SELECT DISTINCT o.metadata->'claim'->>'key' FROM jsonb_array_elements(CASE WHEN jsonb_typeof(m.metadata->'revises') = 'array' \
+               THEN m.metadata->'revises' ELSE '[]'::jsonb END) r \
+               JOIN memories o ON o.tenant_id = m.tenant_id AND o.subject_id = m.subject_id \
+               AND o.id = CASE WHEN r->>'memory' ~ '^[0-9a-fA-F-]{36}$' THEN (r->>'memory')::uuid END \
+               WHERE o.metadata->'claim'->>'key' IS NOT NULL) AS \"revised_keys!\" \
+         FROM memories m WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.status = 'active' \
+         AND (m.valid_to IS NULL OR m.valid_to > now())",
         tenant,
         subject_id
     )

@@ -2,7 +2,7 @@
 //! new messages against the subject's active memories of the user's own words, and the
 //! supersessions it decides, as rows to write.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -149,8 +149,16 @@ fn older_of(
             continue;
         }
         let group = group_key(&r.order_tiebreak);
-        let key_words = key.as_ref().map(|k| attributes().words_of(k).into_iter().collect()).unwrap_or_default();
-        let key_phrases = key.as_ref().map(|k| attributes().phrases_of(k)).unwrap_or_default();
+        // A memory with no claim of its own that changed a claimed one is about that attribute
+        // ("moved to biweekly releases", after "we release monthly"): its words name it too, so
+        // the next change of the attribute finds it, however it is worded.
+        let keys: Vec<String> = match key {
+            Some(k) => vec![k],
+            None => r.revised_keys.clone(),
+        };
+        let key_words =
+            keys.iter().flat_map(|k| attributes().words_of(k)).collect::<BTreeSet<_>>().into_iter().collect();
+        let key_phrases = keys.iter().flat_map(|k| attributes().phrases_of(k)).collect();
         starts.insert(r.id, r.valid_from);
         let until = taken.get(&r.id).cloned();
         older.push(Older {

@@ -255,7 +255,7 @@ async fn updates_with_hash() {
     check(
         &reports,
         &[
-            ("updates", 129, 36),
+            ("updates", 129, 35),
             ("updates_varied", 49, 5),
             ("updates_heldout", 16, 3),
             ("updates_followup", 11, 5),
@@ -278,7 +278,7 @@ async fn updates_with_minilm() {
     check(
         &reports,
         &[
-            ("updates", 129, 11),
+            ("updates", 129, 10),
             ("updates_varied", 49, 5),
             ("updates_heldout", 16, 2),
             ("updates_followup", 11, 2),
@@ -303,7 +303,7 @@ async fn updates_with_the_llm_compiler() {
     check(
         &reports,
         &[
-            ("updates", 123, 44),
+            ("updates", 123, 43),
             ("updates_varied", 45, 10),
             ("updates_heldout", 17, 3),
             ("updates_followup", 10, 8),

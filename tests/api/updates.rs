@@ -128,3 +128,25 @@ async fn a_chain_told_in_one_sentence_leaves_its_last_value_current() {
     assert!(text.contains("GitHub Actions"), "{text}");
     assert!(!current.iter().any(|l| l.contains("runs on Jenkins")), "{text}");
 }
+
+/// A change worded without the attribute's name, then a later change that names it: the first
+/// is about the attribute it changed, so the later one does not leave it current.
+#[tokio::test]
+async fn a_change_is_about_the_attribute_it_changed_however_it_was_worded() {
+    let app = spawn().await;
+    say(&app, "r", "s1", "2026-02-01T10:00:00Z", "We release quarterly, at the start of each quarter.").await;
+    say(&app, "r", "s2", "2026-02-10T10:00:00Z", "Moved to a release every other sprint so customers wait less.").await;
+    let mems = app.memories("r").await;
+    let first = mems
+        .iter()
+        .find(|m| m["kind"] == "profile_fact" && m["content"].as_str().unwrap().contains("quarterly"))
+        .unwrap();
+    assert_eq!(first["metadata"]["claim"]["key"], "attr.release_cadence", "{mems:?}");
+    say(&app, "r", "s3", "2026-02-20T10:00:00Z", "We now deploy continuously, straight from main.").await;
+    let b = bundle(&app, "r", "How often does the team release?", None).await;
+    let text = b["assembled_context"].as_str().unwrap();
+    assert!(text.contains("deploy continuously"), "{text}");
+    for line in text.lines().filter(|l| l.contains("every other sprint")) {
+        assert!(line.starts_with("- (earlier) "), "the sprint cadence is earlier: {text}");
+    }
+}
