@@ -392,12 +392,13 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             .filter(|id| !weak.contains(id))
             .filter_map(|id| older.iter().find(|o| o.id == *id).map(|o| o.group.as_str()))
             .collect();
-        // Except the single value the message claimed: a turn found by meaning shows as earlier
-        // with the fact drawn from it, never beside it as current ("my daughter goes to Maple
-        // Grove Elementary").
+        // Except the values the message claimed: a turn found by meaning shows as earlier with
+        // the fact drawn from it, never beside it as current ("my daughter goes to Maple Grove
+        // Elementary"; "we're on AWS", one value of several, after "finished moving everything
+        // to GCP": a message that only adds doubts nothing, see `only_adds`).
         let weakly: BTreeSet<&str> =
             weak.iter().filter_map(|id| older.iter().find(|o| o.id == *id).map(|o| o.group.as_str())).collect();
-        let held = |o: &Older| o.value.is_some() && !o.multi;
+        let held = |o: &Older| o.value.is_some();
         let marked: BTreeSet<Uuid> = out.doubts[doubts_before..].iter().map(|d| d.older).collect();
         for o in older {
             let group = o.group.as_str();
@@ -560,15 +561,17 @@ mod tests {
         let j = judge(&n, &old);
         assert!(j.retired.is_empty(), "meaning alone never retires");
         assert_eq!(j.doubts, [Doubt { older: Uuid::from_u128(1), by: 0 }]);
-        // The single value the found message claimed shows as earlier with it; a fact of the
-        // message about something else, and another message's, do not.
+        // The values the found message claimed show as earlier with it; a fact of the message
+        // about something else, and another message's, do not.
         let mut message = old.to_vec();
         message
             .push(Older { multi: false, ..older(4, "a", "I write everything in Sublime Text", Some("sublime text")) });
         message.push(older(5, "a", "I use a split keyboard", None));
+        message
+            .push(Older { multi: true, ..older(7, "a", "I write everything in Sublime Text", Some("sublime text")) });
         message.push(older(6, "b", "we have a dog called Pepper", Some("pepper")));
         let doubted: Vec<Uuid> = judge(&n, &message).doubts.iter().map(|d| d.older).collect();
-        assert_eq!(doubted, [Uuid::from_u128(1), Uuid::from_u128(4)]);
+        assert_eq!(doubted, [Uuid::from_u128(1), Uuid::from_u128(4), Uuid::from_u128(7)]);
         // Two earlier messages about as close (a value changed twice): both are earlier.
         let close = [
             with(1, "a", "I write everything in Sublime Text", [1.0, 0.2, 0.0]),
