@@ -278,7 +278,7 @@ async fn updates_with_minilm() {
     check(
         &reports,
         &[
-            ("updates", 129, 8),
+            ("updates", 129, 5),
             ("updates_varied", 49, 5),
             ("updates_heldout", 16, 2),
             ("updates_followup", 11, 2),

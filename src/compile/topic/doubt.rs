@@ -9,8 +9,9 @@ use super::Older;
 
 /// Least cosine similarity between a change and an earlier memory for a [`Doubt`] that no
 /// shared word explains, and by how much the earlier memory must beat those of every other
-/// message (MiniLM; measured on the update suites, see docs/compile.md).
-pub(super) const DOUBT_SIMILARITY: f32 = 0.25;
+/// message (MiniLM; measured on the update suites and checked on the BEAM dev chats, see
+/// docs/compile.md).
+pub(super) const DOUBT_SIMILARITY: f32 = 0.20;
 pub(super) const DOUBT_MARGIN: f32 = 0.05;
 /// At most this many earlier messages tie as what a change may be about: more is no signal.
 pub(super) const MAX_DOUBTED: usize = 2;
