@@ -54,7 +54,8 @@ pub struct Older {
     /// The phrases that name it ("daily standup", "standup time"), for a claimed fact.
     pub key_phrases: Vec<String>,
     /// Its claim's attribute holds several values at once (tools, pets): a change retires the
-    /// value only by naming it as ended ("moved from npm to yarn"), and a doubt never marks it.
+    /// value only by naming it as ended ("moved from npm to yarn"), and a doubt marks it only
+    /// with the rest of its message.
     pub multi: bool,
     /// Its place in time.
     pub at: Place,
@@ -132,8 +133,9 @@ pub fn may_restate(text: &str) -> bool {
 }
 
 /// Whether a plain sentence gives a claimed single value's attribute a new value: it names the
-/// attribute by one of its phrases (every word of it) and holds a value of the old value's shape that the old
-/// value is not. A restatement is an update however it is said ("the VAT number is …",
+/// attribute by one of its phrases (every word of it) and holds a value of the old value's
+/// shape, other than the old value, joined to the attribute by a linking word
+/// ([`terms::links`]). A restatement is an update however it is said ("the VAT number is …",
 /// "Standup is 9:30 from Monday on"); a sentence that names the attribute with a value of
 /// another kind ("standup was fun, we talked about Kubernetes") restates nothing.
 fn restates(text: &str, new: &Terms, o: &Older) -> bool {
