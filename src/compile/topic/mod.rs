@@ -772,6 +772,12 @@ mod tests {
         assert!(retires(&coach, "Javier is injured, for the rest of the season Lucia is my coach."));
         // Someone's words about another person, an earlier value, another person's attribute.
         assert!(!retires(&coach, "My coach said Maria is great at serving."));
+        let manager = claimed("My manager is Dana Whitfield", "dana whitfield", &["manager"]);
+        // Someone's reported words, named by a name: theirs, not a change of the user's.
+        assert!(!retires(&manager, "Dana said Priya is a great new manager for new hires."));
+        assert!(retires(&manager, "I said it before: my new manager is Priya Raman."));
+        assert!(!retires(&manager, "the recruiter says Priya is the new manager for that team."));
+        assert_eq!(classify("had to say goodbye to our old cat, we adopted a puppy now", false), Some(Mark::Change));
         assert!(!retires(&coach, "Before, when I was junior, my coach was Marco, he was very funny."));
         let landlord = claimed("My landlord is Pete Morrow", "pete morrow", &["landlord"]);
         assert!(retires(&landlord, "our new landlord is Harcourt Lettings, an agency"));

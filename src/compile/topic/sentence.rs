@@ -125,7 +125,7 @@ pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
     let reported_from = parts.iter().position(|c| {
         let m = masked(c);
         other_seen |= any(&m, &w.clause_screens);
-        other_seen && any(&m, &w.reported)
+        (other_seen && any(&m, &w.reported)) || reported_by_someone(c)
     });
     // Someone else's thing, another instance, the past, a negation: that clause says nothing.
     // A clause opened by a pronoun after one about someone else is about them too ("my wife
@@ -201,6 +201,27 @@ pub(super) fn asks(text: &str) -> bool {
 /// follows restates the answer, not a value of the user's own.
 pub(super) fn opens_as_reply(text: &str) -> bool {
     sentences(text).first().is_some_and(|(s, _)| any(&masked(s), &words().replies))
+}
+
+/// Whether a clause reports the words of someone as its subject ("Dana said Priya is a great
+/// manager", "the landlord says the code is 9902"): a reporting word (`reported`) right after a
+/// name, "he/she/they" or a determiner and a noun ("I said", "had to say goodbye" are the user's).
+fn reported_by_someone(clause: &str) -> bool {
+    let w = words();
+    let original: Vec<&str> = clause.split_whitespace().collect();
+    let lower = clause.to_lowercase().replace('’', "'");
+    let toks: Vec<&str> = opened(&lower).split_whitespace().collect();
+    let skipped = original.len().saturating_sub(toks.len());
+    let Some(at) = toks.iter().take(3).position(|t| w.reported.iter().any(|r| r == t)) else { return false };
+    // A name ("Dana said"), a pronoun ("she says") or a determiner and a noun ("the landlord
+    // says"); not an implied "I" ("had to say goodbye").
+    let name = |i: usize| original.get(skipped + i).is_some_and(|t| t.starts_with(char::is_uppercase) && *t != "I");
+    match toks[..at] {
+        [_] if name(0) => true,
+        ["he" | "she" | "they"] => true,
+        ["the" | "my" | "our" | "his" | "her" | "their", _] => true,
+        _ => false,
+    }
 }
 
 /// Whether a clause opens with someone else as its subject ("my teammate got a new manager",
