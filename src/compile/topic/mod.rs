@@ -138,17 +138,11 @@ pub fn may_restate(text: &str) -> bool {
 /// ([`terms::links`]). A restatement is an update however it is said ("the VAT number is …",
 /// "Standup is 9:30 from Monday on"); a sentence that names the attribute with a value of
 /// another kind ("standup was fun, we talked about Kubernetes") restates nothing.
-fn restates(text: &str, new: &Terms, o: &Older) -> bool {
+fn restates(text: &str, new: &Terms, o: &Older, phrases: &[BTreeSet<String>]) -> bool {
     let Some(old) = o.value.as_deref() else { return false };
     let said = |w: &String| !w.starts_with('#') && (new.topic.contains(w) || new.values.contains(w));
-    let phrase: Option<BTreeSet<String>> = o
-        .key_phrases
-        .iter()
-        .map(|p| terms(p).topic.into_iter().filter(|w| !w.starts_with('#')).collect::<BTreeSet<String>>())
-        .filter(|p| !p.is_empty() && p.iter().all(said))
-        .max_by_key(BTreeSet::len);
+    let phrase = phrases.iter().filter(|p| !p.is_empty() && p.iter().all(said)).max_by_key(|p| p.len());
     let Some(named) = phrase.filter(|_| !o.multi) else { return false };
-    let named = &named;
     // The shapes of the old value's words ("gb 123 4567 89": a name and a number).
     let shapes: Vec<Shape> = terms::tokens(old).iter().map(|t| terms::value_shape(t)).collect();
     let loose = |s: Shape| matches!(s, Shape::Name | Shape::Text);
@@ -165,8 +159,9 @@ pub fn readable(o: &Older) -> bool {
 }
 
 /// An earlier memory as the judge reads it: its asserting sentences' terms, read whole and (for
-/// a short message) clause by clause ([`sentence::asserted`]), and its attribute's own words.
-type Read<'a> = (&'a Older, [Vec<Terms>; 2], BTreeSet<String>);
+/// a short message) clause by clause ([`sentence::asserted`]), its attribute's own words, and
+/// the stems of each phrase naming it (read once, not per sentence of every change).
+type Read<'a> = (&'a Older, [Vec<Terms>; 2], BTreeSet<String>, Vec<BTreeSet<String>>);
 
 /// Longest message (in chars) whose long sentences the judge reads in runs of clauses.
 const RUNS_CHARS: usize = 200;
@@ -208,7 +203,13 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
                     }
                     ts
                 };
-                (o, [read(false, false), read(short(&o.text), true)], named)
+                // The stems of each phrase that names its attribute, for a restatement.
+                let phrases = o
+                    .key_phrases
+                    .iter()
+                    .map(|p| terms(p).topic.into_iter().filter(|w| !w.starts_with('#')).collect())
+                    .collect();
+                (o, [read(false, false), read(short(&o.text), true)], named, phrases)
             })
             .collect()
     };
@@ -276,10 +277,13 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             let adding = adds(text);
             // Per earlier message: the memories of it the change bears on.
             let mut by_group: BTreeMap<&str, Vec<(Uuid, Bearing)>> = BTreeMap::new();
-            for (o, [whole, by_clause], named) in olds.iter() {
+            for (o, [whole, by_clause], named, phrases) in olds.iter() {
                 // What was current at the message's place: earlier, and not yet replaced.
                 let current = o.at < n.at && o.until.as_ref().is_none_or(|u| *u > n.at);
-                if o.group == n.group || !current || retired.contains(&o.id) || (restating && !restates(text, &new, o))
+                if o.group == n.group
+                    || !current
+                    || retired.contains(&o.id)
+                    || (restating && !restates(text, &new, o, phrases))
                 {
                     continue;
                 }

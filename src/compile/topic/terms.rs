@@ -51,6 +51,16 @@ pub(super) fn tokens(sentence: &str) -> Vec<String> {
     out
 }
 
+/// A token lower-cased, with typographic apostrophes made plain.
+fn lowered(tok: &str) -> String {
+    tok.to_lowercase().replace('’', "'")
+}
+
+/// A lower-cased token without its possessive ("standup's" → "standup").
+fn bare(lower: &str) -> &str {
+    lower.trim_end_matches("'s").trim_end_matches('\'')
+}
+
 fn group_of(word: &str) -> Option<String> {
     words().topics.iter().find(|g| g.iter().any(|w| w == word)).map(|g| format!("#{}", g[0]))
 }
@@ -60,7 +70,7 @@ pub(super) fn terms(sentence: &str) -> Terms {
     let mut t = Terms::default();
     let toks = tokens(sentence);
     t.words = toks.len();
-    let lowers: Vec<String> = toks.iter().map(|x| x.to_lowercase().replace('’', "'")).collect();
+    let lowers: Vec<String> = toks.iter().map(|x| lowered(x)).collect();
     let ending: Vec<usize> =
         lowers.iter().enumerate().filter(|(_, l)| w.ending.iter().any(|e| e == *l)).map(|(i, _)| i).collect();
     let replacing: BTreeSet<usize> = ending.iter().flat_map(|&e| replacement(&lowers, e)).collect();
@@ -87,7 +97,7 @@ pub(super) fn terms(sentence: &str) -> Terms {
             }
             t.all.insert(term);
         };
-        let word = lower.trim_end_matches("'s").trim_end_matches('\'');
+        let word = bare(lower);
         if let Some(g) = group_of(word) {
             add(&mut t, g, false, true);
         }
@@ -122,11 +132,8 @@ const LINK_REACH: usize = 3;
 /// "the UK role".
 pub(super) fn links(sentence: &str, named: &BTreeSet<String>, value: &str, values: &BTreeSet<String>) -> bool {
     let w = words();
-    let lowers: Vec<String> = tokens(sentence).iter().map(|x| x.to_lowercase().replace('’', "'")).collect();
-    let stem = |l: &str| {
-        let word = l.trim_end_matches("'s").trim_end_matches('\'');
-        crate::lexemes::english::lexeme(word).flatten().unwrap_or_else(|| word.to_string())
-    };
+    let lowers: Vec<String> = tokens(sentence).iter().map(|x| lowered(x)).collect();
+    let stem = |l: &str| crate::lexemes::english::lexeme(bare(l)).flatten().unwrap_or_else(|| bare(l).to_string());
     let attr: Vec<usize> = (0..lowers.len()).filter(|&i| named.contains(&stem(&lowers[i]))).collect();
     let vals: Vec<usize> = (0..lowers.len()).filter(|&i| lowers[i] == value || stem(&lowers[i]) == value).collect();
     attr.iter().any(|&a| {
