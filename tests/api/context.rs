@@ -371,3 +371,49 @@ async fn long_turns_show_the_sentences_that_match_the_task() {
     assert!(text.contains("- user: My bicycle is blue."), "{text}");
     assert_eq!(b["episodes"].as_array().unwrap().len(), 7, "{b}");
 }
+
+/// A task about the user's own words ("which … did I mention") ranks the user's turns before
+/// the agent's answers that match it as well; the same task asked neutrally does not. (A soft
+/// signal: it decides between turns of about the same relevance, as the turns of one long chat
+/// about one project are.)
+#[tokio::test]
+async fn a_task_about_the_users_own_words_ranks_their_turns_first() {
+    // With words alone the best-matching turns all score 1 (BM25 as a share of the best), and
+    // no signal decides between them; the cosine leaves room.
+    let Some(embedder) = minilm() else { return };
+    let app = spawn_full(mnemo::RuntimeConfig::default(), embedder).await;
+    let turns = [
+        ("user", "Mint for budget tracking, I tried it."),
+        ("assistant", "Mint for budget tracking, it is fine."),
+        ("user", "Mint for budget tracking, I liked it."),
+        ("assistant", "Mint for budget tracking, it works well."),
+    ];
+    let eps: Vec<Value> = turns
+        .iter()
+        .map(|(role, text)| {
+            json!({"subject_id": "saver", "source": "chat", "type": "message",
+                   "payload": {"messages": [{"role": role, "content": text}]}})
+        })
+        .collect();
+    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": eps })).await;
+    assert_eq!(s, 201, "{b}");
+    app.compile_all("saver").await; // the turns' vectors
+    let speakers = |b: &Value| -> Vec<String> {
+        let text = b["assembled_context"].as_str().unwrap();
+        text.lines().filter_map(|l| l.strip_prefix("- ")?.split_once(':')).map(|(who, _)| who.to_string()).collect()
+    };
+    // The section lists turns in time order: a budget that holds two of the four shows which rank first.
+    let mut tried = 0;
+    for budget in 30..=90 {
+        let ask = |task: &str| json!({"subject_id": "saver", "task": task, "max_tokens": budget});
+        let (_, own) = app.post("/v1/context", &ask("Which budget tracking apps did I mention?")).await;
+        if speakers(&own).len() != 2 {
+            continue;
+        }
+        tried += 1;
+        assert_eq!(speakers(&own), ["user", "user"], "{}", own["assembled_context"]);
+        let (_, neutral) = app.post("/v1/context", &ask("Which budget tracking apps were discussed?")).await;
+        assert!(speakers(&neutral).contains(&"assistant".to_string()), "{}", neutral["assembled_context"]);
+    }
+    assert!(tried > 0, "no budget held exactly two turns");
+}

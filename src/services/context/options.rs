@@ -14,7 +14,7 @@ pub struct RetrievalOptions {
     pub dates: bool,
     /// Each turn's cosine is blended with its neighbours' in the same session.
     pub smoothing: bool,
-    /// Turns by a speaker the task names get a boost.
+    /// Turns by a speaker the task names (or the user's, for a task about their own words) get a boost.
     pub speakers: bool,
     /// Chat turns render without the repeated `[source/type]` label.
     pub compact: bool,
@@ -65,7 +65,9 @@ pub struct Tuning {
     pub session_boost: f64,
     /// How many of the best-matching episodes count towards a session's matches.
     pub session_top: usize,
-    /// Extra relevance for turns by a speaker the task names.
+    /// Extra relevance for turns by a speaker the task names, and for the user's turns when the
+    /// task asks about the user's own words ("what did I mention…",
+    /// [`super::signals::asks_own_words`]).
     pub speaker_boost: f64,
     /// Extra relevance for items dated on a day the task names.
     pub date_boost: f64,

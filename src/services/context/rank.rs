@@ -3,7 +3,7 @@
 //! Episode relevance before context: BM25 as a share of the best episode's, the cosine smoothed
 //! over the session's neighbouring turns, fused; then context: the neighbours of the best
 //! matches, sessions holding several of them, days and months the task names, speakers it
-//! names (`mnemo-rank-7`, formula in README.md and `context::score`).
+//! names or the user's own words it asks about (`mnemo-rank-7`, formula in README.md and `context::score`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -11,7 +11,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use uuid::Uuid;
 
 use super::options::{RetrievalOptions, Tuning};
-use super::signals::{smooth, speaker_named, task_words};
+use super::signals::{asks_own_words, by_user, smooth, speaker_named, task_words};
 use super::suppress::Shown;
 use crate::bundle::score::{rank, score_with, Kind, Signals};
 use crate::bundle::terms::task_months;
@@ -59,6 +59,7 @@ pub fn score_all(shown: Shown, task: &Task<'_>, opts: &RetrievalOptions) -> Rank
     drop(by_seq);
     let session_hits = if opts.session_matches { session_hits(&shown.episodes, &strong, t) } else { BTreeMap::new() };
     let words = task_words(task.text);
+    let own_words = opts.speakers && asks_own_words(task.text);
     let months = if opts.dates { task_months(task.text) } else { Vec::new() };
     let date_boost = |at: DateTime<Utc>| {
         let day = at.date_naive();
@@ -101,8 +102,13 @@ pub fn score_all(shown: Shown, task: &Task<'_>, opts: &RetrievalOptions) -> Rank
             boost += t.session_boost;
         }
         boost += date_boost(e.episode.occurred_at);
-        if opts.speakers && message_roles(&e.episode.payload).iter().any(|r| speaker_named(&words, r)) {
-            boost += t.speaker_boost;
+        if opts.speakers {
+            let roles = message_roles(&e.episode.payload);
+            // The speaker of a turn is named by a task that names them, and the user too by a
+            // task about their own words: one signal.
+            if roles.iter().any(|r| speaker_named(&words, r)) || (own_words && by_user(&roles)) {
+                boost += t.speaker_boost;
+            }
         }
         let signals = Signals {
             kind: Kind::Episode,
