@@ -952,6 +952,17 @@ async fn beam_in_process(b: &Bench, a: &Args) -> anyhow::Result<()> {
     if all_msgs > 0 {
         compile_report(b, &chats, (all_msgs, all_tokens, all_secs, all_embed), embedded, &phases)?;
     }
+    // The passages compile wrote get their vectors from the server's background worker; here,
+    // alone, before the questions, and timed apart from compile.
+    let t = Instant::now();
+    let filled = mnemo::services::passages::fill_all(b.pool(), &b.state.embedder).await?;
+    if filled > 0 {
+        let secs = t.elapsed().as_secs_f64();
+        println!(
+            "passages: {filled} embedded in {secs:.1} s ({:.1} passages/s, the background worker's work)",
+            filled as f64 / secs
+        );
+    }
     if a.compile_only {
         return Ok(());
     }

@@ -131,6 +131,10 @@ where
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let worker =
         state.config.run_worker.then(|| tokio::spawn(services::jobs::run_worker(state.worker(), stop_rx.clone())));
+    // Long episodes' passages get their vectors in the background, where compile jobs run.
+    let passages = state.config.run_worker.then(|| {
+        tokio::spawn(services::passages::run_worker(state.pool.clone(), state.embedder.clone(), stop_rx.clone()))
+    });
     // Copies of subjects erased elsewhere (another server, the console, `mnemo erase`) go too.
     let erased = Some(tokio::spawn(services::context::erased::watch(
         state.pool.clone(),
@@ -145,7 +149,7 @@ where
     // The worker finishes its current batch (a transaction), the dispatcher its deliveries in
     // flight, before they stop.
     let _ = stop_tx.send(true);
-    for task in [worker, dispatcher, erased].into_iter().flatten() {
+    for task in [worker, passages, dispatcher, erased].into_iter().flatten() {
         let _ = task.await;
     }
     Ok(())

@@ -3,8 +3,9 @@
 -- candidates, the turns next to the lanes' turns, the sources of the summaries among them, the
 -- session's snapshot with its pinned turns, the distances of all of them to the task vector
 -- (distance, where embedded says the row has an embedding of the vector's model) and the memories
--- citing them (db::context::candidates). Rows in their own columns; per-call records (header,
--- snapshot) in meta. The lexical lanes come ranked with the
+-- citing them (db::context::candidates). An episode's distance is its nearest vector's: its
+-- opening's (episode_embeddings) or one of its passages' (episode_passages). Rows in their own
+-- columns; per-call records (header, snapshot) in meta. The lexical lanes come ranked with the
 -- call (p_lex_*: from the server's index of the subject, valid when p_lex_state is the
 -- subject's state, or from this function's own hits, p_lex_state NULL); without them it
 -- returns the task's lexemes and their hits (part 5) for the server to rank, and nothing else.
@@ -180,22 +181,33 @@ BEGIN
         v_ep := v_ep || COALESCE(v_more, '{}');
     END IF;
     IF v_vec IS NOT NULL AND NOT v_big THEN
+        -- An episode's distance is its nearest vector's: its opening's or a passage's.
         SELECT array_agg(c.episode_id) INTO v_more FROM (
-            SELECT x.episode_id FROM episode_embeddings x
-            WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.created_at <= p_as_of
-              AND x.embedding_model = p_model
-            ORDER BY x.embedding <=> v_vec, x.episode_id LIMIT v_sem) c;
+            SELECT v.episode_id FROM (
+                SELECT x.episode_id, x.embedding <=> v_vec AS d FROM episode_embeddings x
+                WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.created_at <= p_as_of
+                  AND x.embedding_model = p_model
+                UNION ALL
+                SELECT q.episode_id, q.embedding <=> v_vec FROM episode_passages q
+                WHERE q.tenant_id = p_tenant AND q.subject_id = p_subject AND q.embedded_at <= p_as_of
+                  AND q.embedding_model = p_model) v
+            GROUP BY v.episode_id ORDER BY min(v.d), v.episode_id LIMIT v_sem) c;
         v_ep := v_ep || COALESCE(v_more, '{}');
     END IF;
     IF v_vec IS NOT NULL AND v_big THEN
         -- An embedding row is written after its episode, so `created_at <= as_of` implies the
         -- episode is visible too.
+        -- Each table's index gives its nearest rows; an episode's distance is its nearest one's.
         EXECUTE format(
-            'SELECT array_agg(c.episode_id) FROM (SELECT c.episode_id FROM (SELECT x.episode_id, '
-            'x.embedding <=> $4 AS d FROM episode_embeddings x WHERE x.tenant_id = $1 AND x.subject_id = $2 '
-            'AND x.created_at <= $3 AND x.embedding_model = %L '
-            'ORDER BY x.embedding::vector(%s) <=> $4::vector(%s) LIMIT %s) c ORDER BY c.d, c.episode_id LIMIT %s) c',
-            p_model, v_dims, v_dims, v_approx, v_sem)
+            'SELECT array_agg(c.episode_id) FROM (SELECT c.episode_id FROM ('
+            '(SELECT x.episode_id, x.embedding <=> $4 AS d FROM episode_embeddings x WHERE x.tenant_id = $1 '
+            'AND x.subject_id = $2 AND x.created_at <= $3 AND x.embedding_model = %L '
+            'ORDER BY x.embedding::vector(%s) <=> $4::vector(%s) LIMIT %s) UNION ALL '
+            '(SELECT q.episode_id, q.embedding <=> $4 AS d FROM episode_passages q WHERE q.tenant_id = $1 '
+            'AND q.subject_id = $2 AND q.embedded_at <= $3 AND q.embedding_model = %L '
+            'ORDER BY q.embedding::vector(%s) <=> $4::vector(%s) LIMIT %s)) c '
+            'GROUP BY c.episode_id ORDER BY min(c.d), c.episode_id LIMIT %s) c',
+            p_model, v_dims, v_dims, v_approx, p_model, v_dims, v_dims, v_approx, v_sem)
         INTO v_more USING p_tenant, p_subject, p_as_of, v_vec;
         v_ep := v_ep || COALESCE(v_more, '{}');
     END IF;
@@ -262,14 +274,17 @@ BEGIN
         NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::uuid[], e.metadata,
         NULL::text, NULL::text[], NULL::text[], e.created_at, NULL::timestamptz, NULL::boolean,
         e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq, NULL::timestamptz,
-        NULL::bigint, NULL::boolean, NULL::text[], (x.embedding <=> v_vec)::float8,
+        NULL::bigint, NULL::boolean, NULL::text[], LEAST((x.embedding <=> v_vec)::float8, q.d),
         x.episode_id IS NOT NULL, NULL::uuid[], NULL::integer[], NULL::float8[], NULL::jsonb
     FROM unnest(v_all) u(id)
     CROSS JOIN LATERAL (SELECT e.* FROM episodes e
         WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e
     LEFT JOIN LATERAL (SELECT x.episode_id, x.embedding FROM episode_embeddings x
         WHERE v_vec IS NOT NULL AND x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = e.id
-          AND x.embedding_model = p_model AND x.created_at <= p_as_of LIMIT 1) x ON true;
+          AND x.embedding_model = p_model AND x.created_at <= p_as_of LIMIT 1) x ON true
+    LEFT JOIN LATERAL (SELECT min(q.embedding <=> v_vec)::float8 AS d FROM episode_passages q
+        WHERE v_vec IS NOT NULL AND q.tenant_id = p_tenant AND q.subject_id = p_subject AND q.episode_id = e.id
+          AND q.embedding_model = p_model AND q.embedded_at <= p_as_of) q ON true;
 
     -- The memories citing the pool's turns or its summaries' sources: whether a turn is backed
     -- (the server's index holds them when its lexical lanes were used).

@@ -74,11 +74,18 @@ BEGIN
         WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.embedding_model = p_model;
         RETURN NEXT;
         source := 'episode';
-        SELECT COALESCE(array_agg(x.episode_id), '{}'), COALESCE(array_agg((x.embedding <=> v_vec)::float8), '{}')
+        -- An episode's distance is its nearest vector's: its opening's or a passage's.
+        SELECT COALESCE(array_agg(y.episode_id), '{}'), COALESCE(array_agg(y.d), '{}')
         INTO ids, floats
-        FROM episode_embeddings x
-        WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.embedding_model = p_model
-          AND x.created_at <= p_as_of;
+        FROM (SELECT v.episode_id, min(v.d)::float8 AS d FROM (
+                SELECT x.episode_id, x.embedding <=> v_vec AS d FROM episode_embeddings x
+                WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.embedding_model = p_model
+                  AND x.created_at <= p_as_of
+                UNION ALL
+                SELECT q.episode_id, q.embedding <=> v_vec FROM episode_passages q
+                WHERE q.tenant_id = p_tenant AND q.subject_id = p_subject AND q.embedding_model = p_model
+                  AND q.embedded_at <= p_as_of) v
+              GROUP BY v.episode_id) y;
         RETURN NEXT;
         source := NULL;
         ids := NULL;

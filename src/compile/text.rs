@@ -54,6 +54,58 @@ pub fn embedded_text(text: &str) -> &str {
     }
 }
 
+/// Texts longer than this many chars get passages beyond their opening: shorter ones are read
+/// well enough by the opening's vector (LoCoMo's turns, under 450 chars, have none).
+pub const PASSAGES_FROM: usize = 2 * EMBEDDED_CHARS;
+/// Chars of one passage, cut at whitespace like the opening.
+pub const PASSAGE_CHARS: usize = 300;
+/// At most this many passages an episode, spread over the text after the opening, so a
+/// message's cost stays bounded whatever its length (a 350 KB answer costs what a 3 KB one does).
+pub const MAX_PASSAGES: usize = 4;
+
+/// The passages of a long text that get vectors of their own, as char ranges (start, end):
+/// consecutive windows of about [`PASSAGE_CHARS`] after the opening ([`embedded_text`]); when
+/// there are more than [`MAX_PASSAGES`], that many spread evenly from the first to the last.
+/// Empty for a text of at most [`PASSAGES_FROM`] chars.
+pub fn passages(text: &str) -> Vec<(usize, usize)> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= PASSAGES_FROM {
+        return Vec::new();
+    }
+    let mut windows = Vec::new();
+    let mut start = embedded_text(text).chars().count();
+    loop {
+        while start < chars.len() && chars[start].is_whitespace() {
+            start += 1;
+        }
+        if start >= chars.len() {
+            break;
+        }
+        let bound = (start + PASSAGE_CHARS).min(chars.len());
+        let end = if bound == chars.len() {
+            bound - chars[start..bound].iter().rev().take_while(|c| c.is_whitespace()).count()
+        } else {
+            // the last whitespace in the window's second half, else the bound (a long word)
+            (start + PASSAGE_CHARS / 2..bound).rev().find(|&i| chars[i].is_whitespace()).unwrap_or(bound)
+        };
+        // A short remainder says too little to find on its own.
+        if chars[start..end].iter().filter(|c| !c.is_whitespace()).count() >= PASSAGE_CHARS / 8 {
+            windows.push((start, end));
+        }
+        start = end;
+    }
+    if windows.len() <= MAX_PASSAGES {
+        return windows;
+    }
+    let n = windows.len();
+    (0..MAX_PASSAGES).map(|i| windows[i * (n - 1) / (MAX_PASSAGES - 1)]).collect()
+}
+
+/// The chars `range` of `text`.
+pub fn char_range(text: &str, (start, end): (usize, usize)) -> String {
+    text.chars().skip(start).take(end.saturating_sub(start)).collect()
+}
+
 /// Returns the statements the user made, one per message, for fact extraction: the `user`
 /// messages of a chat payload in a user's or agent's episode, the plain text of a user's
 /// episode, nothing of evidence (see [`crate::model::voice`]).
@@ -261,6 +313,29 @@ mod tests {
         assert!(!e.ends_with(' '));
         let one = "é".repeat(2000);
         assert_eq!(embedded_text(&one).chars().count(), EMBEDDED_CHARS);
+    }
+
+    #[test]
+    fn passages_cover_a_long_text_after_its_opening_within_a_bound() {
+        assert!(passages(&"word ".repeat(100)).is_empty(), "500 chars: the opening is enough");
+        let text: String = (0..130).map(|i| format!("w{i:03} ")).collect(); // 650 chars
+        let opening = embedded_text(&text).chars().count();
+        let p = passages(&text);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert_eq!(p[0].0, opening + 1, "starts after the opening's cut and its space");
+        assert!(p.windows(2).all(|w| w[0].1 <= w[1].0));
+        assert!(char_range(&text, p[0]).starts_with('w') && !char_range(&text, p[0]).ends_with(' '));
+        assert_eq!(p.last().unwrap().1, text.chars().count() - 1, "up to the end (the trailing space is not read)");
+        // A long text: four passages from the first window to the last.
+        let long: String = (0..2000).map(|i| format!("w{i:04} ")).collect();
+        let p = passages(&long);
+        assert_eq!(p.len(), MAX_PASSAGES);
+        assert_eq!(p[0].0, embedded_text(&long).chars().count() + 1);
+        assert!(p[3].1 >= long.chars().count() - PASSAGE_CHARS);
+        assert!(p.iter().all(|&(s, e)| e > s && e - s <= PASSAGE_CHARS));
+        // Multi-byte text is cut at chars.
+        let wide = "é ".repeat(700);
+        assert!(passages(&wide).iter().all(|&r| char_range(&wide, r).chars().all(|c| c == 'é' || c == ' ')));
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub const TABLES: &[Table] = &[
     t("compile_cursors", true, "subject_id"),
     t("episodes", true, "subject_id, seq"),
     t("episode_embeddings", true, "subject_id, episode_id"),
+    t("episode_passages", true, "subject_id, episode_id, passage"),
     t("memories", true, "subject_id, id"),
     t("supersession_records", true, "subject_id, id"),
     t("subject_terms", true, "subject_id, source, lexeme"),

@@ -9,6 +9,7 @@ pub const SUBJECT_TABLES: &[&str] = &[
     "episodes",
     "memories",
     "episode_embeddings",
+    "episode_passages",
     "supersession_records",
     "compile_jobs",
     "compile_cursors",

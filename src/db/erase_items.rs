@@ -79,6 +79,24 @@ pub async fn delete_embeddings(
     Ok(r.rows_affected())
 }
 
+/// Deletes the passages of the subject's episodes among `ids`; returns the count.
+pub async fn delete_passages(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    ids: &[Uuid],
+) -> sqlx::Result<u64> {
+    let r = sqlx::query!(
+        "DELETE FROM episode_passages WHERE tenant_id = $1 AND subject_id = $2 AND episode_id = ANY($3::uuid[])",
+        tenant,
+        subject_id,
+        ids
+    )
+    .execute(conn)
+    .await?;
+    Ok(r.rows_affected())
+}
+
 /// Deletes the supersession records naming one of the memories `ids` (either side); returns
 /// the count.
 pub async fn delete_supersessions(
@@ -192,6 +210,8 @@ pub async fn remaining(
              (SELECT count(*) FROM episodes WHERE tenant_id = $1 AND subject_id = $2 AND id = ANY($3::uuid[])) AS "episodes!",
              (SELECT count(*) FROM episode_embeddings WHERE tenant_id = $1 AND subject_id = $2
                 AND episode_id = ANY($3::uuid[])) AS "episode_embeddings!",
+             (SELECT count(*) FROM episode_passages WHERE tenant_id = $1 AND subject_id = $2
+                AND episode_id = ANY($3::uuid[])) AS "episode_passages!",
              (SELECT count(*) FROM memories WHERE tenant_id = $1 AND subject_id = $2
                 AND (id = ANY($4::uuid[]) OR source_episode_ids && $3::uuid[]
                      OR (jsonb_typeof(metadata->'revises') = 'array' AND EXISTS (
@@ -212,6 +232,7 @@ pub async fn remaining(
     Ok(vec![
         ("episodes".to_string(), row.episodes),
         ("episode_embeddings".to_string(), row.episode_embeddings),
+        ("episode_passages".to_string(), row.episode_passages),
         ("memories".to_string(), row.memories),
         ("supersession_records".to_string(), row.supersession_records),
         ("receipts".to_string(), receipts),

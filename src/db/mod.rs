@@ -37,6 +37,7 @@ pub mod keys;
 pub mod labels;
 pub mod lexical;
 pub mod memories;
+pub mod passages;
 pub mod policy;
 pub mod pool;
 pub mod rate_limits;

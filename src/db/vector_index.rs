@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
 /// The tables with an `embedding` and `embedding_model` column.
-pub const TABLES: [&str; 2] = ["memories", "episode_embeddings"];
+pub const TABLES: [&str; 3] = ["memories", "episode_embeddings", "episode_passages"];
 
 /// The index name for a table and model: the table and 12 hex digits of the model's sha256.
 pub fn index_name(table: &str, model: &str) -> String {

@@ -20,7 +20,7 @@ use crate::compile::link::{link_by_similarity, link_drafts, Current, SIMILARITY_
 use crate::compile::llm::prompt::CurrentFact;
 use crate::compile::llm::Compiler;
 use crate::compile::pipeline::{compile_episode, EpisodeInput, MemoryDraft};
-use crate::compile::text::{embedded_text, episode_text};
+use crate::compile::text::{embedded_text, episode_text, passages};
 use crate::db;
 use crate::db::compile::{MemoryRows, LABEL_SEPARATOR};
 use crate::embed::embed_texts;
@@ -136,6 +136,7 @@ pub async fn compile_call(
     subject_id: &str,
     job_id: Option<&str>,
 ) -> Result<BatchOutcome, CompileError> {
+    let _running = crate::services::passages::CompileRunning::start();
     compile_within(deps, tenant, subject_id, limits, job_id).await
 }
 
@@ -234,14 +235,18 @@ async fn compile_in(
     };
     // One vector per episode, of its opening (`embedded_text`); a long episode's summary
     // restates that opening, so it shares the vector rather than costing a second one.
+    // A long episode's later parts are passages (a bounded number) that the passage worker
+    // gives vectors of their own, so a question about the middle of a long answer finds it.
     let mut episode_texts = Vec::new();
     let mut long = HashMap::new();
+    let mut passage_ranges = Vec::new();
     for e in &pending {
         let text = episode_text(&e.payload);
         if !text.trim().is_empty() {
             let embedded = embedded_text(&text);
             if embedded.len() < text.len() {
                 long.insert(e.id, embedded.to_string());
+                passage_ranges.extend(passage_rows(e.id, &passages(&text)));
             }
             episode_texts.push((e.id, embedded.to_string()));
         }
@@ -294,6 +299,7 @@ async fn compile_in(
     let ep_ids: Vec<Uuid> = episode_texts.iter().map(|(id, _)| *id).collect();
     let ep_vecs: Vec<Vector> = episode_vectors.iter().map(|v| Vector::from(v.clone())).collect();
     db::compile::insert_episode_embeddings(&mut tx, tenant, subject_id, &ep_ids, &ep_vecs, &model).await?;
+    db::passages::insert(&mut tx, tenant, subject_id, &passage_ranges).await?;
     lap(&mut phases.insert);
 
     let semantic = embedder.is_semantic().then_some(model.as_str());
@@ -333,6 +339,20 @@ fn offered_facts(rows: Vec<(Uuid, String, Value)>, registry: &Registry) -> Vec<C
             key: claim.key,
             value: claim.value,
             content,
+        })
+        .collect()
+}
+
+/// The rows of an episode's passages, numbered from 1 in text order.
+pub fn passage_rows(episode_id: Uuid, ranges: &[(usize, usize)]) -> Vec<db::passages::PassageRange> {
+    ranges
+        .iter()
+        .zip(1i16..)
+        .map(|(&(start, end), passage)| db::passages::PassageRange {
+            episode_id,
+            passage,
+            start_char: i32::try_from(start).unwrap_or(i32::MAX),
+            end_char: i32::try_from(end).unwrap_or(i32::MAX),
         })
         .collect()
 }

@@ -133,6 +133,8 @@ async fn erase_in(
     );
     let n = db::erase_items::delete_embeddings(&mut tx, tenant, subject_id, &episodes).await?;
     per_table.insert("episode_embeddings".to_string(), n);
+    let n = db::erase_items::delete_passages(&mut tx, tenant, subject_id, &episodes).await?;
+    per_table.insert("episode_passages".to_string(), n);
     let n = db::erase_items::delete_supersessions(&mut tx, tenant, subject_id, &memories).await?;
     per_table.insert("supersession_records".to_string(), n);
     per_table.insert(

@@ -21,6 +21,7 @@ pub mod keys;
 pub mod labels;
 pub mod lexer;
 pub mod memories;
+pub mod passages;
 pub mod policy;
 pub mod read_replica;
 pub mod receipts;

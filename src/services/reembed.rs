@@ -8,7 +8,7 @@ use std::sync::Arc;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::compile::text::episode_text;
+use crate::compile::text::{embedded_text, episode_text, passages};
 use crate::db;
 use crate::db::reembed::Key;
 use crate::embed::embed_texts;
@@ -50,25 +50,26 @@ pub async fn run(
         let rows = db::reembed::episodes(&mut conn, &model, &after, batch).await?;
         let Some(last) = rows.last() else { break };
         after = (last.tenant_id.clone(), last.subject_id.clone(), last.id);
+        // Each episode's opening, as compile embeds it; its passages wait for a vector again.
         let with_text: Vec<(&db::reembed::Pending, String)> =
             rows.iter().map(|r| (r, episode_text(&r.content))).filter(|(_, t)| !t.trim().is_empty()).collect();
-        let vectors = embed_texts(embedder, with_text.iter().map(|(_, t)| t.clone()).collect()).await?;
+        let vectors =
+            embed_texts(embedder, with_text.iter().map(|(_, t)| embedded_text(t).to_string()).collect()).await?;
         let mut tx = pool.begin().await?;
-        for ((row, _), v) in with_text.iter().zip(&vectors) {
-            db::compile::insert_episode_embeddings(
-                &mut tx,
-                &row.tenant_id,
-                &row.subject_id,
-                &[row.id],
-                &[pgvector::Vector::from(v.clone())],
-                &model,
-            )
-            .await?;
+        for ((row, text), v) in with_text.iter().zip(&vectors) {
+            let (tenant, subject) = (&row.tenant_id, &row.subject_id);
+            let vector = pgvector::Vector::from(v.clone());
+            db::compile::insert_episode_embeddings(&mut tx, tenant, subject, &[row.id], &[vector], &model).await?;
+            db::erase_items::delete_passages(&mut tx, tenant, subject, &[row.id]).await?;
+            let ranges = crate::services::compile::passage_rows(row.id, &passages(text));
+            db::passages::insert(&mut tx, tenant, subject, &ranges).await?;
         }
         tx.commit().await?;
         progress.advance(rows.len() as u64);
     }
     progress.finish();
-    tracing::info!(model = %model, "re-embedding complete");
+    // Waiting passages (these episodes', and any a stopped server left) get their vectors now.
+    let filled = crate::services::passages::fill_all(pool, embedder).await?;
+    tracing::info!(model = %model, passages = filled, "re-embedding complete");
     Ok(())
 }

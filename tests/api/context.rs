@@ -162,7 +162,7 @@ async fn approximate_vector_lanes_match_the_exact_ones_on_a_small_subject() {
     let Some(embedder) = minilm() else { return };
     let app = spawn_full(mnemo::RuntimeConfig::default(), embedder.clone()).await;
     let built = mnemo::db::vector_index::ensure(&app.pool, embedder.model_id(), embedder.dims()).await.unwrap();
-    assert_eq!(built.len(), 2, "{built:?}");
+    assert_eq!(built.len(), mnemo::db::vector_index::TABLES.len(), "{built:?}");
     assert!(mnemo::db::vector_index::ensure(&app.pool, embedder.model_id(), embedder.dims()).await.unwrap().is_empty());
     let valid: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = ANY($1) AND i.indisvalid",
@@ -171,7 +171,7 @@ async fn approximate_vector_lanes_match_the_exact_ones_on_a_small_subject() {
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    assert_eq!(valid, 2);
+    assert_eq!(valid, mnemo::db::vector_index::TABLES.len() as i64);
 
     let mut texts: Vec<String> = (0..30).map(|i| format!("Can you reformat this table for me? ({i})")).collect();
     texts.insert(7, "By the way, my dog's name is Biscuit and she is a beagle.".into());
@@ -416,4 +416,88 @@ async fn a_task_about_the_users_own_words_ranks_their_turns_first() {
         assert!(speakers(&neutral).contains(&"assistant".to_string()), "{}", neutral["assembled_context"]);
     }
     assert!(tried > 0, "no budget held exactly two turns");
+}
+
+/// A long turn's later passages get vectors of their own in the background (the passage
+/// worker): once they have them, the turn's distance to a task is its nearest vector's, so a
+/// question about the middle of the turn finds it though its opening is about something else
+/// (measured on BEAM: bench/results/2026-12-07-passages.md);
+/// as of an instant before the passages had vectors, the distance is the opening's (replay as of
+/// a receipt stays exact).
+#[tokio::test]
+async fn a_long_turn_is_found_by_a_passage_in_its_middle() {
+    let Some(embedder) = minilm() else { return };
+    let app = spawn_full(mnemo::RuntimeConfig::default(), embedder).await;
+    let opening = "Here is the pasta recipe I promised: boil salted water, cook the spaghetti for nine minutes, \
+        and keep a cup of the starchy water. Fry garlic in olive oil, add chilli flakes, toss the pasta with the oil \
+        and loosen it with the water. Finish with parsley and lemon zest, and serve it straight away while hot.";
+    let filler = " The oven at home runs hot, so I lower every temperature by ten degrees. I keep the spices in \
+        glass jars on the second shelf, labelled by hand, and I restock them every few months from the market.";
+    let middle = " Big news from home: my sister Ana is getting married in Lisbon next June, and the whole \
+        family is flying there for the celebration by the river.";
+    let long = format!("{opening}{filler}{middle}{filler}{filler}");
+    assert!(long.chars().count() > mnemo::compile::text::PASSAGES_FROM);
+    // The agent's turn: no fact of the user's comes from it, only the turn itself can be found.
+    let turns = [
+        ("user", "I bought new running shoes yesterday."),
+        ("user", "The printer on the second floor is broken again."),
+        ("assistant", long.as_str()),
+    ];
+    let eps: Vec<Value> = turns
+        .iter()
+        .map(|(role, text)| {
+            json!({"subject_id": "cook", "source": "chat", "type": "message",
+                   "payload": {"messages": [{"role": role, "content": text}]}})
+        })
+        .collect();
+    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": eps })).await;
+    assert_eq!(s, 201, "{b}");
+    app.compile_all("cook").await;
+
+    // The worker embeds the passages within seconds (it polls every two).
+    let pending = || sqlx::query_scalar::<_, i64>("SELECT count(*) FROM episode_passages WHERE embedding IS NULL");
+    for waited in 0.. {
+        if pending().fetch_one(&app.pool).await.unwrap() == 0 {
+            break;
+        }
+        assert!(waited < 600, "the passages never got their vectors");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let passages: Vec<(i16, i32, i32, String, chrono::DateTime<chrono::Utc>, String)> = sqlx::query_as(
+        "SELECT passage, start_char, end_char, embedding::text, created_at, embedding_model FROM episode_passages \
+         ORDER BY passage",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert!(!passages.is_empty() && passages.len() <= mnemo::compile::text::MAX_PASSAGES, "{}", passages.len());
+    assert!(passages.windows(2).all(|w| w[0].2 <= w[1].1));
+    let chars: Vec<char> = format!("assistant: {long}").chars().collect();
+    let (number, start, end, vector, written, model) = passages
+        .iter()
+        .find(|p| chars[p.1 as usize..p.2 as usize].iter().collect::<String>().contains("Lisbon"))
+        .expect("a passage holds the middle")
+        .clone();
+    assert!(number >= 1 && start > 0 && end > start);
+
+    // The turn's distance to that passage's own vector, as the context call reads it: 0 now,
+    // the opening's as of the instant compile wrote the passage (it had no vector yet).
+    let distance = |as_of: chrono::DateTime<chrono::Utc>| {
+        sqlx::query_as::<_, (Vec<uuid::Uuid>, Vec<f64>)>(
+            "SELECT ids, floats FROM mnemo_context_small('default', 'cook', $1, 'news', $2, $3, NULL, NULL, NULL) \
+             WHERE part = 13 AND source = 'episode'",
+        )
+        .bind(as_of)
+        .bind(vector.clone())
+        .bind(model.clone())
+    };
+    let long_id: uuid::Uuid = sqlx::query_scalar("SELECT id FROM episodes WHERE payload::text LIKE '%Lisbon%'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let of_long = |(ids, ds): (Vec<uuid::Uuid>, Vec<f64>)| ds[ids.iter().position(|i| *i == long_id).unwrap()];
+    let now = of_long(distance(chrono::Utc::now()).fetch_one(&app.pool).await.unwrap());
+    let then = of_long(distance(written).fetch_one(&app.pool).await.unwrap());
+    assert!(now < 1e-6, "{now}");
+    assert!(then > 0.2, "the opening is about pasta: {then}");
 }

@@ -238,3 +238,20 @@ async fn an_item_erasure_is_announced_without_content() {
     assert_eq!(payload["episodes_deleted"], 1);
     assert!(!payload.to_string().contains("Bergen"), "{payload}");
 }
+
+/// A long episode's passages (compile writes them, the worker embeds them) go with it.
+#[tokio::test]
+async fn erasing_a_long_episode_takes_its_passages() {
+    let app = spawn_signed(RuntimeConfig::default()).await;
+    let long = "I keep notes on every trip I take, with the trains and the hotels and what I ate. ".repeat(12);
+    app.ingest_and_compile("traveller", &[long.as_str(), "I live in Oslo."]).await;
+    let count = |sql: &'static str| sqlx::query_scalar::<_, i64>(sql);
+    let passages = count("SELECT count(*) FROM episode_passages").fetch_one(&app.pool).await.unwrap();
+    assert!(passages >= 1, "a {}-char episode has passages", long.len());
+    let eps = episodes(&app, "default", "traveller").await;
+    let id = episode_with(&eps, "trains");
+    let (s, b) = erase(&app, "default", "traveller", &json!({"episode_ids": [id]})).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(count("SELECT count(*) FROM episode_passages").fetch_one(&app.pool).await.unwrap(), 0);
+    assert_eq!(b["certificate"]["rows_remaining"], 0, "{b}");
+}

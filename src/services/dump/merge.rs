@@ -144,7 +144,7 @@ impl Merge {
         if table.name == "episodes" {
             rows = self.drop_known_episodes(conn, rows).await?;
         }
-        if table.name == "episode_embeddings" {
+        if table.name == "episode_embeddings" || table.name == "episode_passages" {
             let before = rows.len();
             rows.retain(|(_, r)| field(r, "episode_id").is_none_or(|id| !self.same_as.contains_key(id)));
             for _ in rows.len()..before {
