@@ -275,16 +275,19 @@ BEGIN
         NULL::text, NULL::text[], NULL::text[], e.created_at, NULL::timestamptz, NULL::boolean,
         e.source, e.payload, e.provenance, e.session_id, e.occurred_at, e.seq, NULL::timestamptz,
         NULL::bigint, NULL::boolean, NULL::text[], LEAST((x.embedding <=> v_vec)::float8, q.d),
-        x.episode_id IS NOT NULL, NULL::uuid[], NULL::integer[], NULL::float8[], NULL::jsonb
+        x.episode_id IS NOT NULL, NULL::uuid[],
+        -- where the nearest passage starts, when it is nearer than the opening (for the excerpt)
+        CASE WHEN q.d < (x.embedding <=> v_vec)::float8 THEN ARRAY[q.s] END, NULL::float8[], NULL::jsonb
     FROM unnest(v_all) u(id)
     CROSS JOIN LATERAL (SELECT e.* FROM episodes e
         WHERE e.tenant_id = p_tenant AND e.subject_id = p_subject AND e.id = u.id LIMIT 1) e
     LEFT JOIN LATERAL (SELECT x.episode_id, x.embedding FROM episode_embeddings x
         WHERE v_vec IS NOT NULL AND x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.episode_id = e.id
           AND x.embedding_model = p_model AND x.created_at <= p_as_of LIMIT 1) x ON true
-    LEFT JOIN LATERAL (SELECT min(q.embedding <=> v_vec)::float8 AS d FROM episode_passages q
+    LEFT JOIN LATERAL (SELECT (q.embedding <=> v_vec)::float8 AS d, q.start_char AS s FROM episode_passages q
         WHERE v_vec IS NOT NULL AND q.tenant_id = p_tenant AND q.subject_id = p_subject AND q.episode_id = e.id
-          AND q.embedding_model = p_model AND q.embedded_at <= p_as_of) q ON true;
+          AND q.embedding_model = p_model AND q.embedded_at <= p_as_of
+        ORDER BY 1, 2 LIMIT 1) q ON true;
 
     -- The memories citing the pool's turns or its summaries' sources: whether a turn is backed
     -- (the server's index holds them when its lexical lanes were used).

@@ -74,22 +74,38 @@ BEGIN
         WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.embedding_model = p_model;
         RETURN NEXT;
         source := 'episode';
-        -- An episode's distance is its nearest vector's: its opening's or a passage's.
-        SELECT COALESCE(array_agg(y.episode_id), '{}'), COALESCE(array_agg(y.d), '{}')
-        INTO ids, floats
-        FROM (SELECT v.episode_id, min(v.d)::float8 AS d FROM (
-                SELECT x.episode_id, x.embedding <=> v_vec AS d FROM episode_embeddings x
-                WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.embedding_model = p_model
-                  AND x.created_at <= p_as_of
-                UNION ALL
-                SELECT q.episode_id, q.embedding <=> v_vec FROM episode_passages q
-                WHERE q.tenant_id = p_tenant AND q.subject_id = p_subject AND q.embedding_model = p_model
-                  AND q.embedded_at <= p_as_of) v
-              GROUP BY v.episode_id) y;
+        -- An episode's distance is its nearest vector's: its opening's or a passage's; terms:
+        -- where the nearest passage starts (-1: the opening is nearest), for the excerpt. A
+        -- subject without passages (short turns) reads its openings alone.
+        IF EXISTS (SELECT 1 FROM episode_passages q WHERE q.tenant_id = p_tenant AND q.subject_id = p_subject
+                   AND q.embedding_model = p_model AND q.embedded_at <= p_as_of) THEN
+            SELECT COALESCE(array_agg(y.episode_id), '{}'), COALESCE(array_agg(y.d), '{}'), COALESCE(array_agg(y.s), '{}')
+            INTO ids, floats, terms
+            -- (The smallest [distance, start] pair of each episode, by one hashed aggregate.)
+            FROM (SELECT v.episode_id, m[1] AS d, m[2]::integer AS s FROM (
+                    SELECT v.episode_id, min(ARRAY[v.d, v.s]) AS m FROM (
+                        SELECT x.episode_id, (x.embedding <=> v_vec)::float8 AS d, -1::float8 AS s
+                        FROM episode_embeddings x
+                        WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.embedding_model = p_model
+                          AND x.created_at <= p_as_of
+                        UNION ALL
+                        SELECT q.episode_id, (q.embedding <=> v_vec)::float8, q.start_char::float8
+                        FROM episode_passages q
+                        WHERE q.tenant_id = p_tenant AND q.subject_id = p_subject AND q.embedding_model = p_model
+                          AND q.embedded_at <= p_as_of) v
+                    GROUP BY v.episode_id) v) y;
+        ELSE
+            SELECT COALESCE(array_agg(x.episode_id), '{}'), COALESCE(array_agg((x.embedding <=> v_vec)::float8), '{}')
+            INTO ids, floats
+            FROM episode_embeddings x
+            WHERE x.tenant_id = p_tenant AND x.subject_id = p_subject AND x.embedding_model = p_model
+              AND x.created_at <= p_as_of;
+        END IF;
         RETURN NEXT;
         source := NULL;
         ids := NULL;
         floats := NULL;
+        terms := NULL;
     END IF;
 
     -- The fingerprint: memory version / number of episodes / latest episode's id.

@@ -178,6 +178,14 @@ pub struct Part<'a> {
 /// else the sentences with the most task stems, best first until the room is spent, shown in
 /// their order; else (no sentence shares a word with the task) its opening, cut at `chars`.
 pub fn excerpt(parts: &[Part<'_>], stems: &TaskStems, chars: usize) -> String {
+    excerpt_at(parts, stems, chars, None)
+}
+
+/// [`excerpt`], where `focus` (a char offset in the turn's text as compile reads it: each part
+/// as "prefix" + text, parts joined by a newline) marks the passage whose vector found the turn:
+/// when no sentence shares a word with the task, the excerpt shows the sentences from that
+/// passage on instead of the opening.
+pub fn excerpt_at(parts: &[Part<'_>], stems: &TaskStems, chars: usize, focus: Option<usize>) -> String {
     // The whole turn's length, counted without building it: most candidate turns of a long
     // chat are far longer than their room.
     let whole_chars = parts.iter().map(|p| p.prefix.chars().count() + p.text.trim().chars().count()).sum::<usize>()
@@ -193,7 +201,22 @@ pub fn excerpt(parts: &[Part<'_>], stems: &TaskStems, chars: usize) -> String {
         .collect();
     let hits: Vec<usize> = read.iter().flat_map(|a| stems.shared(a)).collect();
     if hits.iter().all(|h| *h == 0) {
-        return opening(&join_whole(parts), chars);
+        return match focus.and_then(|f| focused_sentence(parts, &read, f)) {
+            Some(first) => {
+                let mut chosen = BTreeSet::new();
+                let mut used = 0;
+                for (i, (_, s)) in sentences.iter().enumerate().skip(first) {
+                    let len = s.chars().count();
+                    if !chosen.is_empty() && used + len > chars {
+                        break;
+                    }
+                    used += len + 1;
+                    chosen.insert(i);
+                }
+                render(parts, &sentences, &chosen, chars)
+            }
+            None => opening(&join_whole(parts), chars),
+        };
     }
     let mut order: Vec<usize> = (0..sentences.len()).collect();
     order.sort_by(|a, b| hits[*b].cmp(&hits[*a]).then(a.cmp(b)));
@@ -208,6 +231,25 @@ pub fn excerpt(parts: &[Part<'_>], stems: &TaskStems, chars: usize) -> String {
         chosen.insert(i);
     }
     render(parts, &sentences, &chosen, chars)
+}
+
+/// The index (over every part's sentences) of the sentence holding char `focus` of the turn's
+/// text (see [`excerpt_at`]), or the next one; None when `focus` lies beyond the text.
+fn focused_sentence(parts: &[Part<'_>], read: &[Arc<Analysis>], focus: usize) -> Option<usize> {
+    let mut base = 0;
+    let mut before = 0;
+    for (p, part) in parts.iter().enumerate() {
+        let (prefix, len) = (part.prefix.chars().count(), part.text.chars().count());
+        if focus < base + prefix + len {
+            let at = focus.saturating_sub(base + prefix);
+            let byte = part.text.char_indices().nth(at).map_or(part.text.len(), |(b, _)| b);
+            let within = read[p].spans.iter().position(|&(_, to)| to > byte)?;
+            return Some(before + within);
+        }
+        base += prefix + len + 1;
+        before += read[p].spans.len();
+    }
+    None
 }
 
 /// The chosen sentences in order, each part's prefix before its first one, "…" for gaps.
@@ -374,5 +416,22 @@ mod tests {
         assert_eq!(got, "user: … I painted it last year. …");
         let got = excerpt(&parts, &stems, 80);
         assert_eq!(got, "user: … I painted it last year. assistant: … What kind of paint do you use for sunsets?");
+    }
+
+    #[test]
+    fn a_focus_shows_the_passage_that_found_the_turn_when_no_word_is_shared() {
+        let text = "Boil the pasta for nine minutes. Keep some water. Big news: Ana marries in Lisbon in June. \
+            The oven runs hot. Spices sit on the shelf.";
+        let prefix = "assistant: ";
+        let focus = prefix.chars().count() + text.find("Big news").unwrap();
+        let got = excerpt_at(&one(prefix, text), &TaskStems::new("wedding city"), 40, Some(focus));
+        assert!(got.starts_with("assistant: … Big news: Ana marries in Lisbon"), "{got}");
+        assert!(got.ends_with('…'), "{got}");
+        // Without a focus, the opening; with task words, the sentences that share them.
+        assert!(excerpt_at(&one(prefix, text), &TaskStems::new("wedding city"), 40, None).contains("Boil"));
+        let worded = excerpt_at(&one(prefix, text), &TaskStems::new("is my oven hot?"), 40, Some(focus));
+        assert!(worded.contains("The oven runs hot.") && !worded.contains("Lisbon"), "{worded}");
+        // A focus beyond the text falls back to the opening.
+        assert!(excerpt_at(&one(prefix, text), &TaskStems::new("wedding city"), 40, Some(10_000)).contains("Boil"));
     }
 }

@@ -117,6 +117,9 @@ pub struct EpisodeCandidate {
     pub seq: i64,
     pub lex: f64,
     pub sem: Option<f64>,
+    /// Where the passage nearest the task starts (a char of the episode's text), when a passage
+    /// of the turn is nearer than its opening: the bundle's excerpt shows it.
+    pub focus: Option<usize>,
 }
 
 /// One episode's backing: whether a memory compiled from it is visible at `as_of`, and whether

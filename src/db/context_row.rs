@@ -150,6 +150,7 @@ impl Row {
             seq: need(self.seq, "seq")?,
             lex: 0.0,
             sem: None,
+            focus: None,
         })
     }
 

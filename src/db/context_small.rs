@@ -157,8 +157,11 @@ pub struct SmallCall {
     /// The cosine distance to the task vector of every memory with an embedding of its model
     /// (None: the distance is NULL).
     pub memory_dists: HashMap<Uuid, Option<f64>>,
-    /// Likewise for episodes, with an embedding recorded by the call's instant.
+    /// Likewise for episodes, with an embedding recorded by the call's instant (an episode's
+    /// nearest vector: its opening's or a passage's).
     pub episode_dists: HashMap<Uuid, Option<f64>>,
+    /// The episodes whose nearest vector is a passage's: where it starts (a char of the text).
+    pub episode_focus: HashMap<Uuid, usize>,
     /// The session's snapshot as of the call.
     pub snapshot: Option<SnapshotRow>,
     /// For a large subject's pool (whose memories are not all the subject's): the memories
@@ -198,9 +201,13 @@ impl SmallCall {
             11 => {
                 let dist = (r.embedded == Some(true)).then_some(r.distance);
                 let lexemes = Lexemes::new(r.lexemes.take().unwrap_or_default());
+                let focus = r.terms.take().and_then(|t| t.first().copied());
                 let candidate = r.episode(subject_id)?;
                 if let Some(dist) = dist {
                     self.episode_dists.insert(candidate.episode.id, dist);
+                }
+                if let Some(at) = focus.and_then(|f| usize::try_from(f).ok()) {
+                    self.episode_focus.insert(candidate.episode.id, at);
                 }
                 self.episodes.push(SubjectEpisode { candidate, lexemes });
             }
@@ -216,12 +223,18 @@ impl SmallCall {
                 if ids.len() != dists.len() {
                     return Err(sqlx::Error::Protocol("the distances' arrays differ in length".into()));
                 }
-                let into = if r.source.as_deref() == Some("memory") {
-                    &mut self.memory_dists
+                if r.source.as_deref() == Some("memory") {
+                    self.memory_dists.extend(ids.into_iter().zip(dists));
                 } else {
-                    &mut self.episode_dists
-                };
-                into.extend(ids.into_iter().zip(dists));
+                    // Where each episode's nearest passage starts (-1: its opening is nearest).
+                    let starts = r.terms.unwrap_or_default();
+                    for (id, start) in ids.iter().zip(starts) {
+                        if let Ok(at) = usize::try_from(start) {
+                            self.episode_focus.insert(*id, at);
+                        }
+                    }
+                    self.episode_dists.extend(ids.into_iter().zip(dists));
+                }
             }
             15 => {
                 let list: MemoryList = meta(r.meta)?;

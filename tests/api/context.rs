@@ -388,15 +388,7 @@ async fn a_task_about_the_users_own_words_ranks_their_turns_first() {
         ("user", "Mint for budget tracking, I liked it."),
         ("assistant", "Mint for budget tracking, it works well."),
     ];
-    let eps: Vec<Value> = turns
-        .iter()
-        .map(|(role, text)| {
-            json!({"subject_id": "saver", "source": "chat", "type": "message",
-                   "payload": {"messages": [{"role": role, "content": text}]}})
-        })
-        .collect();
-    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": eps })).await;
-    assert_eq!(s, 201, "{b}");
+    post_turns(&app, "saver", &turns).await;
     app.compile_all("saver").await; // the turns' vectors
     let speakers = |b: &Value| -> Vec<String> {
         let text = b["assembled_context"].as_str().unwrap();
@@ -423,7 +415,7 @@ async fn a_task_about_the_users_own_words_ranks_their_turns_first() {
 /// question about the middle of the turn finds it though its opening is about something else
 /// (measured on BEAM: bench/results/2026-12-07-passages.md);
 /// as of an instant before the passages had vectors, the distance is the opening's (replay as of
-/// a receipt stays exact).
+/// a receipt stays exact); the turn's line shows that passage.
 #[tokio::test]
 async fn a_long_turn_is_found_by_a_passage_in_its_middle() {
     let Some(embedder) = minilm() else { return };
@@ -443,15 +435,7 @@ async fn a_long_turn_is_found_by_a_passage_in_its_middle() {
         ("user", "The printer on the second floor is broken again."),
         ("assistant", long.as_str()),
     ];
-    let eps: Vec<Value> = turns
-        .iter()
-        .map(|(role, text)| {
-            json!({"subject_id": "cook", "source": "chat", "type": "message",
-                   "payload": {"messages": [{"role": role, "content": text}]}})
-        })
-        .collect();
-    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": eps })).await;
-    assert_eq!(s, 201, "{b}");
+    post_turns(&app, "cook", &turns).await;
     app.compile_all("cook").await;
 
     // The worker embeds the passages within seconds (it polls every two).
@@ -500,4 +484,25 @@ async fn a_long_turn_is_found_by_a_passage_in_its_middle() {
     let then = of_long(distance(written).fetch_one(&app.pool).await.unwrap());
     assert!(now < 1e-6, "{now}");
     assert!(then > 0.2, "the opening is about pasta: {then}");
+
+    // A question about the middle that shares no word with the turn is shown that passage, not
+    // the opening about pasta.
+    let task = json!({"subject_id": "cook", "task": "Which city will host my sibling's wedding?", "max_tokens": 400});
+    let (_, bundle) = app.post("/v1/context", &task).await;
+    let text = bundle["assembled_context"].as_str().unwrap();
+    let line = text.lines().find(|l| l.starts_with("- assistant:")).expect("the turn is in the bundle");
+    assert!(line.contains("Lisbon") && !line.contains("pasta"), "{text}");
+}
+
+/// Posts chat turns (role, text) of a subject, one episode each, in one batch.
+async fn post_turns(app: &crate::common::TestApp, subject: &str, turns: &[(&str, &str)]) {
+    let eps: Vec<Value> = turns
+        .iter()
+        .map(|(role, text)| {
+            json!({"subject_id": subject, "source": "chat", "type": "message",
+                   "payload": {"messages": [{"role": role, "content": text}]}})
+        })
+        .collect();
+    let (s, b) = app.post("/v1/episodes/batch", &json!({ "episodes": eps })).await;
+    assert_eq!(s, 201, "{b}");
 }

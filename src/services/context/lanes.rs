@@ -203,6 +203,7 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>, ranked: O
             let mut c = e.candidate.clone();
             c.lex = ep_lx.get(&c.episode.id).copied().unwrap_or(0.0);
             c.sem = ep_dist(e).and_then(|d| d.map(|d| 1.0 - d));
+            c.focus = call.episode_focus.get(&c.episode.id).copied();
             c
         })
         .collect();
@@ -331,7 +332,8 @@ mod tests {
             occurred_at: at(n as u32),
             created_at: at(n as u32),
         };
-        let candidate = EpisodeCandidate { episode: Arc::new(episode), seq: n as i64, lex: 0.0, sem: None };
+        let candidate =
+            EpisodeCandidate { episode: Arc::new(episode), seq: n as i64, lex: 0.0, sem: None, focus: None };
         Arc::new(SubjectEpisode { candidate, lexemes: Lexemes::default() })
     }
 

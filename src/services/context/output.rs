@@ -9,7 +9,7 @@ use uuid::Uuid;
 use super::rank::{Item, Ranked};
 use super::suppress::EPISODE_LINE_CHARS;
 use super::{Bundle, Considered, Selected, SessionInfo};
-use crate::bundle::excerpt::{excerpt, Part, TaskStems};
+use crate::bundle::excerpt::{excerpt_at, Part, TaskStems};
 use crate::bundle::pack::{pack, procedures_first};
 use crate::bundle::render::{earlier, episode_line, memory_line, quoted_line, turn_line, Line, Place, Section};
 use crate::bundle::tokens;
@@ -233,7 +233,7 @@ impl TurnText {
     /// The turn's line text: whole (within `whole_chars`) for the `whole` best-ranked turns,
     /// else its excerpt biased to the task's words (whole when short), within `chars` up to
     /// rank `tail_from` and `tail_chars` after.
-    fn line(&self, e: &crate::model::episode::Episode, rank: usize) -> Option<String> {
+    fn line(&self, e: &crate::model::episode::Episode, rank: usize, focus: Option<usize>) -> Option<String> {
         let msgs = e.payload.get("messages")?.as_array()?;
         let prefixes: Vec<(String, &str)> = msgs
             .iter()
@@ -251,7 +251,7 @@ impl TurnText {
         } else {
             self.tail_chars
         };
-        let text = newlines_flat(&excerpt(&parts, &self.stems, chars));
+        let text = newlines_flat(&excerpt_at(&parts, &self.stems, chars, focus));
         Some(turn_line(&text, e.metadata.get("outcome"), usize::MAX))
     }
 }
@@ -279,10 +279,10 @@ fn line_for(item: &Item, compact: bool, full_text: &HashMap<Uuid, String>, turns
             order: m.valid_from.timestamp_micros(),
             place: Place::Turn,
         },
-        Item::Episode(EpisodeCandidate { episode: e, .. }) => Line {
+        Item::Episode(EpisodeCandidate { episode: e, focus, .. }) => Line {
             id: e.id,
             section: Section::Interactions,
-            text: if let Some(line) = compact.then(|| turns.line(e, turn_rank)).flatten() {
+            text: if let Some(line) = compact.then(|| turns.line(e, turn_rank, *focus)).flatten() {
                 line
             } else if let Some(full) = full_text.get(&e.id) {
                 turn_line(full, e.metadata.get("outcome"), usize::MAX)
@@ -333,13 +333,13 @@ fn quoted_line_for(
             order: m.valid_from.timestamp_micros(),
             place: Place::Turn,
         },
-        Item::Episode(EpisodeCandidate { episode: e, .. }) => {
+        Item::Episode(EpisodeCandidate { episode: e, focus, .. }) => {
             let text = episode_text(&e.payload);
             let body = match full_text.get(&e.id) {
                 Some(full) => newlines_flat(full),
                 None if compact => {
                     let parts = [Part { prefix: "", text: &text }];
-                    newlines_flat(&excerpt(&parts, &turns.stems, turns.chars))
+                    newlines_flat(&excerpt_at(&parts, &turns.stems, turns.chars, *focus))
                 }
                 None => text.chars().take(EPISODE_LINE_CHARS).collect(),
             };
@@ -407,7 +407,7 @@ mod tests {
             tail_chars: 60,
         };
         // The room holds the speaker and the text; the line adds its "- " bullet.
-        let len = |rank| turns.line(&e, rank).unwrap().chars().count() - 2;
+        let len = |rank| turns.line(&e, rank, None).unwrap().chars().count() - 2;
         assert!(len(0) > 130, "the best turn shows whole");
         assert!(len(1) <= 130 && len(2) <= 130 && len(1) > 60);
         assert_eq!(len(2), len(1));
@@ -415,6 +415,6 @@ mod tests {
         let marks = "user: … …".chars().count();
         assert!(len(3) < len(1) && len(3) <= 60 + marks, "from tail_from on the room is tail_chars");
         assert_eq!(len(9), len(3));
-        assert!(turns.line(&e, 3).unwrap().contains("piano"), "the excerpt keeps the task's words");
+        assert!(turns.line(&e, 3, None).unwrap().contains("piano"), "the excerpt keeps the task's words");
     }
 }

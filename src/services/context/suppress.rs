@@ -201,6 +201,7 @@ mod tests {
             seq,
             lex: 0.5,
             sem: Some(0.2),
+            focus: None,
         }
     }
 
