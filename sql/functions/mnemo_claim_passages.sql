@@ -1,6 +1,7 @@
--- Leases up to p_limit passages still without a vector, oldest first, across tenants, for the
--- passage worker (services::passages); a lease older than a minute (its worker died) is taken
--- again. Returns each with its episode's payload, to cut the passage's text from. Security
+-- Leases up to p_limit passages still without a vector, across tenants, for the passage worker
+-- (services::passages), in the order of the pending index (tenant, then oldest first: read off
+-- the index however long the backlog, no sort); a lease older than a minute (its worker died)
+-- is taken again. Returns each with its episode's payload, to cut the passage's text from. Security
 -- definer because the worker names no tenant.
 CREATE OR REPLACE FUNCTION public.mnemo_claim_passages(p_limit integer)
  RETURNS TABLE(tenant_id text, subject_id text, episode_id uuid, passage smallint, start_char integer, end_char integer, payload jsonb)
@@ -15,7 +16,7 @@ BEGIN
         UPDATE episode_passages q SET claimed_at = now()
         FROM (SELECT p.tenant_id, p.subject_id, p.episode_id, p.passage FROM episode_passages p
               WHERE p.embedding IS NULL AND (p.claimed_at IS NULL OR p.claimed_at < now() - interval '1 minute')
-              ORDER BY p.created_at, p.tenant_id, p.subject_id, p.episode_id, p.passage
+              ORDER BY p.tenant_id, p.created_at
               FOR UPDATE SKIP LOCKED LIMIT p_limit) p
         WHERE q.tenant_id = p.tenant_id AND q.subject_id = p.subject_id AND q.episode_id = p.episode_id
           AND q.passage = p.passage
