@@ -22,7 +22,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use uuid::Uuid;
 
-use crate::compile::attributes::Shape;
 use words::{any, words};
 
 mod bearing;
@@ -35,8 +34,8 @@ use bearing::{about, Bearing, Old};
 use doubt::{doubted_by_meaning, doubted_by_words, short};
 
 pub use sentence::{about_someone_else, classify, screened, Mark};
-use sentence::{asks, asserted, classify_sentence, masked, opens_as_reply, sentences, windows, Class};
-use terms::{terms, Terms};
+use sentence::{asks, asserted, classify_sentence, masked, opens_as_reply, runs, sentences, Class};
+use terms::{restates, terms, Terms};
 pub use words::{with_words, UpdateWords, Words, BUILT_IN};
 
 /// An earlier memory of the user's own words that a change may retire.
@@ -132,26 +131,6 @@ pub fn may_restate(text: &str) -> bool {
     short(text) && sentences(text).iter().any(|(s, q)| matches!(classify_sentence(s, *q), Class::Plain(_)))
 }
 
-/// Whether a plain sentence gives a claimed single value's attribute a new value: it names the
-/// attribute by one of its phrases (every word of it) and holds a value of the old value's
-/// shape, other than the old value, joined to the attribute by a linking word
-/// ([`terms::links`]). A restatement is an update however it is said ("the VAT number is …",
-/// "Standup is 9:30 from Monday on"); a sentence that names the attribute with a value of
-/// another kind ("standup was fun, we talked about Kubernetes") restates nothing.
-fn restates(text: &str, new: &Terms, o: &Older, phrases: &[BTreeSet<String>]) -> bool {
-    let Some(old) = o.value.as_deref() else { return false };
-    let said = |w: &String| !w.starts_with('#') && (new.topic.contains(w) || new.values.contains(w));
-    let phrase = phrases.iter().filter(|p| !p.is_empty() && p.iter().all(said)).max_by_key(|p| p.len());
-    let Some(named) = phrase.filter(|_| !o.multi) else { return false };
-    // The shapes of the old value's words ("gb 123 4567 89": a name and a number).
-    let shapes: Vec<Shape> = terms::tokens(old).iter().map(|t| terms::value_shape(t)).collect();
-    let loose = |s: Shape| matches!(s, Shape::Name | Shape::Text);
-    new.values.iter().filter(|v| !named.contains(*v) && !old.contains(v.as_str())).any(|v| {
-        let s = terms::value_shape(v);
-        shapes.iter().any(|o| *o == s || (loose(*o) && loose(s))) && terms::links(text, named, v, &new.values)
-    })
-}
-
 /// Whether the judge reads an earlier memory at all: a short statement of the user's, not a
 /// request to the assistant (only a claimed fact is read out of such a message) nor a reply.
 pub fn readable(o: &Older) -> bool {
@@ -162,22 +141,6 @@ pub fn readable(o: &Older) -> bool {
 /// a short message) clause by clause ([`sentence::asserted`]), its attribute's own words, and
 /// the stems of each phrase naming it (read once, not per sentence of every change).
 type Read<'a> = (&'a Older, [Vec<Terms>; 2], BTreeSet<String>, Vec<BTreeSet<String>>);
-
-/// Longest message (in chars) whose long sentences the judge reads in runs of clauses.
-const RUNS_CHARS: usize = 200;
-
-/// A sentence of `message` as the judge reads it beside a short change: in runs of clauses
-/// ([`windows`]) when the message is a short one that asks nothing, else whole. A long sentence
-/// of a task or a question shares words with everything: on the BEAM dev chats, read in runs
-/// beside changes of any length, task messages up to 320 chars made 8 wrong retirements, up to
-/// 200 chars 3; beside a change of at most 160 chars, none.
-fn runs(sentence: &str, message: &str) -> Vec<String> {
-    if asks(message) || message.chars().count() > RUNS_CHARS {
-        vec![sentence.to_string()]
-    } else {
-        windows(sentence)
-    }
-}
 
 /// The retirements the newer messages make among the older memories (earlier messages only,
 /// in order: each newer message also sees the ones before it that survive).

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::words::words;
+use super::Older;
 use crate::compile::attributes::{shape, Shape};
 
 /// A sentence's topic words (stemmed, plus the topic groups of `topic.json`), its values
@@ -185,6 +186,26 @@ pub(super) fn value_shape(v: &str) -> Shape {
     } else {
         shape(v)
     }
+}
+
+/// Whether a plain sentence gives a claimed single value's attribute a new value: it names the
+/// attribute by one of its phrases (every word of it) and holds a value of the old value's
+/// shape, other than the old value, joined to the attribute by a linking word
+/// ([`links`]). A restatement is an update however it is said ("the VAT number is …",
+/// "Standup is 9:30 from Monday on"); a sentence that names the attribute with a value of
+/// another kind ("standup was fun, we talked about Kubernetes") restates nothing.
+pub(super) fn restates(text: &str, new: &Terms, o: &Older, phrases: &[BTreeSet<String>]) -> bool {
+    let Some(old) = o.value.as_deref() else { return false };
+    let said = |w: &String| !w.starts_with('#') && (new.topic.contains(w) || new.values.contains(w));
+    let phrase = phrases.iter().filter(|p| !p.is_empty() && p.iter().all(said)).max_by_key(|p| p.len());
+    let Some(named) = phrase.filter(|_| !o.multi) else { return false };
+    // The shapes of the old value's words ("gb 123 4567 89": a name and a number).
+    let shapes: Vec<Shape> = tokens(old).iter().map(|t| value_shape(t)).collect();
+    let loose = |s: Shape| matches!(s, Shape::Name | Shape::Text);
+    new.values.iter().filter(|v| !named.contains(*v) && !old.contains(v.as_str())).any(|v| {
+        let s = value_shape(v);
+        shapes.iter().any(|o| *o == s || (loose(*o) && loose(s))) && links(text, named, v, &new.values)
+    })
 }
 
 #[cfg(test)]
