@@ -796,3 +796,28 @@ async fn import_body_errors_are_located_and_write_nothing() {
     assert_eq!((s, first(&b)), (422, (json!(["body", "preserve_ids"]), json!("bool_type"))), "{b}");
     assert_eq!(app.count("episodes").await + app.count("memories").await, 0);
 }
+
+/// A long episode imported from a Statewave backup gets its passages, as compile gives them.
+#[tokio::test]
+async fn an_imported_long_episode_gets_its_passages() {
+    let app = spawn().await;
+    let subject = "user:long";
+    let long = "I keep notes on every trip I take, with the trains and the hotels and what I ate. ".repeat(12);
+    let (s, b) = app.post_as("t1", "/v1/episodes", &crate::common::episode(subject, &long)).await;
+    assert_eq!(s, 201, "{b}");
+    let (s, b) = app.post_as("t1", "/v1/memories/compile", &json!({"subject_id": subject})).await;
+    assert_eq!(s, 200, "{b}");
+    let (s, doc) = app.get(&format!("/admin/export/{subject}?tenant_id=t1")).await;
+    assert_eq!(s, 200, "{doc}");
+    let other = spawn().await;
+    let (s, b) = other.post("/admin/import", &json!({"document": doc, "target_tenant_id": "t2"})).await;
+    assert_eq!(s, 200, "{b}");
+    let count = |pool| async move {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM episode_passages WHERE subject_id = 'user:long'")
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    };
+    let (there, here) = (count(&app.pool).await, count(&other.pool).await);
+    assert!(there >= 1 && here == there, "{there} passages compiled, {here} imported");
+}

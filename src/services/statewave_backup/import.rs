@@ -13,7 +13,7 @@ use super::document::{self, DocError, DocMemory, Document};
 use crate::compile::claims::{claim_from_parts, parse_claim, Cardinality, Claim, Registry};
 use crate::compile::heuristic::extract_facts_with;
 use crate::compile::pipeline::source_label;
-use crate::compile::text::episode_text;
+use crate::compile::text::{embedded_text, episode_text, passages};
 use crate::db;
 use crate::db::backup::{EpisodeRows, MemoryRows};
 use crate::embed::embed_texts;
@@ -105,7 +105,9 @@ pub async fn import(
         .map(|(i, e)| (i, episode_text(&Value::Object(e.payload.clone()))))
         .filter(|(_, t)| !t.trim().is_empty())
         .collect();
-    texts.extend(episode_texts.iter().map(|(_, t)| t.clone()));
+    // Each episode's vector is of its opening, as compile makes it; its passages get theirs
+    // from the passage worker.
+    texts.extend(episode_texts.iter().map(|(_, t)| embedded_text(t).to_string()));
     progress.start("embedding", texts.len() as u64);
     let mut vectors = Vec::with_capacity(texts.len());
     for chunk in texts.chunks(EMBED_BATCH) {
@@ -146,6 +148,11 @@ pub async fn import(
     let ep_ids: Vec<Uuid> = episode_texts.iter().map(|(i, _)| ids.episodes[*i]).collect();
     let ep_vecs: Vec<pgvector::Vector> = episode_vectors.iter().map(|v| pgvector::Vector::from(v.clone())).collect();
     db::compile::insert_episode_embeddings(&mut tx, &tenant, &subject, &ep_ids, &ep_vecs, &model).await?;
+    let ranges: Vec<db::passages::PassageRange> = episode_texts
+        .iter()
+        .flat_map(|(i, t)| crate::services::compile::passage_rows(ids.episodes[*i], &passages(t)))
+        .collect();
+    db::passages::insert(&mut tx, &tenant, &subject, &ranges).await?;
     db::terms::count_batch(&mut tx, &tenant, &subject, &ids.memories, first_seq - 1, last_seq).await?;
     // Statewave compiled every episode with a `last_compiled_at`; compile resumes at the first
     // one it had not (its memories are not in the document).
