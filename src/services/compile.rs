@@ -20,7 +20,7 @@ use crate::compile::link::{link_by_similarity, link_drafts, Current, SIMILARITY_
 use crate::compile::llm::prompt::CurrentFact;
 use crate::compile::llm::Compiler;
 use crate::compile::pipeline::{compile_episode, EpisodeInput, MemoryDraft};
-use crate::compile::text::{embedded_text, episode_text, passages};
+use crate::compile::text::{embedded_text, episode_text};
 use crate::db;
 use crate::db::compile::{MemoryRows, LABEL_SEPARATOR};
 use crate::embed::embed_texts;
@@ -246,7 +246,7 @@ async fn compile_in(
             let embedded = embedded_text(&text);
             if embedded.len() < text.len() {
                 long.insert(e.id, embedded.to_string());
-                passage_ranges.extend(passage_rows(e.id, &passages(&text)));
+                passage_ranges.extend(crate::services::passages::ranges(e.id, &text));
             }
             episode_texts.push((e.id, embedded.to_string()));
         }
@@ -339,20 +339,6 @@ fn offered_facts(rows: Vec<(Uuid, String, Value)>, registry: &Registry) -> Vec<C
             key: claim.key,
             value: claim.value,
             content,
-        })
-        .collect()
-}
-
-/// The rows of an episode's passages, numbered from 1 in text order.
-pub fn passage_rows(episode_id: Uuid, ranges: &[(usize, usize)]) -> Vec<db::passages::PassageRange> {
-    ranges
-        .iter()
-        .zip(1i16..)
-        .map(|(&(start, end), passage)| db::passages::PassageRange {
-            episode_id,
-            passage,
-            start_char: i32::try_from(start).unwrap_or(i32::MAX),
-            end_char: i32::try_from(end).unwrap_or(i32::MAX),
         })
         .collect()
 }

@@ -13,7 +13,7 @@ use pgvector::Vector;
 use sqlx::PgPool;
 use tokio::sync::watch;
 
-use crate::compile::text::{char_range, episode_text};
+use crate::compile::text::{char_range, episode_text, passages};
 use crate::db;
 use crate::db::passages::{Claimed, PassageRange};
 use crate::embed::{embed_texts, Embedder};
@@ -45,6 +45,21 @@ impl Drop for CompileRunning {
     fn drop(&mut self) {
         COMPILES.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// The passages of an episode's text (`compile::text::passages`) as rows to store, numbered
+/// from 1 in text order; none for a short text.
+pub fn ranges(episode_id: uuid::Uuid, text: &str) -> Vec<PassageRange> {
+    passages(text)
+        .into_iter()
+        .zip(1i16..)
+        .map(|((start, end), passage)| PassageRange {
+            episode_id,
+            passage,
+            start_char: i32::try_from(start).unwrap_or(i32::MAX),
+            end_char: i32::try_from(end).unwrap_or(i32::MAX),
+        })
+        .collect()
 }
 
 /// Embeds one batch of waiting passages; returns how many it leased.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::compile::text::{embedded_text, episode_text, passages};
+use crate::compile::text::{embedded_text, episode_text};
 use crate::db;
 use crate::db::reembed::Key;
 use crate::embed::embed_texts;
@@ -61,7 +61,7 @@ pub async fn run(
             let vector = pgvector::Vector::from(v.clone());
             db::compile::insert_episode_embeddings(&mut tx, tenant, subject, &[row.id], &[vector], &model).await?;
             db::erase_items::delete_passages(&mut tx, tenant, subject, &[row.id]).await?;
-            let ranges = crate::services::compile::passage_rows(row.id, &passages(text));
+            let ranges = crate::services::passages::ranges(row.id, text);
             db::passages::insert(&mut tx, tenant, subject, &ranges).await?;
         }
         tx.commit().await?;

@@ -13,7 +13,7 @@ use super::document::{self, DocError, DocMemory, Document};
 use crate::compile::claims::{claim_from_parts, parse_claim, Cardinality, Claim, Registry};
 use crate::compile::heuristic::extract_facts_with;
 use crate::compile::pipeline::source_label;
-use crate::compile::text::{embedded_text, episode_text, passages};
+use crate::compile::text::{embedded_text, episode_text};
 use crate::db;
 use crate::db::backup::{EpisodeRows, MemoryRows};
 use crate::embed::embed_texts;
@@ -148,10 +148,8 @@ pub async fn import(
     let ep_ids: Vec<Uuid> = episode_texts.iter().map(|(i, _)| ids.episodes[*i]).collect();
     let ep_vecs: Vec<pgvector::Vector> = episode_vectors.iter().map(|v| pgvector::Vector::from(v.clone())).collect();
     db::compile::insert_episode_embeddings(&mut tx, &tenant, &subject, &ep_ids, &ep_vecs, &model).await?;
-    let ranges: Vec<db::passages::PassageRange> = episode_texts
-        .iter()
-        .flat_map(|(i, t)| crate::services::compile::passage_rows(ids.episodes[*i], &passages(t)))
-        .collect();
+    let ranges: Vec<db::passages::PassageRange> =
+        episode_texts.iter().flat_map(|(i, t)| crate::services::passages::ranges(ids.episodes[*i], t)).collect();
     db::passages::insert(&mut tx, &tenant, &subject, &ranges).await?;
     db::terms::count_batch(&mut tx, &tenant, &subject, &ids.memories, first_seq - 1, last_seq).await?;
     // Statewave compiled every episode with a `last_compiled_at`; compile resumes at the first
