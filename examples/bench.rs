@@ -1061,13 +1061,14 @@ fn compile_report(
     );
     let share = |d: Duration| format!("{:.1} s ({:.0}%)", d.as_secs_f64(), 100.0 * d.as_secs_f64() / all_secs);
     println!(
-        "where compile time went: read {}, extract {}, link {}, embed {}, insert {}, supersede {}, finish {}",
+        "where compile time went: read {}, extract {}, link {}, embed {}, insert {}, supersede {}, digest {}, finish {}",
         share(phases.read),
         share(phases.extract),
         share(phases.link),
         share(phases.embed),
         share(phases.insert),
         share(phases.supersede),
+        share(phases.digest),
         share(phases.finish)
     );
     println!("embedder: {embedded} texts in {all_embed:.1} s ({:.1} texts/s)", embedded as f64 / all_embed.max(1e-9));

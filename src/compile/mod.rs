@@ -4,6 +4,7 @@
 pub mod attributes;
 pub mod candidates;
 pub mod claims;
+pub mod digest;
 pub mod fact;
 pub mod forget;
 pub mod frames;

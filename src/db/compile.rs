@@ -75,6 +75,7 @@ pub struct PendingEpisode {
     pub source: String,
     pub payload: Value,
     pub occurred_at: DateTime<Utc>,
+    pub session_id: Option<String>,
 }
 
 /// Up to `limit` episodes after the cursor, oldest first.
@@ -87,7 +88,7 @@ pub async fn pending(
 ) -> sqlx::Result<Vec<PendingEpisode>> {
     sqlx::query_as!(
         PendingEpisode,
-        "SELECT id, seq, source, payload, occurred_at FROM episodes \
+        "SELECT id, seq, source, payload, occurred_at, session_id FROM episodes \
          WHERE tenant_id = $1 AND subject_id = $2 AND seq > $3 ORDER BY seq LIMIT $4",
         tenant,
         subject_id,

@@ -54,6 +54,9 @@ pub struct Probe<'a> {
     /// Up to this many episodes and memories, the lanes are applied in process to the subject's
     /// rows (see [`candidates`]); normally [`SMALL_SUBJECT`].
     pub small_subject: [i32; 2],
+    /// Whether the sessions' digests are candidates ([`crate::compile::digest`]): only for a
+    /// task about many moments of the history.
+    pub digests: bool,
 }
 
 impl<'a> Probe<'a> {
@@ -71,6 +74,7 @@ impl<'a> Probe<'a> {
             approx_from: APPROX_VECTORS_FROM,
             ranked_lane: MAX_RANKED_LANE,
             small_subject: SMALL_SUBJECT,
+            digests: false,
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod compile;
 pub mod console;
 pub mod console_sessions;
 pub mod context;
+pub mod digests;
 mod context_row;
 mod context_small;
 pub mod dump;

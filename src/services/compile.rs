@@ -6,7 +6,7 @@
 //! commit. Any failure rolls the whole batch back, so episodes are never consumed by a
 //! failed compile.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,7 +33,7 @@ pub use crate::services::compile_budget::Phases;
 use crate::services::compile_budget::{busy_outcome, compile_within, CallLimits};
 use crate::services::forget;
 use crate::services::webhooks::{WebhookEvent, Webhooks};
-use crate::services::{compile_supersede, compile_topic};
+use crate::services::{compile_supersede, compile_topic, digests};
 use crate::telemetry::{self, MemoryOp};
 
 /// Why a compile failed.
@@ -314,10 +314,18 @@ async fn compile_in(
     lap(&mut phases.supersede);
     forget::apply_requests(&mut tx, tenant, subject_id, &inputs, &drafts, &ids, job_id).await?;
     db::terms::count_batch(&mut tx, tenant, subject_id, &ids, cursor, last_seq).await?;
+    // Session digests come last: they quote the user's words, never take part in the batch's
+    // supersession rules, and are not counted into the subject's term statistics (a digest is
+    // rewritten as its session grows; only tasks about many moments read it).
+    let sessions: BTreeSet<String> = pending.iter().filter_map(|e| e.session_id.clone()).collect();
+    let refresh = digests::Refresh { tenant, subject_id, job_id, trust: &trust, embedder };
+    let digest_ids = digests::refresh(&mut tx, &refresh, &sessions, last_seq).await?;
+    lap(&mut phases.digest);
 
     db::compile::advance_cursor(&mut tx, tenant, subject_id, last_seq).await?;
     let remaining = db::compile::remaining(&mut tx, tenant, subject_id, last_seq).await?;
-    let memories = db::supersession::memories_by_ids(&mut tx, tenant, subject_id, &ids).await?;
+    let created: Vec<Uuid> = ids.iter().chain(&digest_ids).copied().collect();
+    let memories = db::supersession::memories_by_ids(&mut tx, tenant, subject_id, &created).await?;
     let data = json!({"subject_id": subject_id, "memories_created": memories.len()});
     hooks.enqueue(&mut tx, tenant, WebhookEvent::MemoriesCompiled, data).await?;
     tx.commit().await?;

@@ -95,6 +95,8 @@ pub struct Phases {
     pub insert: Duration,
     /// Reading the active set, deciding and writing supersessions.
     pub supersede: Duration,
+    /// Session digests: sizes, the due sessions' user messages, the digests' vectors and rows.
+    pub digest: Duration,
     /// Requests to forget, term counts, cursor, remaining count, webhook, commit.
     pub finish: Duration,
 }
@@ -108,6 +110,7 @@ impl Phases {
         self.embed += o.embed;
         self.insert += o.insert;
         self.supersede += o.supersede;
+        self.digest += o.digest;
         self.finish += o.finish;
     }
 }

@@ -8,6 +8,7 @@ pub mod compile_supersede;
 pub mod compile_topic;
 pub mod context;
 pub mod context_call;
+pub mod digests;
 pub mod dump;
 pub mod episodes;
 pub mod erase;

@@ -157,6 +157,7 @@ pub fn lanes_for<'a>(probe: &'a Probe<'_>, around: bool, sources: bool) -> Lanes
         days: &probe.days,
         around,
         sources,
+        digests: probe.digests,
         sizes: [ranked, ranked, lane(RECENT_FACTS), lane(RECENT_EPISODES), lane(SESSION_EPISODES), lane(DATE_EPISODES)],
     }
 }

@@ -23,6 +23,7 @@ use crate::db::context::{
     Backing, Found, Lexemes, LexicalLanes, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows,
 };
 use crate::db::working_memory::SnapshotRow;
+use crate::compile::digest::is_digest;
 use crate::model::memory::{MemoryKind, MemoryStatus};
 
 /// What the call asks of the lanes.
@@ -33,6 +34,8 @@ pub struct Lanes<'a> {
     pub days: &'a [DateTime<Utc>],
     pub around: bool,
     pub sources: bool,
+    /// Whether the sessions' digests are candidates (all current ones) or not at all.
+    pub digests: bool,
     /// Lane sizes: lexical, semantic, recent facts, recent episodes, session episodes, date
     /// episodes (the order of `mnemo_context`'s `p_lanes`, which fetches as many).
     pub sizes: [usize; 6],
@@ -58,7 +61,11 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>, ranked: O
     // Memories: BM25, every current single-valued claim, the recent facts, the nearest vectors.
     let recorded: Vec<&SubjectMemory> =
         rows.memories.iter().map(AsRef::as_ref).filter(|m| m.recorded_at <= as_of).collect();
-    let live: Vec<&SubjectMemory> = recorded.iter().copied().filter(|m| visible_memory(m, as_of)).collect();
+    let (digests, live): (Vec<&SubjectMemory>, Vec<&SubjectMemory>) = recorded
+        .iter()
+        .copied()
+        .filter(|m| visible_memory(m, as_of))
+        .partition(|m| is_digest(&m.candidate.memory.metadata));
     let mem_lx = lane(|l| &l.memories).unwrap_or_else(|| {
         bm25(live.iter().map(|m| (m.candidate.memory.id, &m.lexemes)), &call.memory_terms, size(), lex_n)
     });
@@ -78,6 +85,19 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>, ranked: O
         live.iter().filter_map(|m| mem_dist(m).map(|d| (m, *d))).collect();
     near.sort_by(|(a, da), (b, db)| distance_order(*da, *db).then(a.candidate.memory.id.cmp(&b.candidate.memory.id)));
     mem_ids.extend(near.iter().take(sem_n).map(|(m, _)| m.candidate.memory.id));
+    // A session's digest is no lane's: a task about many moments takes every current one, any
+    // other none (a large subject's pool may still have ranked one).
+    if lanes.digests {
+        mem_ids.extend(digests.iter().map(|m| m.candidate.memory.id));
+    } else {
+        let fetched: HashSet<Uuid> = rows
+            .memories
+            .iter()
+            .filter(|m| is_digest(&m.candidate.memory.metadata))
+            .map(|m| m.candidate.memory.id)
+            .collect();
+        mem_ids.retain(|id| !fetched.contains(id));
+    }
     if let Some(snap) = snapshot {
         // The summaries made only of turns the snapshot covers: its summary stands for them.
         let covered: HashSet<Uuid> =
@@ -387,6 +407,7 @@ mod tests {
             days: &[],
             around: false,
             sources: false,
+            digests: false,
             sizes: [10, 10, 0, 0, 0, 0],
         };
         let ranked = LexicalLanes {

@@ -148,6 +148,7 @@ pub async fn probe<'a>(
         approx_from: opts.approx_vectors_from,
         ranked_lane: crate::db::context::ranked_lane(req.max_tokens, opts.tuning.lane_tokens),
         small_subject: crate::db::context::SMALL_SUBJECT,
+        digests: crate::bundle::terms::spans_history(&req.task),
     })
 }
 
