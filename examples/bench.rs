@@ -743,6 +743,7 @@ fn tuned(set: &[(String, f64)]) -> anyhow::Result<RetrievalOptions> {
             "swhole" => t.span_whole = v as usize,
             "stailfrom" => t.span_tail_from = v as usize,
             "stailchars" => t.span_tail_chars = v as usize,
+            "dshare" => t.digest_share = v as usize,
             other => bail!("--set: unknown name {other}"),
         }
     }

@@ -1,7 +1,8 @@
 -- The memories recorded by the instant that were compiled from any of the episodes, with what
 -- decides their backing of those turns (services::context::lanes): their sources, when they
 -- were superseded, their status and asserted end, and whether a claim contradiction superseded
--- them. Security definer so the overlap test can use the GIN index on the sources (row-level
+-- them. A session's digest (compile::digest) quotes turns without being extracted from them, so
+-- it never backs one. Security definer so the overlap test can use the GIN index on the sources (row-level
 -- security keeps a non-leakproof operator from the index); it filters by the tenant named for
 -- the statement itself.
 CREATE OR REPLACE FUNCTION public.mnemo_episode_citers(p_subject text, p_as_of timestamp with time zone, p_episodes uuid[])
@@ -16,6 +17,7 @@ BEGIN
         SELECT m.tenant_id, m.subject_id, m.id, m.recorded_at, m.superseded_at, m.status, m.asserted_valid_to,
                m.source_episode_ids
         FROM memories m WHERE m.source_episode_ids && p_episodes
+          AND NOT m.metadata @> '{"digest": "session"}'
     )
     SELECT h.id, h.source_episode_ids, h.superseded_at, h.status, h.asserted_valid_to,
            EXISTS (SELECT 1 FROM supersession_records r

@@ -4,7 +4,9 @@
 //! open; the assembled text is then counted exactly, so `token_estimate == tokens::count(&text)
 //! <= max_tokens` holds for every result.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+
+use uuid::Uuid;
 
 use super::render::{self, Line, Section};
 use super::tokens;
@@ -108,6 +110,19 @@ fn section_index(section: Section) -> usize {
 /// task fits but task plus caveat does not, no line can fit either, so the caveat (which only
 /// qualifies the lines below it) is dropped rather than truncating the task.
 pub fn pack(task: &str, caveat: bool, current_session: Option<&str>, ranked: &[Line], max_tokens: usize) -> Packed {
+    pack_covering(task, caveat, current_session, ranked, max_tokens, &HashMap::new())
+}
+
+/// [`pack`], where an included line stands for the items `covers` lists under its id (a
+/// session's digest for the turns it quotes): those are not packed after it.
+pub fn pack_covering(
+    task: &str,
+    caveat: bool,
+    current_session: Option<&str>,
+    ranked: &[Line],
+    max_tokens: usize,
+    covers: &HashMap<Uuid, Vec<Uuid>>,
+) -> Packed {
     let base = render::render(task, caveat, current_session, &[]);
     let base_tokens = tokens::count(&base);
     if base_tokens > max_tokens {
@@ -131,6 +146,7 @@ pub fn pack(task: &str, caveat: bool, current_session: Option<&str>, ranked: &[L
         if cost <= budget.remaining {
             budget.add(line, cost);
             seen.insert(line.id);
+            seen.extend(covers.get(&line.id).into_iter().flatten().copied());
             included.push(line);
         }
     }
@@ -151,16 +167,17 @@ pub fn pack(task: &str, caveat: bool, current_session: Option<&str>, ranked: &[L
     }
 }
 
-/// Moves the first of `lines` flagged as standing procedures to the front, in their order, as
-/// long as their tokens stay within `share` (the rest keep their rank order): the user's
-/// standing instructions ride in every bundle without crowding out what the task needs.
-pub fn procedures_first(lines: Vec<(bool, Line)>, share: usize) -> Vec<Line> {
+/// Moves the first of `lines` flagged (standing procedures, sessions' digests) to the front, in
+/// their order, as long as their tokens stay within `share` (the rest keep their rank order):
+/// the user's standing instructions ride in every bundle, and a task about many moments reads
+/// the sessions' digests first, without crowding out what the task needs.
+pub fn first_within(lines: Vec<(bool, Line)>, share: usize) -> Vec<Line> {
     let mut first = Vec::new();
     let mut rest = Vec::new();
     let mut used = 0;
-    for (procedure, line) in lines {
-        let cost = if procedure { tokens::count(&line.text) + 1 } else { 0 };
-        if procedure && used + cost <= share {
+    for (flagged, line) in lines {
+        let cost = if flagged { tokens::count(&line.text) + 1 } else { 0 };
+        if flagged && used + cost <= share {
             used += cost;
             first.push(line);
         } else {
@@ -240,7 +257,7 @@ mod tests {
             (true, line(4, Section::Procedures, &format!("- {}", "long rule ".repeat(40)))),
             (true, line(5, Section::Procedures, "- Keep answers short")),
         ];
-        let ids: Vec<u128> = procedures_first(lines, 30).iter().map(|l| l.id.as_u128()).collect();
+        let ids: Vec<u128> = first_within(lines, 30).iter().map(|l| l.id.as_u128()).collect();
         assert_eq!(ids, vec![2, 5, 1, 3, 4]);
     }
 

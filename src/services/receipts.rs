@@ -28,7 +28,7 @@ use crate::services::context::{Bundle, ContextRequest};
 /// 13: a large subject's vector lanes keep their nearest by exact distance among every row the
 /// call fetched (an approximate index's misses found by another lane now count).
 /// 14: a task about many moments shows its deeper turns in 40-char excerpts (60 before).
-pub const RANKING_VERSION: &str = "mnemo-rank-15";
+pub const RANKING_VERSION: &str = "mnemo-rank-16";
 
 static IDS: Mutex<ulid::Generator> = Mutex::new(ulid::Generator::new());
 

@@ -22,6 +22,7 @@ mod context_kept;
 mod context_lanes;
 mod context_sql;
 mod definer;
+mod digests;
 mod docs;
 mod doubts;
 mod episodes;

@@ -19,11 +19,11 @@ use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use super::lexical::bm25::ranked;
+use crate::compile::digest::is_digest;
 use crate::db::context::{
     Backing, Found, Lexemes, LexicalLanes, SmallCall, SubjectEpisode, SubjectMemory, SubjectRows,
 };
 use crate::db::working_memory::SnapshotRow;
-use crate::compile::digest::is_digest;
 use crate::model::memory::{MemoryKind, MemoryStatus};
 
 /// What the call asks of the lanes.
@@ -198,7 +198,9 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>, ranked: O
             }
         }
         None => {
-            for h in &recorded {
+            // A session's digest quotes its turns; it was not extracted from them, so it does
+            // not keep a turn whose own memories are gone (nor do the citers' statements count it).
+            for h in recorded.iter().filter(|h| !is_digest(&h.candidate.memory.metadata)) {
                 let contradicted = contradicted_at(h.contradiction, h.candidate.superseded_at, as_of);
                 back(&h.candidate.memory.source_episode_ids, visible_memory(h, as_of), contradicted);
             }

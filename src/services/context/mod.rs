@@ -187,6 +187,7 @@ pub fn bundle(
         tail_from,
         tail_chars,
         trust,
+        digest_share: t.digest_share,
     };
     output::bundle(ranked, &pack, policy)
 }

@@ -98,6 +98,9 @@ pub struct Tuning {
     /// 1-5 and 6-10 each gained at 2,000 and 4,000 tokens;
     /// bench/results/2026-12-07-spans-and-procedures.md).
     pub span_tail_chars: usize,
+    /// For such a task, the sessions' digests ([`crate::compile::digest`]) lead the bundle within
+    /// a `1/n` share of the budget (0: none leads; a digest then ranks as any summary).
+    pub digest_share: usize,
     /// Tokens of the budget per candidate of each ranked lane (0: the longest lanes whatever the
     /// budget); see [`db::context::ranked_lane`].
     pub lane_tokens: usize,
@@ -124,6 +127,7 @@ impl Tuning {
         span_whole: 1,
         span_tail_from: 3,
         span_tail_chars: 40,
+        digest_share: 4,
         lane_tokens: 20,
     };
 }

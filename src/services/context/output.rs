@@ -10,9 +10,10 @@ use super::rank::{Item, Ranked};
 use super::suppress::EPISODE_LINE_CHARS;
 use super::{Bundle, Considered, Selected, SessionInfo};
 use crate::bundle::excerpt::{excerpt_at, Part, TaskStems};
-use crate::bundle::pack::{pack, procedures_first};
+use crate::bundle::pack::{first_within, pack_covering};
 use crate::bundle::render::{earlier, episode_line, memory_line, quoted_line, turn_line, Line, Place, Section};
 use crate::bundle::tokens;
+use crate::compile::digest::is_digest;
 use crate::compile::pipeline::source_label;
 use crate::compile::text::episode_text;
 use crate::db::context::{EpisodeCandidate, MemoryCandidate};
@@ -41,6 +42,8 @@ pub struct PackRequest<'a> {
     pub tail_chars: usize,
     /// Which sources are evidence: their lines go to the fenced quoted section.
     pub trust: &'a Trust,
+    /// Sessions' digests lead the bundle within this share of the budget (1/n; 0: none leads).
+    pub digest_share: usize,
 }
 
 /// Longest pinned turn shown, in chars (pinned turns are shown whole up to this).
@@ -105,8 +108,21 @@ pub fn bundle(ranked: Ranked, req: &PackRequest<'_>, policy: Value) -> Bundle {
         turn_rank += usize::from(matches!(item, Item::Episode(_)));
         (procedure, line)
     });
-    lines.extend(procedures_first(ranked_lines.collect(), req.max_tokens / PROCEDURE_BUDGET_SHARE));
-    let packed = pack(req.task, ranked.caveat, req.session_id, &lines, req.max_tokens);
+    // A session's digest (only a task about many moments has them) comes before the turns and,
+    // once packed, stands for the turns it quotes.
+    let covers: HashMap<Uuid, Vec<Uuid>> = ranked
+        .items
+        .iter()
+        .filter_map(|(_, id, item)| match item {
+            Item::Memory(m) if is_digest(&m.memory.metadata) => Some((*id, m.memory.source_episode_ids.clone())),
+            _ => None,
+        })
+        .collect();
+    let ranked_lines = first_within(ranked_lines.collect(), req.max_tokens / PROCEDURE_BUDGET_SHARE);
+    let digest_room = req.max_tokens.checked_div(req.digest_share).unwrap_or(0);
+    lines
+        .extend(first_within(ranked_lines.into_iter().map(|l| (covers.contains_key(&l.id), l)).collect(), digest_room));
+    let packed = pack_covering(req.task, ranked.caveat, req.session_id, &lines, req.max_tokens, &covers);
     let snapshot_id = req.snapshot.map(|s| s.id).filter(|id| packed.included.contains(id));
     let considered = considered(&ranked, lines, &packed.included);
     let mut by_id: HashMap<Uuid, (f64, Item)> = ranked.items.into_iter().map(|(s, id, it)| (id, (s, it))).collect();

@@ -7,6 +7,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::candidates::Candidates;
+use crate::compile::digest::is_digest;
 use crate::compile::pipeline::is_structured;
 use crate::compile::text::episode_text;
 use crate::db::context::{EpisodeCandidate, MemoryCandidate};
@@ -43,11 +44,13 @@ impl Shown {
 /// left and the receipt's `policy` block.
 ///
 /// - an episode (and its summary) that asserted a single-valued claim value later contradicted
-///   never reaches the bundle: the old value must not come back through the raw record;
+///   never reaches the bundle: the old value must not come back through the raw record (nor
+///   does a summary, a session's digest included, that quotes it);
 /// - an episode whose memories are all superseded or expired is dropped (its newer replacement
 ///   carries the content), as is an episode compiled from structured candidates (its memories
 ///   represent it);
-/// - in enforce mode, the episodes of denied or redacted memories go too;
+/// - in enforce mode, the episodes of denied or redacted memories go too, and a session digest
+///   quoting one of them (packing lets a digest stand for the turns it quotes);
 /// - an episode and its own summary carry the same words: only one is kept (see [`one_of_two`]).
 pub fn suppress(c: Candidates, policy: &PolicyContext, compact: bool) -> (Shown, Value) {
     let contradicted: HashSet<Uuid> = c.backing.iter().filter(|b| b.contradicted).map(|b| b.episode_id).collect();
@@ -68,12 +71,20 @@ pub fn suppress(c: Candidates, policy: &PolicyContext, compact: bool) -> (Shown,
         .collect();
     let (block, hidden) = apply_policy(policy, &mut memories);
     episodes.retain(|e| !hidden.contains(&e.episode.id));
+    stand_for_sessions(&mut memories, &hidden);
     let earlier = revised(&memories);
     let mut shown = Shown { memories, episodes, earlier, ..Default::default() };
     one_of_two(&mut shown, compact);
     let mut seen = HashSet::new();
     shown.episodes.retain(|e| seen.insert(e.episode.id));
     (shown, block)
+}
+
+/// Session digests (present only for a task about many moments): a digest that quotes a turn
+/// the policy hides goes too (it would show what the policy hid).
+fn stand_for_sessions(memories: &mut Vec<MemoryCandidate>, hidden: &HashSet<Uuid>) {
+    memories
+        .retain(|m| !(is_digest(&m.memory.metadata) && m.memory.source_episode_ids.iter().any(|s| hidden.contains(s))));
 }
 
 /// The memories and episodes that a candidate memory says its message may change
