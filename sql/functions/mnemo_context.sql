@@ -120,7 +120,8 @@ BEGIN
     END IF;
 
     -- Memories: the lexical lane's, every single-valued claim shown at the instant (or
-    -- superseded after it), the recent facts, the nearest vectors.
+    -- superseded after it), the recent facts, the nearest vectors. Sessions' digests are no
+    -- lane's (a large subject's bundles do not read them yet: services::context::lanes).
     SELECT array_agg(u.id) INTO v_mem FROM (
         SELECT unnest(CASE WHEN v_lex_used THEN p_lex_mem END) AS id
         UNION (SELECT m.id FROM memories m
@@ -148,6 +149,7 @@ BEGIN
             WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.recorded_at <= p_as_of
               AND (m.superseded_at IS NULL OR m.superseded_at > p_as_of) AND m.status <> 'tombstoned'
               AND (m.asserted_valid_to IS NULL OR m.asserted_valid_to > p_as_of) AND m.embedding_model = p_model
+              AND NOT m.metadata @> '{"digest": "session"}'
             ORDER BY m.embedding <=> v_vec, m.id LIMIT v_sem) c;
         v_mem := v_mem || COALESCE(v_more, '{}');
     END IF;
@@ -157,6 +159,7 @@ BEGIN
             'WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.recorded_at <= $3 '
             'AND (m.superseded_at IS NULL OR m.superseded_at > $3) AND m.status <> ''tombstoned'' '
             'AND (m.asserted_valid_to IS NULL OR m.asserted_valid_to > $3) AND m.embedding_model = %L '
+            'AND NOT m.metadata @> ''{"digest": "session"}'' '
             'ORDER BY m.embedding::vector(%s) <=> $4::vector(%s) LIMIT %s) c ORDER BY c.d, c.id LIMIT %s) c',
             p_model, v_dims, v_dims, v_approx, v_sem)
         INTO v_more USING p_tenant, p_subject, p_as_of, v_vec;

@@ -31,13 +31,13 @@ BEGIN
     IF v_memories = 'all' THEN
         RETURN QUERY
         SELECT 1::smallint, m.id, NULL::bigint, m.recorded_at, m.superseded_at, m.asserted_valid_to,
-               m.status = 'tombstoned', tsvector_to_array(m.content_tsv), NULL::text,
-               -- a session's digest quotes turns, it does not back them (compile::digest)
-               CASE WHEN m.metadata @> '{"digest": "session"}' THEN '{}' ELSE m.source_episode_ids END,
+               m.status = 'tombstoned', tsvector_to_array(m.content_tsv), NULL::text, m.source_episode_ids,
                EXISTS (SELECT 1 FROM supersession_records r
                        WHERE r.tenant_id = m.tenant_id AND r.superseded_memory_id = m.id
                          AND r.subject_id = m.subject_id AND r.rule = 'claim_contradiction')
-        FROM memories m WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject;
+        FROM memories m WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject
+          -- a session's digest is no lane's, and it quotes turns without backing them
+          AND NOT m.metadata @> '{"digest": "session"}';
     END IF;
     RETURN QUERY
     SELECT 2::smallint, e.id, e.seq, e.created_at, NULL::timestamptz, NULL::timestamptz, NULL::boolean,

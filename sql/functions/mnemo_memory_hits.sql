@@ -13,7 +13,9 @@ BEGIN
     FROM unnest(p_terms) WITH ORDINALITY t(l, n) JOIN memories x ON x.content_tsv @@ quote_literal(t.l)::tsquery
     WHERE mnemo_subject_key(x.tenant_id, x.subject_id) = mnemo_subject_key(current_setting('mnemo.tenant', true), p_subject)
       AND x.recorded_at <= p_as_of AND (x.superseded_at IS NULL OR x.superseded_at > p_as_of)
-      AND x.status <> 'tombstoned' AND (x.asserted_valid_to IS NULL OR x.asserted_valid_to > p_as_of);
+      AND x.status <> 'tombstoned' AND (x.asserted_valid_to IS NULL OR x.asserted_valid_to > p_as_of)
+      -- a session's digest is no lane's (services::context::lanes)
+      AND NOT x.metadata @> '{"digest": "session"}';
 END
 $function$
 ;

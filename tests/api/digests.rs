@@ -1,6 +1,6 @@
 //! Session digests: what the user brought up in a session, one line a message, read by tasks
-#![allow(clippy::unwrap_used)]
 //! about many moments of the history and rewritten as the session grows.
+#![allow(clippy::unwrap_used)]
 
 use serde_json::{json, Value};
 

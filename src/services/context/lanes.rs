@@ -85,18 +85,10 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>, ranked: O
         live.iter().filter_map(|m| mem_dist(m).map(|d| (m, *d))).collect();
     near.sort_by(|(a, da), (b, db)| distance_order(*da, *db).then(a.candidate.memory.id.cmp(&b.candidate.memory.id)));
     mem_ids.extend(near.iter().take(sem_n).map(|(m, _)| m.candidate.memory.id));
-    // A session's digest is no lane's: a task about many moments takes every current one, any
-    // other none (a large subject's pool may still have ranked one).
+    // A session's digest is no lane's: a task about many moments takes every current one among
+    // the rows (a small subject's; a large subject's pool holds none yet), any other task none.
     if lanes.digests {
         mem_ids.extend(digests.iter().map(|m| m.candidate.memory.id));
-    } else {
-        let fetched: HashSet<Uuid> = rows
-            .memories
-            .iter()
-            .filter(|m| is_digest(&m.candidate.memory.metadata))
-            .map(|m| m.candidate.memory.id)
-            .collect();
-        mem_ids.retain(|id| !fetched.contains(id));
     }
     if let Some(snap) = snapshot {
         // The summaries made only of turns the snapshot covers: its summary stands for them.
