@@ -17,14 +17,16 @@ AS $function$
 #variable_conflict use_column
 DECLARE
     -- p_lanes: how many candidates each lane fetches: lexical (ranked by the server), semantic,
-    -- recent facts, recent episodes, session episodes, date episodes, approximate candidates
-    -- (the constants of db::context). The server applies the same sizes to the pool.
+    -- recent facts, recent episodes, session episodes, date episodes, approximate candidates,
+    -- sessions' digests (the constants of db::context; no eighth: none). The server applies the
+    -- same sizes to the pool.
     v_sem integer := p_lanes[2];
     v_facts integer := p_lanes[3];
     v_recent integer := p_lanes[4];
     v_session integer := p_lanes[5];
     v_dates integer := p_lanes[6];
     v_approx integer := p_lanes[7];
+    v_digests integer := COALESCE(p_lanes[8], 0);
     v_version bigint;
     v_vec vector;
     v_dims integer;
@@ -120,8 +122,8 @@ BEGIN
     END IF;
 
     -- Memories: the lexical lane's, every single-valued claim shown at the instant (or
-    -- superseded after it), the recent facts, the nearest vectors. Sessions' digests are no
-    -- lane's (a large subject's bundles do not read them yet: services::context::lanes).
+    -- superseded after it), the recent facts, the nearest vectors, the most recent sessions'
+    -- digests when asked (no other lane takes a digest: services::context::lanes).
     SELECT array_agg(u.id) INTO v_mem FROM (
         SELECT unnest(CASE WHEN v_lex_used THEN p_lex_mem END) AS id
         UNION (SELECT m.id FROM memories m
@@ -142,7 +144,13 @@ BEGIN
                   WHERE m.tenant_id = p_tenant AND m.subject_id = p_subject AND m.kind IN ('profile_fact', 'procedure')
                     AND m.superseded_at > p_as_of AND m.recorded_at <= p_as_of AND m.status <> 'tombstoned'
                     AND (m.asserted_valid_to IS NULL OR m.asserted_valid_to > p_as_of))) f
-               ORDER BY f.valid_from DESC, f.id DESC LIMIT v_facts)) u;
+               ORDER BY f.valid_from DESC, f.id DESC LIMIT v_facts)
+        UNION (SELECT d.id FROM memories d
+               WHERE v_digests > 0 AND d.tenant_id = p_tenant AND d.subject_id = p_subject
+                 AND d.kind = 'episode_summary' AND d.metadata @> '{"digest": "session"}'
+                 AND d.recorded_at <= p_as_of AND (d.superseded_at IS NULL OR d.superseded_at > p_as_of)
+                 AND d.status <> 'tombstoned' AND (d.asserted_valid_to IS NULL OR d.asserted_valid_to > p_as_of)
+               ORDER BY d.valid_from DESC, d.id DESC LIMIT v_digests)) u;
     IF v_vec IS NOT NULL AND NOT v_big THEN
         SELECT array_agg(c.id) INTO v_more FROM (
             SELECT m.id FROM memories m

@@ -25,6 +25,8 @@ pub const RECENT_FACTS: i64 = 50;
 pub const RECENT_EPISODES: i64 = 20;
 pub const SESSION_EPISODES: i64 = 30;
 pub const DATE_EPISODES: i64 = 30;
+/// Sessions' digests a task about many moments takes (the most recent), [`Probe::digests`].
+pub const SESSION_DIGESTS: i64 = 20;
 /// HNSW candidates per vector lane in a large subject (per candidate the lane keeps), re-scored
 /// exactly down to the lane's size.
 pub const APPROX_PER_CANDIDATE: i64 = 4;
@@ -248,9 +250,18 @@ pub async fn candidates(
     };
     let iterative = p.vector.is_some() && iterative_scan(pool).await?;
     let ranked = p.ranked_lane.clamp(1, MAX_RANKED_LANE);
-    let lanes =
-        [ranked, ranked, RECENT_FACTS, RECENT_EPISODES, SESSION_EPISODES, DATE_EPISODES, APPROX_PER_CANDIDATE * ranked]
-            .map(|n| n as i32);
+    let digests = if p.digests { SESSION_DIGESTS } else { 0 };
+    let lanes = [
+        ranked,
+        ranked,
+        RECENT_FACTS,
+        RECENT_EPISODES,
+        SESSION_EPISODES,
+        DATE_EPISODES,
+        APPROX_PER_CANDIDATE * ranked,
+        digests,
+    ]
+    .map(|n| n as i32);
     // The function takes the vector as text (migration 0020) and casts it back: the binary
     // vector sent here turns into the same floats.
     // One statement: whether the subject is small, then one of the two functions (the other

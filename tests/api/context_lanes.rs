@@ -5,6 +5,7 @@
 
 use crate::common::{episode, spawn};
 use crate::context_sql::{seed_turns, stored_vector};
+use mnemo::compile::digest::is_digest;
 use serde_json::{json, Value};
 
 /// A vector from its text form (`[0.1,0.2,…]`).
@@ -80,7 +81,7 @@ async fn the_pool_holds_what_the_lanes_take_from_all_rows_for_every_option() {
         (true, 40, Some("s2"), false, true),
         (true, 25, None, false, true),
     ];
-    let (mut calls, mut lexical, mut semantic, mut snapshots) = (0, 0, 0, 0);
+    let (mut calls, mut lexical, mut semantic, mut snapshots, mut digests) = (0, 0, 0, 0, 0);
     for task in tasks {
         for (with_vector, lane, session, dates, before) in options {
             for (around, sources) in [(true, true), (false, false), (true, false)] {
@@ -91,6 +92,8 @@ async fn the_pool_holds_what_the_lanes_take_from_all_rows_for_every_option() {
                     days: if dates { vec![today] } else { Vec::new() },
                     ranked_lane: lane,
                     small_subject: [0, 0],
+                    // the sessions' digests (a task about many moments) with the shortest lanes
+                    digests: lane == 25,
                     ..Probe::new("default", "small", as_of, Some(task.to_string()))
                 };
                 let (reference, got) = both_ways(&app, probe, around, sources).await;
@@ -98,6 +101,7 @@ async fn the_pool_holds_what_the_lanes_take_from_all_rows_for_every_option() {
                     usize::from(got.memories.iter().any(|c| c.lex > 0.0) && got.episodes.iter().any(|c| c.lex > 0.0));
                 semantic += usize::from(got.episodes.iter().any(|c| c.sem.is_some()));
                 snapshots += usize::from(got.snapshot.is_some());
+                digests += usize::from(got.memories.iter().any(|c| is_digest(&c.memory.metadata)));
                 let (want, got) = (canonical(reference), canonical(got));
                 assert!(
                     want == got,
@@ -109,7 +113,10 @@ async fn the_pool_holds_what_the_lanes_take_from_all_rows_for_every_option() {
         }
     }
     assert_eq!(calls, 180);
-    assert!(lexical > 0 && semantic > 0 && snapshots > 0, "uncovered: {lexical} {semantic} {snapshots}");
+    assert!(
+        lexical > 0 && semantic > 0 && snapshots > 0 && digests > 0,
+        "uncovered: {lexical} {semantic} {snapshots} {digests}"
+    );
 }
 
 /// What the lanes find for `probe` on the pool `mnemo_context` fetches and on all the rows

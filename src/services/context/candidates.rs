@@ -12,7 +12,8 @@ use super::options::RetrievalOptions;
 use super::subjects::SubjectCache;
 use crate::db;
 use crate::db::context::{
-    Fetched, LexicalLanes, Probe, DATE_EPISODES, MAX_RANKED_LANE, RECENT_EPISODES, RECENT_FACTS, SESSION_EPISODES,
+    Fetched, LexicalLanes, Probe, DATE_EPISODES, MAX_RANKED_LANE, RECENT_EPISODES, RECENT_FACTS, SESSION_DIGESTS,
+    SESSION_EPISODES,
 };
 use crate::model::memory::MemoryKind;
 
@@ -157,7 +158,14 @@ pub fn lanes_for<'a>(probe: &'a Probe<'_>, around: bool, sources: bool) -> Lanes
         days: &probe.days,
         around,
         sources,
-        digests: probe.digests,
-        sizes: [ranked, ranked, lane(RECENT_FACTS), lane(RECENT_EPISODES), lane(SESSION_EPISODES), lane(DATE_EPISODES)],
+        sizes: [
+            ranked,
+            ranked,
+            lane(RECENT_FACTS),
+            lane(RECENT_EPISODES),
+            lane(SESSION_EPISODES),
+            lane(DATE_EPISODES),
+            if probe.digests { lane(SESSION_DIGESTS) } else { 0 },
+        ],
     }
 }

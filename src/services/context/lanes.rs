@@ -34,11 +34,10 @@ pub struct Lanes<'a> {
     pub days: &'a [DateTime<Utc>],
     pub around: bool,
     pub sources: bool,
-    /// Whether the sessions' digests are candidates (all current ones) or not at all.
-    pub digests: bool,
     /// Lane sizes: lexical, semantic, recent facts, recent episodes, session episodes, date
-    /// episodes (the order of `mnemo_context`'s `p_lanes`, which fetches as many).
-    pub sizes: [usize; 6],
+    /// episodes, sessions' digests (the order of `mnemo_context`'s `p_lanes`, which fetches as
+    /// many; its approximate candidates come seventh there).
+    pub sizes: [usize; 7],
 }
 
 /// The candidates of the call (`call`: what depends on it, from its statement) among `rows`,
@@ -46,7 +45,7 @@ pub struct Lanes<'a> {
 /// subject's pool); None ranks them here, by BM25 over the rows (all of a small subject's).
 pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>, ranked: Option<&LexicalLanes>) -> Found {
     let as_of = lanes.as_of;
-    let [lex_n, sem_n, facts_n, recent_n, session_n, dates_n] = lanes.sizes;
+    let [lex_n, sem_n, facts_n, recent_n, session_n, dates_n, digests_n] = lanes.sizes;
     // The subject's size as BM25 counts it: the seq of its latest episode recorded by the call.
     let size = || {
         rows.episodes.iter().filter(|e| visible_episode(e, as_of)).map(|e| e.candidate.seq).max().unwrap_or(0) as f64
@@ -85,11 +84,14 @@ pub fn select(rows: &SubjectRows, call: &SmallCall, lanes: &Lanes<'_>, ranked: O
         live.iter().filter_map(|m| mem_dist(m).map(|d| (m, *d))).collect();
     near.sort_by(|(a, da), (b, db)| distance_order(*da, *db).then(a.candidate.memory.id.cmp(&b.candidate.memory.id)));
     mem_ids.extend(near.iter().take(sem_n).map(|(m, _)| m.candidate.memory.id));
-    // A session's digest is no lane's: a task about many moments takes every current one among
-    // the rows (a small subject's; a large subject's pool holds none yet), any other task none.
-    if lanes.digests {
-        mem_ids.extend(digests.iter().map(|m| m.candidate.memory.id));
-    }
+    // A session's digest is no other lane's: a task about many moments takes the most recent
+    // current ones (`digests_n`, 0 for any other task).
+    let mut digests = digests;
+    digests.sort_by(|a, b| {
+        let (a, b) = (&a.candidate.memory, &b.candidate.memory);
+        b.valid_from.cmp(&a.valid_from).then(b.id.cmp(&a.id))
+    });
+    mem_ids.extend(digests.iter().take(digests_n).map(|m| m.candidate.memory.id));
     if let Some(snap) = snapshot {
         // The summaries made only of turns the snapshot covers: its summary stands for them.
         let covered: HashSet<Uuid> =
@@ -401,8 +403,7 @@ mod tests {
             days: &[],
             around: false,
             sources: false,
-            digests: false,
-            sizes: [10, 10, 0, 0, 0, 0],
+            sizes: [10, 10, 0, 0, 0, 0, 0],
         };
         let ranked = LexicalLanes {
             memories: (vec![Uuid::from_u128(10)], vec![1.5]),
