@@ -122,3 +122,69 @@ pub async fn pending(conn: &mut PgConnection) -> sqlx::Result<i64> {
         .fetch_one(conn)
         .await
 }
+
+/// A subject whose older episodes may still lack their passages, of any tenant
+/// (`mnemo_passages_to_backfill`, migration 0061).
+pub async fn to_backfill(conn: &mut PgConnection) -> sqlx::Result<Option<(String, String)>> {
+    let row = sqlx::query!(
+        r#"SELECT tenant_id AS "tenant_id!", subject_id AS "subject_id!" FROM mnemo_passages_to_backfill()"#
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| (r.tenant_id, r.subject_id)))
+}
+
+/// The highest seq of the subject whose episodes may still lack their passages (None: none).
+pub async fn backfill_through(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<Option<i64>> {
+    let through = sqlx::query_scalar!(
+        "SELECT passages_through FROM compile_cursors WHERE tenant_id = $1 AND subject_id = $2",
+        tenant,
+        subject_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(through.flatten())
+}
+
+/// Up to `limit` of the subject's episodes at or below `through` that have no passages, newest
+/// first: (id, seq, payload).
+pub async fn without_passages(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    through: i64,
+    limit: i64,
+) -> sqlx::Result<Vec<(Uuid, i64, Value)>> {
+    let rows = sqlx::query!(
+        "SELECT e.id, e.seq, e.payload FROM episodes e \
+         WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.seq <= $3 \
+           AND NOT EXISTS (SELECT 1 FROM episode_passages p \
+                           WHERE p.tenant_id = e.tenant_id AND p.subject_id = e.subject_id AND p.episode_id = e.id) \
+         ORDER BY e.seq DESC LIMIT $4",
+        tenant,
+        subject_id,
+        through,
+        limit
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.seq, r.payload)).collect())
+}
+
+/// Records how far the subject's backfill has come (None: done).
+pub async fn set_backfill_through(
+    conn: &mut PgConnection,
+    tenant: &str,
+    subject_id: &str,
+    through: Option<i64>,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE compile_cursors SET passages_through = $3 WHERE tenant_id = $1 AND subject_id = $2",
+        tenant,
+        subject_id,
+        through
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}

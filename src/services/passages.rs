@@ -21,6 +21,10 @@ use crate::embed::{embed_texts, Embedder};
 /// Passages embedded per batch: about half a second of MiniLM on two cores, so a compile call
 /// arriving meanwhile waits little.
 const BATCH: i32 = 16;
+/// Episodes one backfill step reads (migration 0061: passages of episodes compiled before them).
+const BACKFILL_SLICE: i64 = 200;
+/// How long a backfill step waits for a subject a compile holds before trying later.
+const BACKFILL_LOCK_WAIT: Duration = Duration::from_millis(100);
 /// How often the worker looks for passages when nothing woke it.
 const POLL: Duration = Duration::from_secs(2);
 /// How often it looks again while a compile runs in this process (compile goes first: an
@@ -111,11 +115,46 @@ pub async fn run_worker(pool: PgPool, embedder: Arc<dyn Embedder>, mut shutdown:
             Ok(_) => continue,
             Err(e) => tracing::warn!(error = %format!("{e:#}"), "embedding passages failed"),
         }
+        // Nothing to embed: write the passages older episodes lack, a slice at a time.
+        match backfill_step(&pool).await {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %format!("{e:#}"), "writing older episodes' passages failed"),
+        }
         tokio::select! {
             _ = tokio::time::sleep(POLL) => {}
             _ = shutdown.changed() => {}
         }
     }
+}
+
+/// Writes the missing passages of one slice of the older episodes of a subject compiled before
+/// passages existed (`compile_cursors.passages_through`, walked down to nothing); the worker
+/// then embeds them as it does compile's. Returns false when no subject needs it, or the one
+/// that does is held by a compile (tried again later).
+pub async fn backfill_step(pool: &PgPool) -> anyhow::Result<bool> {
+    let next = {
+        let mut conn = pool.acquire().await?;
+        db::passages::to_backfill(&mut conn).await?
+    };
+    let Some((tenant, subject)) = next else { return Ok(false) };
+    let mut tx = db::scope::begin(pool, &tenant).await?;
+    if !db::compile::lock_subject_within(&mut tx, &tenant, &subject, BACKFILL_LOCK_WAIT).await? {
+        return Ok(false);
+    }
+    let Some(through) = db::passages::backfill_through(&mut tx, &tenant, &subject).await? else {
+        tx.commit().await?;
+        return Ok(true);
+    };
+    let rows = db::passages::without_passages(&mut tx, &tenant, &subject, through, BACKFILL_SLICE).await?;
+    let missing: Vec<PassageRange> =
+        rows.iter().flat_map(|(id, _, payload)| ranges(*id, &episode_text(payload))).collect();
+    db::passages::insert(&mut tx, &tenant, &subject, &missing).await?;
+    let full = i64::try_from(rows.len()).unwrap_or(i64::MAX) >= BACKFILL_SLICE;
+    let rest = rows.iter().map(|(_, seq, _)| *seq).min().filter(|_| full).map(|s| s - 1).filter(|&s| s > 0);
+    db::passages::set_backfill_through(&mut tx, &tenant, &subject, rest).await?;
+    tx.commit().await?;
+    Ok(true)
 }
 
 /// Embeds every waiting passage now (for `mnemo reembed` and benchmarks); returns how many.

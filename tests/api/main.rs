@@ -42,6 +42,7 @@ mod llm_compiler;
 mod mcp;
 mod open_mode;
 mod openapi;
+mod passages;
 mod policy;
 mod portability;
 mod procedures;
