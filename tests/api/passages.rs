@@ -2,10 +2,17 @@
 //! writes them a slice at a time, then embeds them as it does compile's.
 #![allow(clippy::unwrap_used)]
 
-use crate::common::spawn;
+use serde_json::json;
+
+use crate::common::{spawn_with, TestApp};
+
+/// A server without its background workers: the test runs the passage worker's steps itself.
+async fn quiet() -> TestApp {
+    spawn_with(mnemo::RuntimeConfig { run_worker: false, ..mnemo::RuntimeConfig::default() }).await
+}
 
 /// The subject's passages as (episode, passage, start, end), in order.
-async fn ranges(app: &crate::common::TestApp) -> Vec<(uuid::Uuid, i16, i32, i32)> {
+async fn ranges(app: &TestApp) -> Vec<(uuid::Uuid, i16, i32, i32)> {
     sqlx::query_as(
         "SELECT episode_id, passage, start_char, end_char FROM episode_passages \
          WHERE subject_id = 'historian' ORDER BY episode_id, passage",
@@ -17,7 +24,7 @@ async fn ranges(app: &crate::common::TestApp) -> Vec<(uuid::Uuid, i16, i32, i32)
 
 #[tokio::test]
 async fn an_older_subject_gets_the_passages_compile_would_have_written() {
-    let app = spawn().await;
+    let app = quiet().await;
     let long = |topic: &str| {
         format!("On {topic}: {}", "we walked the old streets and wrote down every detail we saw. ".repeat(14))
     };
@@ -51,4 +58,39 @@ async fn an_older_subject_gets_the_passages_compile_would_have_written() {
     // Compile's own passages are never written twice: a new subject has nothing to backfill.
     app.ingest_and_compile("newcomer", &texts).await;
     assert!(!mnemo::services::passages::backfill_step(&app.app_pool).await.unwrap());
+}
+
+/// A long episode for `tenant`'s subject, compiled (its passages wait for vectors).
+async fn long_episodes(app: &TestApp, tenant: &str, n: usize) {
+    let text = "We walked the old streets of the harbour town and wrote down every detail we saw. ".repeat(10);
+    let eps: Vec<_> = (0..n)
+        .map(|i| {
+            json!({"subject_id": "writer", "source": "chat", "type": "message",
+                        "payload": {"messages": [{"role": "user", "content": format!("Day {i}. {text}")}]}})
+        })
+        .collect();
+    let (s, b) = app.post_as(tenant, "/v1/episodes/batch", &json!({ "episodes": eps })).await;
+    assert_eq!(s, 201, "{b}");
+    let (s, b) = app.post_as(tenant, "/v1/memories/compile", &json!({"subject_id": "writer"})).await;
+    assert_eq!(s, 200, "{b}");
+}
+
+/// The worker leases the oldest passages of every tenant waiting in turns: a tenant with a long
+/// backlog written first does not hold back one that came later.
+#[tokio::test]
+async fn every_tenant_waiting_gets_its_turn_at_the_passage_worker() {
+    let app = quiet().await;
+    long_episodes(&app, "backlog", 6).await;
+    long_episodes(&app, "later", 1).await;
+    let mut conn = app.app_pool.acquire().await.unwrap();
+    let leased = mnemo::db::passages::claim(&mut conn, 4).await.unwrap();
+    let tenants: Vec<&str> = leased.iter().map(|c| c.tenant_id.as_str()).collect();
+    assert_eq!(tenants.len(), 4, "{tenants:?}");
+    assert_eq!(tenants.iter().filter(|t| **t == "later").count(), 2, "{tenants:?}");
+    // Leased passages are not leased again while their lease holds; the rest still are.
+    let again = mnemo::db::passages::claim(&mut conn, 100).await.unwrap();
+    let first: Vec<_> = leased.iter().map(|c| (c.range.episode_id, c.range.passage)).collect();
+    assert!(again.iter().all(|c| !first.contains(&(c.range.episode_id, c.range.passage))));
+    let waiting: i64 = sqlx::query_scalar("SELECT count(*) FROM episode_passages").fetch_one(&app.pool).await.unwrap();
+    assert_eq!(i64::try_from(leased.len() + again.len()).unwrap(), waiting);
 }
