@@ -7,6 +7,7 @@ use crate::model::limits::{MAX_BUDGET_TOKENS, MAX_TASK_CHARS};
 use crate::model::memory::Memory;
 use crate::services::context::{provenance, Bundle, SessionInfo};
 use crate::services::context_call::CallError;
+use crate::services::receipts::ReceiptMeta;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,16 @@ pub struct ContextRequest {
     #[garde(skip)]
     #[schema(value_type = Option<String>, format = DateTime)]
     pub as_of: Option<DateTime<Utc>>,
+    /// Whether a receipt is written, and what it records of the caller.
+    #[serde(flatten)]
+    #[garde(dive)]
+    pub receipt: ReceiptFields,
+}
+
+/// What a request for a bundle (`/v1/context`, `/v1/handoff`) may say of its receipt: whether
+/// one is written (the tenant's default otherwise) and the caller's ids it records.
+#[derive(Debug, Default, Deserialize, ToSchema, garde::Validate)]
+pub struct ReceiptFields {
     #[serde(default)]
     #[garde(skip)]
     pub emit_receipt: Option<bool>,
@@ -58,6 +69,20 @@ pub struct ContextRequest {
     #[garde(custom(chars(0, 64)), custom(no_nul))]
     #[schema(max_length = 64)]
     pub caller_type: Option<String>,
+}
+
+impl ReceiptFields {
+    /// Whether the caller asked for a receipt (None: the tenant's default), and what it records.
+    pub fn into_meta(self) -> (Option<bool>, ReceiptMeta) {
+        let meta = ReceiptMeta {
+            query_id: self.query_id,
+            task_id: self.task_id,
+            parent_receipt_id: self.parent_receipt_id,
+            caller_id: self.caller_id,
+            caller_type: self.caller_type,
+        };
+        (self.emit_receipt, meta)
+    }
 }
 
 /// The bundle an agent reads: ranked facts, procedures and episodes, and their rendering.

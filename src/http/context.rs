@@ -11,7 +11,6 @@ use crate::http::body::valid;
 use crate::model::limits::DEFAULT_BUDGET_TOKENS;
 use crate::services::context::{self as assemble};
 use crate::services::context_call::context_call;
-use crate::services::receipts::ReceiptMeta;
 use crate::state::AppState;
 
 /// Validates the request, applies the caller-identity gate, assembles the bundle.
@@ -24,14 +23,7 @@ pub async fn context(
     JsonBody(body): JsonBody,
 ) -> ApiResult<Json<ContextBundle>> {
     let body: ContextRequest = valid(body)?;
-    let meta = ReceiptMeta {
-        query_id: body.query_id,
-        task_id: body.task_id,
-        parent_receipt_id: body.parent_receipt_id,
-        caller_id: body.caller_id,
-        caller_type: body.caller_type,
-    };
-    let emit_receipt = body.emit_receipt;
+    let (emit_receipt, meta) = body.receipt.into_meta();
     let req = assemble::ContextRequest {
         subject_id: body.subject_id,
         task: body.task,

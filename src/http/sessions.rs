@@ -17,9 +17,9 @@ use crate::http::path::subject_id_path;
 use crate::input::rules::{between, chars, no_nul, ONE_OF};
 use crate::model::time::{isoformat, now_micros};
 
+use crate::api::context::ReceiptFields;
 use crate::model::limits::{DEFAULT_BUDGET_TOKENS, MAX_HANDOFF_TOKENS};
 use crate::services::handoff::{self, handoff as build_handoff, HandoffView};
-use crate::services::receipts::ReceiptMeta;
 use crate::services::sessions as svc;
 use crate::sessions::health::Health;
 use crate::sessions::sla::{SlaSummary, Thresholds};
@@ -45,46 +45,22 @@ pub struct HandoffRequest {
     #[garde(custom(between(1, MAX_HANDOFF_TOKENS)))]
     #[schema(minimum = 1, maximum = 16000, default = 4000)]
     pub max_tokens: Option<i64>,
-    #[serde(default)]
-    #[garde(skip)]
-    pub emit_receipt: Option<bool>,
-    #[serde(default)]
-    #[garde(custom(chars(0, 64)), custom(no_nul))]
-    #[schema(max_length = 64)]
-    pub query_id: Option<String>,
-    #[serde(default)]
-    #[garde(custom(chars(0, 64)), custom(no_nul))]
-    #[schema(max_length = 64)]
-    pub task_id: Option<String>,
-    #[serde(default)]
-    #[garde(custom(chars(0, 26)), custom(no_nul))]
-    #[schema(max_length = 26)]
-    pub parent_receipt_id: Option<String>,
-    #[serde(default)]
-    #[garde(custom(chars(0, 256)), custom(no_nul))]
-    #[schema(max_length = 256)]
-    pub caller_id: Option<String>,
-    #[serde(default)]
-    #[garde(custom(chars(0, 64)), custom(no_nul))]
-    #[schema(max_length = 64)]
-    pub caller_type: Option<String>,
+    /// Whether a receipt is written, and what it records of the caller.
+    #[serde(flatten)]
+    #[garde(dive)]
+    pub receipt: ReceiptFields,
 }
 
 impl From<HandoffRequest> for handoff::HandoffRequest {
     fn from(b: HandoffRequest) -> Self {
+        let (emit_receipt, meta) = b.receipt.into_meta();
         handoff::HandoffRequest {
             subject_id: b.subject_id,
             session_id: b.session_id,
             reason: b.reason.filter(|s| !s.is_empty()).unwrap_or_else(|| "escalation".to_string()),
             max_tokens: b.max_tokens.unwrap_or(DEFAULT_BUDGET_TOKENS) as usize,
-            emit_receipt: b.emit_receipt,
-            meta: ReceiptMeta {
-                query_id: b.query_id,
-                task_id: b.task_id,
-                parent_receipt_id: b.parent_receipt_id,
-                caller_id: b.caller_id,
-                caller_type: b.caller_type,
-            },
+            emit_receipt,
+            meta,
         }
     }
 }

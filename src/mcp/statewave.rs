@@ -20,7 +20,6 @@ use crate::model::episode::NewEpisode;
 use crate::services::compile::compile_call;
 use crate::services::context_call::context_call;
 use crate::services::memories::{self, KindFilter, SearchQuery};
-use crate::services::receipts::ReceiptMeta;
 use crate::services::timeline::EpisodeFilter;
 use crate::services::{episodes, jobs, timeline};
 use crate::state::AppState;
@@ -84,14 +83,7 @@ async fn context(st: &AppState, tenant: &str, a: &Value) -> ToolResult {
     let one_of = [SUBJECT.ahead(), OneOf::alias(&["query", "task"]).ahead()];
     let r: Context = parse_args("statewave_get_context", a, &one_of)?;
     let mut c = ContextArgs::new(r.subject, r.query, r.max_tokens, r.session_id, r.as_of);
-    c.emit_receipt = r.emit_receipt;
-    c.meta = ReceiptMeta {
-        query_id: r.query_id,
-        task_id: r.task_id,
-        parent_receipt_id: r.parent_receipt_id,
-        caller_id: r.caller_id,
-        caller_type: r.caller_type,
-    };
+    (c.emit_receipt, c.meta) = r.receipt.into_meta();
     let (bundle, receipt_id) = context_call(&st.context_deps(), tenant, &c.req, c.emit_receipt, &c.meta)
         .await
         .map_err(args::context_refused)?;

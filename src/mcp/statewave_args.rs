@@ -183,18 +183,10 @@ pub(super) struct Context {
     #[serde(default, deserialize_with = "instant")]
     #[garde(skip)]
     pub(super) as_of: Option<chrono::DateTime<chrono::Utc>>,
-    #[garde(skip)]
-    pub(super) emit_receipt: Option<bool>,
-    #[garde(custom(bounded(0, 64)))]
-    pub(super) query_id: Option<String>,
-    #[garde(custom(bounded(0, 64)))]
-    pub(super) task_id: Option<String>,
-    #[garde(custom(bounded(0, 26)))]
-    pub(super) parent_receipt_id: Option<String>,
-    #[garde(custom(bounded(0, 256)))]
-    pub(super) caller_id: Option<String>,
-    #[garde(custom(bounded(0, 64)))]
-    pub(super) caller_type: Option<String>,
+    /// Whether a receipt is written, and what it records of the caller (as `/v1/context` reads them).
+    #[serde(flatten)]
+    #[garde(dive)]
+    pub(super) receipt: crate::api::context::ReceiptFields,
 }
 
 /// `statewave_get_timeline`'s arguments.

@@ -98,6 +98,34 @@ fn operations(doc: &Value) -> Vec<Operation> {
     ops
 }
 
+/// The document with every `allOf` schema (a struct with fields flattened in) merged into one
+/// object schema: the members' properties and required fields together.
+fn merged_all_of(doc: Value) -> Value {
+    fn merge(v: &mut Value, doc: &Value) {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::Array(members)) = m.remove("allOf") {
+                    let (mut props, mut required) = (serde_json::Map::new(), Vec::new());
+                    for member in &members {
+                        let member = resolve(member, doc);
+                        props.extend(member["properties"].as_object().cloned().unwrap_or_default());
+                        required.extend(member["required"].as_array().cloned().unwrap_or_default());
+                    }
+                    m.insert("type".into(), json!("object"));
+                    m.insert("properties".into(), Value::Object(props));
+                    m.insert("required".into(), Value::Array(required));
+                }
+                m.values_mut().for_each(|c| merge(c, doc));
+            }
+            Value::Array(items) => items.iter_mut().for_each(|c| merge(c, doc)),
+            _ => {}
+        }
+    }
+    let mut out = doc.clone();
+    merge(&mut out, &doc);
+    out
+}
+
 /// Follows `$ref`s, and reads a nullable alternative (OpenAPI 3.1 writes an optional reference as
 /// `oneOf: [{type: null}, {$ref: ...}]`) as the schema it makes nullable.
 fn resolve<'a>(schema: &'a Value, doc: &'a Value) -> &'a Value {
@@ -1193,7 +1221,7 @@ async fn setup() -> (Fuzzer, Known, Value, Vec<Operation>) {
     let mut fuzzer = Fuzzer::new().await;
     let known = seed(&fuzzer.app).await;
     fuzzer.resync().await;
-    let doc = mnemo::http::openapi::document();
+    let doc = merged_all_of(mnemo::http::openapi::document());
     let ops = operations(&doc);
     assert!(ops.len() >= 20, "only {} operations documented", ops.len());
     (fuzzer, known, doc, ops)

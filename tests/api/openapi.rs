@@ -64,12 +64,13 @@ fn the_document_states_the_limits_of_model_limits() {
     use mnemo::model::limits::*;
     let doc = mnemo::http::openapi::document();
     let schemas = &doc["components"]["schemas"];
-    let context = &schemas["ContextRequest"]["properties"];
+    // The request's own fields (its receipt fields are `ReceiptFields`, flattened in).
+    let context = &schemas["ContextRequest"]["allOf"][1]["properties"];
     assert_eq!(context["max_tokens"]["maximum"].as_i64(), Some(MAX_BUDGET_TOKENS));
     assert_eq!(context["max_tokens"]["default"].as_i64(), Some(DEFAULT_BUDGET_TOKENS));
     assert_eq!(context["task"]["maxLength"].as_u64(), Some(MAX_TASK_CHARS as u64));
     assert_eq!(context["subject_id"]["maxLength"].as_u64(), Some(MAX_ID_CHARS as u64));
-    let handoff = &schemas["HandoffRequest"]["properties"];
+    let handoff = &schemas["HandoffRequest"]["allOf"][1]["properties"];
     assert_eq!(handoff["max_tokens"]["maximum"].as_i64(), Some(MAX_HANDOFF_TOKENS));
     assert_eq!(handoff["max_tokens"]["default"].as_i64(), Some(DEFAULT_BUDGET_TOKENS));
 }
