@@ -72,7 +72,9 @@ pub struct Turn {
 }
 
 /// The episodes of `sessions` up to `through_seq` that may carry the user's words (plain text,
-/// or a chat with a user message), in time order per session.
+/// or a chat with a user message), in time order per session; only those a bundle may still
+/// show: a memory made from the turn is current (a turn whose memories a request to forget or a
+/// later statement retired is not quoted), and none was retired by a claim contradiction.
 pub async fn turns(
     conn: &mut PgConnection,
     tenant: &str,
@@ -82,12 +84,22 @@ pub async fn turns(
 ) -> sqlx::Result<Vec<Turn>> {
     sqlx::query_as!(
         Turn,
-        r#"SELECT id, session_id AS "session_id!", source, payload, occurred_at FROM episodes
-           WHERE tenant_id = $1 AND subject_id = $2 AND session_id = ANY($3) AND seq <= $4
-             AND (jsonb_typeof(payload->'messages') IS DISTINCT FROM 'array'
-                  OR payload->'messages' @> '[{"role": "user"}]'
-                  OR payload->'messages' @> '[{"role": "human"}]')
-           ORDER BY session_id, occurred_at, seq"#,
+        r#"SELECT e.id, e.session_id AS "session_id!", e.source, e.payload, e.occurred_at FROM episodes e
+           WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.session_id = ANY($3) AND e.seq <= $4
+             AND (jsonb_typeof(e.payload->'messages') IS DISTINCT FROM 'array'
+                  OR e.payload->'messages' @> '[{"role": "user"}]'
+                  OR e.payload->'messages' @> '[{"role": "human"}]')
+             AND EXISTS (SELECT 1 FROM memories m
+                         WHERE m.tenant_id = e.tenant_id AND m.subject_id = e.subject_id
+                           AND m.source_episode_ids @> ARRAY[e.id] AND m.status = 'active'
+                           AND NOT m.metadata @> '{"digest": "session"}')
+             AND NOT EXISTS (SELECT 1 FROM memories m
+                             JOIN supersession_records r ON r.tenant_id = m.tenant_id
+                               AND r.subject_id = m.subject_id AND r.superseded_memory_id = m.id
+                               AND r.rule = 'claim_contradiction'
+                             WHERE m.tenant_id = e.tenant_id AND m.subject_id = e.subject_id
+                               AND m.source_episode_ids @> ARRAY[e.id])
+           ORDER BY e.session_id, e.occurred_at, e.seq"#,
         tenant,
         subject_id,
         sessions,

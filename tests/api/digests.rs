@@ -112,3 +112,38 @@ async fn a_short_session_or_one_without_the_users_words_gets_no_digest() {
     say(&app, "planner", "tools", &tool).await;
     assert!(digests(&compile(&app, "planner").await).is_empty());
 }
+
+/// A request to forget reaches the digests: the one quoting the value is retired with the rest,
+/// and the next leaves out the line that said it.
+#[tokio::test]
+async fn a_digest_never_brings_back_what_the_user_asked_to_forget() {
+    let app = spawn().await;
+    let turns = [
+        ("user", "My social security number is 123-45-6789, for the tax form."),
+        ("user", "I started a vegetable garden this spring."),
+        ("user", "The tomatoes need more sun than I thought."),
+        ("user", "I'm planning to add a small greenhouse."),
+    ];
+    say(&app, "planner", "garden", &turns).await;
+    let made = digests(&compile(&app, "planner").await);
+    assert!(made[0]["content"].as_str().unwrap().contains("123-45-6789"), "{made:?}");
+    let later = [
+        ("user", "Please forget my SSN."),
+        ("user", "The greenhouse kit arrived today."),
+        ("user", "Basil grows well next to the tomatoes."),
+        ("user", "I want to compost the kitchen scraps."),
+    ];
+    say(&app, "planner", "garden", &later).await;
+    compile(&app, "planner").await;
+    for m in app.memories("planner").await.iter().filter(|m| m["status"] == "active") {
+        assert!(!m["content"].as_str().unwrap().contains("123-45-6789"), "{m}");
+    }
+    let current: Vec<Value> = app.memories("planner").await.into_iter().filter(|m| m["status"] == "active").collect();
+    let digest = digests(&current);
+    assert_eq!(digest.len(), 1, "{digest:?}");
+    assert!(digest[0]["content"].as_str().unwrap().contains("compost"), "{digest:?}");
+    let (_, b) = app
+        .post("/v1/context", &json!({"subject_id": "planner", "task": "Give me a recap of the garden so far"}))
+        .await;
+    assert!(!b["assembled_context"].as_str().unwrap().contains("123-45-6789"), "{b}");
+}
