@@ -184,8 +184,24 @@ mod tests {
     use crate::api::timeline::TimelineParams;
 
     fn body_fields<T: PartialSchema>() -> Vec<String> {
-        let v = serde_json::to_value(T::schema()).unwrap_or_default();
-        v["properties"].as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default()
+        properties(&serde_json::to_value(T::schema()).unwrap_or_default())
+    }
+
+    /// A schema's properties, with those of the types flattened into it (`allOf` members,
+    /// references looked up in the OpenAPI document).
+    fn properties(v: &Value) -> Vec<String> {
+        let mut out: Vec<String> =
+            v["properties"].as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default();
+        for member in v["allOf"].as_array().into_iter().flatten() {
+            match member["$ref"].as_str() {
+                Some(r) => {
+                    let doc = crate::http::openapi::document();
+                    out.extend(properties(doc.pointer(r.trim_start_matches('#')).unwrap_or(&Value::Null)));
+                }
+                None => out.extend(properties(member)),
+            }
+        }
+        out
     }
 
     fn param_fields<P: IntoParams>() -> Vec<String> {
