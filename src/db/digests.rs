@@ -61,20 +61,25 @@ pub async fn current(
     .await
 }
 
-/// A message of a session that may carry the user's words.
+/// A message of a session that may carry the user's words, with its own summary.
 #[derive(Debug, Clone)]
 pub struct Turn {
     pub id: Uuid,
     pub session_id: String,
     pub source: String,
-    pub payload: Value,
     pub occurred_at: DateTime<Utc>,
+    /// A chat (its summary's lines are `role: text`), else plain text.
+    pub chat: bool,
+    /// Its current summary (sanitised when compiled: `compile::pipeline`).
+    pub summary: String,
 }
 
 /// The episodes of `sessions` up to `through_seq` that may carry the user's words (plain text,
-/// or a chat with a user message), in time order per session; only those a bundle may still
-/// show: a memory made from the turn is current (a turn whose memories a request to forget or a
-/// later statement retired is not quoted), and none was retired by a claim contradiction.
+/// or a chat with a user message), in time order per session, each with its own current
+/// summary: only turns a bundle may still show are quoted (a turn whose summary a request to
+/// forget retired has none; none of its memories was retired by a claim contradiction). The
+/// summaries are the compiler's sanitised text, so a digest costs no second reading of the
+/// messages.
 pub async fn turns(
     conn: &mut PgConnection,
     tenant: &str,
@@ -84,21 +89,29 @@ pub async fn turns(
 ) -> sqlx::Result<Vec<Turn>> {
     sqlx::query_as!(
         Turn,
-        r#"SELECT e.id, e.session_id AS "session_id!", e.source, e.payload, e.occurred_at FROM episodes e
+        r#"WITH summaries AS (
+               SELECT DISTINCT ON (m.source_episode_ids[1]) m.source_episode_ids[1] AS episode_id, m.summary
+               FROM memories m
+               WHERE m.tenant_id = $1 AND m.subject_id = $2 AND m.kind = 'episode_summary' AND m.status = 'active'
+                 AND cardinality(m.source_episode_ids) = 1 AND NOT m.metadata @> '{"digest": "session"}'
+                 AND NOT m.metadata @> '{"voice": "evidence"}'
+               ORDER BY m.source_episode_ids[1], m.id),
+           contradicted AS (
+               SELECT DISTINCT unnest(m.source_episode_ids) AS episode_id
+               FROM supersession_records r
+               JOIN memories m ON m.tenant_id = r.tenant_id AND m.subject_id = r.subject_id
+                 AND m.id = r.superseded_memory_id
+               WHERE r.tenant_id = $1 AND r.subject_id = $2 AND r.rule = 'claim_contradiction')
+           SELECT e.id, e.session_id AS "session_id!", e.source, e.occurred_at,
+                  jsonb_typeof(e.payload->'messages') IS NOT DISTINCT FROM 'array' AS "chat!",
+                  s.summary AS "summary!"
+           FROM episodes e
+           JOIN summaries s ON s.episode_id = e.id
            WHERE e.tenant_id = $1 AND e.subject_id = $2 AND e.session_id = ANY($3) AND e.seq <= $4
              AND (jsonb_typeof(e.payload->'messages') IS DISTINCT FROM 'array'
                   OR e.payload->'messages' @> '[{"role": "user"}]'
                   OR e.payload->'messages' @> '[{"role": "human"}]')
-             AND EXISTS (SELECT 1 FROM memories m
-                         WHERE m.tenant_id = e.tenant_id AND m.subject_id = e.subject_id
-                           AND m.source_episode_ids @> ARRAY[e.id] AND m.status = 'active'
-                           AND NOT m.metadata @> '{"digest": "session"}')
-             AND NOT EXISTS (SELECT 1 FROM memories m
-                             JOIN supersession_records r ON r.tenant_id = m.tenant_id
-                               AND r.subject_id = m.subject_id AND r.superseded_memory_id = m.id
-                               AND r.rule = 'claim_contradiction'
-                             WHERE m.tenant_id = e.tenant_id AND m.subject_id = e.subject_id
-                               AND m.source_episode_ids @> ARRAY[e.id])
+             AND e.id NOT IN (SELECT c.episode_id FROM contradicted c WHERE c.episode_id IS NOT NULL)
            ORDER BY e.session_id, e.occurred_at, e.seq"#,
         tenant,
         subject_id,

@@ -190,8 +190,7 @@ mod tests {
     /// A schema's properties, with those of the types flattened into it (`allOf` members,
     /// references looked up in the OpenAPI document).
     fn properties(v: &Value) -> Vec<String> {
-        let mut out: Vec<String> =
-            v["properties"].as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default();
+        let mut out: Vec<String> = v["properties"].as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default();
         for member in v["allOf"].as_array().into_iter().flatten() {
             match member["$ref"].as_str() {
                 Some(r) => {

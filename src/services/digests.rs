@@ -61,7 +61,7 @@ pub async fn refresh(
     let names: Vec<String> = due.iter().map(|(s, _)| s.clone()).collect();
     let mut by_session: BTreeMap<String, Vec<digest::Turn>> = BTreeMap::new();
     for t in db::digests::turns(conn, tenant, subject_id, &names, through_seq).await? {
-        if let Some(line) = turn_line(&t.payload, r.trust.voice(&t.source)) {
+        if let Some(line) = turn_line(&t.summary, t.chat, r.trust.voice(&t.source)) {
             by_session.entry(t.session_id).or_default().push(digest::Turn {
                 episode_id: t.id,
                 at: t.occurred_at,
