@@ -275,7 +275,7 @@ impl AppState {
 /// created with the CLI takes effect on running servers within this time.
 const KEYS_PRESENT_TTL: Duration = Duration::from_secs(2);
 
-/// Whether this database has ever stored an API key (`mnemo_keys_exist()`, migration 0050).
+/// Whether this database has ever stored an API key (`mnemo_keys_exist()`).
 /// A yes is final (revoking every key never reopens the server), so it is kept for good; a no
 /// is re-read after [`KEYS_PRESENT_TTL`].
 #[derive(Default)]

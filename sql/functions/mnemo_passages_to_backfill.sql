@@ -1,5 +1,5 @@
--- A subject whose older episodes may still lack their passages (compile_cursors.passages_through,
--- migration 0061), of any tenant, for the passage worker (services::passages); none when every
+-- A subject whose older episodes may still lack their passages (compile_cursors.passages_through),
+-- of any tenant, for the passage worker (services::passages); none when every
 -- subject is done. Security definer because the worker names no tenant.
 CREATE OR REPLACE FUNCTION public.mnemo_passages_to_backfill()
  RETURNS TABLE(tenant_id text, subject_id text, through bigint)

@@ -325,7 +325,7 @@ impl ServeArgs {
     /// Refuses an open server on a non-loopback address unless explicitly allowed
     /// (`stored_keys`: the database has ever stored an API key, so requests need one). Checked
     /// at start only, and it need not be checked again: a database that has held a key never
-    /// becomes open again (migration 0050), whatever happens to its keys.
+    /// becomes open again, whatever happens to its keys.
     pub fn check_exposure(&self, stored_keys: bool) -> Result<(), String> {
         let has_key = stored_keys || self.api_key.as_deref().is_some_and(|k| !k.is_empty());
         if !self.addr.ip().is_loopback() && !has_key && !self.allow_open {

@@ -75,7 +75,7 @@ impl Session {
         self.bound_tenant().is_none_or(|t| t == tenant)
     }
 
-    /// The tenant whose rows hold this session server-side (migration 0053): the key's tenant,
+    /// The tenant whose rows hold this session server-side: the key's tenant,
     /// else `default` (the operator key and open mode belong to no tenant).
     pub fn home_tenant(&self) -> &str {
         match &self.who {

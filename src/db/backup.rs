@@ -91,7 +91,7 @@ pub async fn cursor_row(
 }
 
 /// How many of these episode ids and memory ids are already used anywhere in the database,
-/// in any tenant (migration 0022: the answer is ids only, never another tenant's rows).
+/// in any tenant (the answer is ids only, never another tenant's rows).
 pub async fn ids_in_use(
     conn: &mut PgConnection,
     episode_ids: &[Uuid],
@@ -110,7 +110,7 @@ pub async fn ids_in_use(
 }
 
 /// Which of these episode ids are used anywhere in the database, in any tenant (ids only,
-/// through migration 0022's function).
+/// through `mnemo_ids_in_use`).
 pub async fn episode_ids_in_use(conn: &mut PgConnection, episode_ids: &[Uuid]) -> sqlx::Result<Vec<Uuid>> {
     sqlx::query_scalar!(
         r#"SELECT id AS "id!" FROM mnemo_ids_in_use($1, '{}'::uuid[]) WHERE kind = 'episode'"#,
@@ -218,7 +218,7 @@ pub struct MemoryRows {
     pub confidences: Vec<f64>,
     pub valid_from: Vec<DateTime<Utc>>,
     pub valid_to: Vec<Option<DateTime<Utc>>>,
-    /// `valid_to` as first recorded (see migration 0002).
+    /// `valid_to` as first recorded (see the `memories` table in migrations/0001_schema.sql).
     pub asserted_valid_to: Vec<Option<DateTime<Utc>>>,
     pub superseded_at: Vec<Option<DateTime<Utc>>>,
     /// Source episode ids joined by commas (ragged arrays cannot be UNNESTed).

@@ -1,4 +1,4 @@
-//! Console sessions held server-side (migration 0053): a row per signed-in session, keyed by
+//! Console sessions held server-side: a row per signed-in session, keyed by
 //! the sha256 of its nonce; sign-out deletes it.
 
 use chrono::{DateTime, Utc};

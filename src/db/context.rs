@@ -262,7 +262,7 @@ pub async fn candidates(
         digests,
     ]
     .map(|n| n as i32);
-    // The function takes the vector as text (migration 0020) and casts it back: the binary
+    // The function takes the vector as text and casts it back: the binary
     // vector sent here turns into the same floats.
     // One statement: whether the subject is small, then one of the two functions (the other
     // sits under a one-time filter that is false, so it is never called).

@@ -1,4 +1,4 @@
-//! A small subject's context call (`mnemo_context_small`, migration 0032): what depends on the
+//! A small subject's context call (`mnemo_context_small`): what depends on the
 //! call comes every time, the subject's rows only when the server does not hold them already.
 
 use std::collections::HashMap;

@@ -102,7 +102,7 @@ pub async fn count(conn: &mut PgConnection, t: &Table, tenant: &str, subject: Op
 
 /// Columns the database derives from a row's other columns: a dump leaves them out and an
 /// import lets the database compute them again (`content_tsv` is generated; `search_tsv` is
-/// filled by the `episodes_fill_lexemes` trigger when an insert leaves it out, migration 0038).
+/// filled by the `episodes_fill_lexemes` trigger when an insert leaves it out).
 pub const DERIVED_COLUMNS: [&str; 2] = ["content_tsv", "search_tsv"];
 
 /// The query [`rows`] runs for `t` (the caller keeps it alive while the rows stream).

@@ -19,7 +19,7 @@ pub const SUBJECT_TABLES: &[&str] = &[
     "subject_terms",
     "session_snapshots",
     "session_metadata",
-    // Last: deleting the subject's memories writes its version row (migration 0032).
+    // Last: deleting the subject's memories writes its version row.
     "subject_versions",
 ];
 

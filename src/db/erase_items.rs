@@ -239,7 +239,7 @@ pub async fn remaining(
     ])
 }
 
-/// Gives the subject a new memory version (migration 0032), so every server's copy of it
+/// Gives the subject a new memory version, so every server's copy of it
 /// (small subjects' rows, large subjects' lexical state) stops matching, even when only
 /// episodes without memories were erased.
 pub async fn bump_version(conn: &mut PgConnection, tenant: &str, subject_id: &str) -> sqlx::Result<()> {

@@ -42,7 +42,7 @@ pub struct Recent {
 }
 
 /// The erasures of every tenant recorded in the last `window_secs` seconds of the database's
-/// clock, oldest first (`mnemo_erasures_recent`, migration 0037).
+/// clock, oldest first (`mnemo_erasures_recent`).
 pub async fn recent(pool: &sqlx::PgPool, window_secs: f64) -> sqlx::Result<Vec<Recent>> {
     sqlx::query_as!(
         Recent,

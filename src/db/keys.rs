@@ -9,7 +9,7 @@ pub struct KeyRow {
     pub key_id: String,
     pub tenant_id: String,
     pub is_admin: bool,
-    /// May act on every tenant (migration 0051); always an admin key too.
+    /// May act on every tenant; always an admin key too.
     pub is_operator: bool,
     pub label: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -38,7 +38,7 @@ pub async fn find(conn: &mut PgConnection, digest: &[u8]) -> sqlx::Result<Option
     .await
 }
 
-/// Whether this database has ever stored a key, live or revoked (migration 0050).
+/// Whether this database has ever stored a key, live or revoked.
 pub async fn ever_stored(conn: &mut PgConnection) -> sqlx::Result<bool> {
     sqlx::query_scalar!(r#"SELECT mnemo_keys_exist() AS "exists!""#).fetch_one(conn).await
 }

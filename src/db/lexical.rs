@@ -1,5 +1,5 @@
-//! What a server's index of a large subject's lexemes is built from (`mnemo_lexical_rows`,
-//! migration 0036): one state of the subject, read in one statement.
+//! What a server's index of a large subject's lexemes is built from (`mnemo_lexical_rows`):
+//! one state of the subject, read in one statement.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;

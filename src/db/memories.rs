@@ -125,7 +125,7 @@ pub async fn nearest(
 }
 
 /// Full-text lane: (id, ts_rank_cd) of active memories matching `q` (the subject's key is what
-/// lets the planner use the full-text index, migration 0034; the tenant routes it on Citus).
+/// lets the planner use the full-text index; the tenant routes it on Citus).
 pub async fn full_text(
     conn: &mut PgConnection,
     tenant: &str,

@@ -19,6 +19,7 @@
 //! | `http::meta` readiness `SELECT 1` | a liveness probe in `src/http/` (left to the HTTP layer's owner; it reads no table) |
 
 pub mod backup;
+pub mod baseline;
 pub mod compile;
 pub mod console;
 pub mod console_sessions;

@@ -124,7 +124,7 @@ pub async fn pending(conn: &mut PgConnection) -> sqlx::Result<i64> {
 }
 
 /// A subject whose older episodes may still lack their passages, of any tenant
-/// (`mnemo_passages_to_backfill`, migration 0061).
+/// (`mnemo_passages_to_backfill`).
 pub async fn to_backfill(conn: &mut PgConnection) -> sqlx::Result<Option<(String, String)>> {
     let row = sqlx::query!(
         r#"SELECT tenant_id AS "tenant_id!", subject_id AS "subject_id!" FROM mnemo_passages_to_backfill()"#

@@ -74,9 +74,11 @@ pub async fn connect_app(opts: PgConnectOptions, max_connections: u32) -> sqlx::
     Ok(pool)
 }
 
-/// Applies pending migrations, then installs the SQL function files that changed
+/// Applies pending migrations (after adopting a database the schema file's predecessors built,
+/// [`super::baseline::adopt`]), then installs the SQL function files that changed
 /// ([`super::functions::install`]).
-pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
+pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+    super::baseline::adopt(pool, &MIGRATOR).await?;
     MIGRATOR.run(pool).await?;
     super::functions::install(pool).await?;
     Ok(())

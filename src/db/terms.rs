@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// A lexeme found in this many of one subject's memories (or of its episodes) is common.
-/// Migration 0012 backfills with the same number; changing it changes rankings.
+/// Changing it changes rankings (counts already over it keep their `common_since`).
 pub const COMMON_TERM_DF: i64 = 1000;
 
 /// Lexemes longer than this (in bytes) are not counted: no such token is ever common, and with a

@@ -2,7 +2,7 @@
 //!
 //! Tenant work (enqueue, outcomes, erasure) runs in the caller's tenant transaction; the
 //! dispatcher's claim and retention and the operator's cross-tenant views go through the
-//! `mnemo_*webhook*` SECURITY DEFINER functions of migration 0011.
+//! `mnemo_*webhook*` SECURITY DEFINER functions (sql/functions).
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;

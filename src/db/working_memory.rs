@@ -1,5 +1,5 @@
 //! Queries of sessions as working memory: the session listing, session metadata and the
-//! append-only compaction snapshots (`session_snapshots`, migration 0016).
+//! append-only compaction snapshots (`session_snapshots`).
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};

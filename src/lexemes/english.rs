@@ -9,7 +9,7 @@
 //! digits (`uint`, `numword`) goes to the `simple` dictionary, which keeps it as it is. Any other
 //! word (one with a letter outside ASCII) is not guessed. A guess is only ever an optimisation:
 //! the call's statement computes the lexemes itself and uses the server's lanes only when the
-//! two lists are equal (migration 0036).
+//! two lists are equal.
 
 use std::cell::RefCell;
 use std::collections::HashSet;

@@ -1,7 +1,7 @@
 //! An episode's lexemes computed by the server, where it is sure of them.
 //!
 //! Every episode stores `search_tsv`, the `tsvector` that `to_tsvector('english', …)` makes of
-//! its text (`mnemo_episode_lexemes(payload)`, migration 0038). Computing it is about a sixth of
+//! its text (`mnemo_episode_lexemes(payload)`). Computing it is about a sixth of
 //! the Postgres time of a grouped ingest statement, and that statement is the one serial step
 //! of single-episode ingest (`services::group_commit`). So the request computes the lexemes of
 //! its own episode, on its own task, and the statement stores them:

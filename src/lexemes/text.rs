@@ -1,4 +1,4 @@
-//! An episode's searchable text as `mnemo_episode_text(payload)` builds it (migration 0038), in
+//! An episode's searchable text as `mnemo_episode_text(payload)` builds it, in
 //! process: the `content`, `name` and `speaker` of every message, each list rendered as the JSON
 //! text of a `jsonb` array, then the payload's own `text`, `content`, `speaker` and `author`,
 //! joined by spaces and cut at 250,000 characters.

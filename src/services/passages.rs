@@ -21,7 +21,7 @@ use crate::embed::{embed_texts, Embedder};
 /// Passages embedded per batch: about half a second of MiniLM on two cores, so a compile call
 /// arriving meanwhile waits little.
 const BATCH: i32 = 16;
-/// Episodes one backfill step reads (migration 0061: passages of episodes compiled before them).
+/// Episodes one backfill step reads (passages of episodes compiled before them).
 const BACKFILL_SLICE: i64 = 200;
 /// How long a backfill step waits for a subject a compile holds before trying later.
 const BACKFILL_LOCK_WAIT: Duration = Duration::from_millis(100);

@@ -1,7 +1,7 @@
 //! The tenant's config and active policy bundle as context calls use them, kept in memory per
 //! tenant and checked on every call against the tenant's settings version.
 //!
-//! The version (`tenant_versions`, migration 0017) is written by triggers in the same
+//! The version (`tenant_versions`) is written by triggers in the same
 //! transaction as any change of the config, the policy bundles or the active bundle, and read
 //! by the context call's one statement (`mnemo_context`, [`crate::db::context::candidates`])
 //! right after it names the tenant. A cached entry is used only when its version equals the one

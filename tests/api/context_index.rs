@@ -1,5 +1,5 @@
 //! A large subject's lexical lanes ranked on the server's index of its lexemes
-//! (`services::context::lexical`, migration 0036): after any change, made through any server or
+//! (`services::context::lexical`): after any change, made through any server or
 //! straight in the database, a server that keeps indexes answers exactly as one that keeps none,
 //! and once its index is current its lanes are the ones the call uses.
 #![allow(clippy::unwrap_used)]

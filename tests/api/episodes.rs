@@ -489,7 +489,7 @@ async fn a_held_subject_keeps_its_own_writes_waiting_and_not_the_others() {
     assert!(got.windows(2).all(|w| w[0] < w[1]), "queue order kept: {got:?}");
 }
 
-/// Every way an episode is stored gives it the lexemes of its payload (migration 0038: the
+/// Every way an episode is stored gives it the lexemes of its payload (the
 /// statements compute them, and the trigger fills them for a row inserted without).
 #[tokio::test]
 async fn every_insert_path_stores_the_lexemes_of_its_payload() {

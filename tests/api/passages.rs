@@ -1,4 +1,4 @@
-//! Passages of episodes compiled before passages existed (migration 0061): the passage worker
+//! Passages of episodes compiled before passages existed: the passage worker
 //! writes them a slice at a time, then embeds them as it does compile's.
 #![allow(clippy::unwrap_used)]
 
@@ -34,7 +34,7 @@ async fn an_older_subject_gets_the_passages_compile_would_have_written() {
     let written = ranges(&app).await;
     assert!(written.len() >= 3, "three long episodes have passages: {written:?}");
 
-    // As a subject compiled before part 60 stands after migration 0061: no passages, and its
+    // As a subject compiled before passages existed stands once adopted: no passages, and its
     // whole history waiting for them.
     sqlx::query("DELETE FROM episode_passages WHERE subject_id = 'historian'").execute(&app.pool).await.unwrap();
     sqlx::query("UPDATE compile_cursors SET passages_through = compiled_seq WHERE subject_id = 'historian'")

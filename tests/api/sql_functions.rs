@@ -84,3 +84,41 @@ async fn install_runs_only_the_files_that_changed() {
     .unwrap();
     assert_eq!(public, 0);
 }
+
+/// A database the 61 migrations before `0001_schema.sql` built is adopted in place: its migration
+/// records become the schema file's and nothing else changes; one part-way along them is refused.
+#[tokio::test]
+async fn a_database_built_by_the_earlier_migrations_is_adopted_or_refused() {
+    let app = spawn().await;
+    // The records the earlier chain wrote: versions 1-41 and 50-61, 1 named `init`, 61 with the
+    // checksum of its text (migrations/0061_passage_backfill.sql, as of commit 54ef6b8).
+    let old_records = |upto: i64| {
+        format!(
+            "DELETE FROM _sqlx_migrations;
+             INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+             SELECT v, CASE WHEN v = 1 THEN 'init' ELSE 'step ' || v END, true,
+                    CASE WHEN v = 61 THEN decode('41e56f83e24d976b080bbfc806604c7a3888f3b79d9ec9f3e77e99fc4f6c75712c4978377ba537d4cb3eff13409ce082', 'hex')
+                         ELSE '\\x00'::bytea END, 1
+             FROM generate_series(1, {upto}) v WHERE v NOT BETWEEN 42 AND 49;"
+        )
+    };
+    let records = |pool: sqlx::PgPool| async move {
+        sqlx::query_as::<_, (i64, String)>("SELECT version, description FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(&pool)
+            .await
+            .unwrap()
+    };
+    let before = records(app.pool.clone()).await;
+    assert_eq!(before.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(), ["schema"]);
+
+    sqlx::raw_sql(&old_records(61)).execute(&app.pool).await.unwrap();
+    mnemo::db::pool::migrate(&app.pool).await.unwrap();
+    assert_eq!(records(app.pool.clone()).await, before, "adopted: the schema file's record alone");
+    mnemo::db::pool::migrate(&app.pool).await.unwrap(); // and a second start changes nothing
+    assert_eq!(records(app.pool.clone()).await, before);
+
+    sqlx::raw_sql(&old_records(40)).execute(&app.pool).await.unwrap();
+    let err = mnemo::db::pool::migrate(&app.pool).await.unwrap_err().to_string();
+    assert!(err.contains("up to 40 of 61") && err.contains("54ef6b8"), "{err}");
+    assert_eq!(records(app.pool.clone()).await.len(), 40, "a refused database is left as it was");
+}

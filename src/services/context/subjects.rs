@@ -3,7 +3,7 @@
 //!
 //! A call sends the fingerprint of the copy it holds; the statement returns the subject's rows
 //! only when the subject's fingerprint is another one. Fingerprints change with every committed
-//! change of the rows (migration 0032), so a copy is used only while it equals the subject's
+//! change of the rows, so a copy is used only while it equals the subject's
 //! rows as the call's own statement sees them, through whichever process or replica the change
 //! came. The copy holds memory content and episode payloads: it lives in this process only and
 //! is never logged.

@@ -150,6 +150,8 @@ mod tests {
         assert_eq!(round9(0.3 + 0.6), 0.9);
     }
 
+    const GOLDEN: [f64; 4] = [3.551230819, 2.003063122, 1.548167696, 0.642974519];
+
     #[test]
     fn hits_rank_as_the_items_they_make() {
         let id = |n: u128| Uuid::from_u128(n);
@@ -177,5 +179,8 @@ mod tests {
         assert_eq!((ids, scores), lanes.memories, "the hits' order does not matter");
         assert_eq!(from_hits(&h, 2).memories.0.len(), 2);
         assert!(lanes.episodes.0.is_empty());
+        // The scores of the first ranking function (migration 0015's `mnemo_bm25_rank`, which a
+        // test compared with this one row for row on 300 random lanes while that migration existed).
+        assert_eq!(lanes.memories.1, GOLDEN);
     }
 }

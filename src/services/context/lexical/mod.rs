@@ -1,5 +1,5 @@
 //! Large subjects' lexemes indexed in process, so a context call's two BM25 lanes are ranked by
-//! the server before the call instead of by Postgres in it (migration 0036).
+//! the server before the call instead of by Postgres in it.
 //!
 //! On a large subject a task word held by hundreds of turns and memories made Postgres visit each
 //! of those rows for its length and rank them all, about 7 ms of a 100k-memory subject's call
