@@ -4,7 +4,8 @@
 //! written after the rules for chains and purposes, `updates_followup.json`, and one written
 //! before the rules for replacements and other people's changes were run on it,
 //! `updates_fresh.json`, and one written by a writer who had not read the rules,
-//! `updates_sixth.json`, `updates_restated.json`).
+//! `updates_sixth.json`, `updates_restated.json`, and `updates_ordinary.json`, written before
+//! the rules it then changed).
 //!
 //! Each case is a short multi-session history told by one user: sessions a day apart, one
 //! episode per turn, compiled after each session as a live agent would. Then the case's question
@@ -261,6 +262,7 @@ async fn updates_with_hash() {
             ("updates_followup", 11, 4),
             ("updates_fresh", 24, 3),
             ("updates_sixth", 28, 10),
+            ("updates_ordinary", 19, 7),
             ("updates_restated", 5, 1),
         ],
     );
@@ -285,6 +287,7 @@ async fn updates_with_minilm() {
             ("updates_followup", 11, 1),
             ("updates_fresh", 24, 1),
             ("updates_sixth", 28, 5),
+            ("updates_ordinary", 19, 3),
             ("updates_restated", 5, 1),
         ],
     );
@@ -311,6 +314,7 @@ async fn updates_with_the_llm_compiler() {
             ("updates_followup", 10, 7),
             ("updates_fresh", 21, 7),
             ("updates_sixth", 23, 16),
+            ("updates_ordinary", 21, 6),
             ("updates_restated", 5, 2),
         ],
     );
