@@ -262,7 +262,7 @@ async fn updates_with_hash() {
             ("updates_followup", 11, 4),
             ("updates_fresh", 24, 3),
             ("updates_sixth", 28, 10),
-            ("updates_ordinary", 19, 7),
+            ("updates_ordinary", 20, 6),
             ("updates_restated", 5, 1),
         ],
     );
@@ -287,7 +287,7 @@ async fn updates_with_minilm() {
             ("updates_followup", 11, 1),
             ("updates_fresh", 24, 1),
             ("updates_sixth", 28, 5),
-            ("updates_ordinary", 19, 3),
+            ("updates_ordinary", 20, 2),
             ("updates_restated", 5, 1),
         ],
     );
@@ -314,7 +314,7 @@ async fn updates_with_the_llm_compiler() {
             ("updates_followup", 10, 7),
             ("updates_fresh", 21, 7),
             ("updates_sixth", 23, 16),
-            ("updates_ordinary", 21, 6),
+            ("updates_ordinary", 21, 5),
             ("updates_restated", 5, 2),
         ],
     );

@@ -34,7 +34,7 @@ use bearing::{about, Bearing, Old};
 use doubt::{doubted_by_meaning, doubted_by_words, short};
 
 pub use sentence::{about_someone_else, classify, screened, Mark};
-use sentence::{asks, asserted, classify_sentence, masked, opens_as_reply, runs, sentences, Class};
+use sentence::{asks, asserted, classify_sentence, masked, mentions, opens_as_reply, runs, sentences, Class};
 use terms::{restates, terms, Terms};
 pub use words::{with_words, UpdateWords, Words, BUILT_IN};
 
@@ -121,7 +121,9 @@ const MAX_MESSAGE_CHARS: usize = 320;
 /// a change (callers skip reading the earlier memories when no message of a batch may).
 pub fn may_change(text: &str) -> bool {
     text.chars().count() <= MAX_MESSAGE_CHARS
-        && sentences(text).iter().any(|(s, q)| matches!(classify_sentence(s, *q), Class::Marked(..)))
+        && sentences(text)
+            .iter()
+            .any(|(s, q)| matches!(classify_sentence(s, *q), Class::Marked(..) | Class::Theirs(..)))
 }
 
 /// Whether a message may restate a value the user holds one of ([`restates`]): short (a weaker
@@ -186,16 +188,18 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
             continue;
         }
         let classes: Vec<Class> = sentences(&n.text).iter().map(|(s, q)| classify_sentence(s, *q)).collect();
+        // The user's own mark; someone else's change marks only its own sentence.
         let marked = classes.iter().find_map(|c| match c {
             Class::Marked(m, _) => Some(*m),
             _ => None,
         });
+        let theirs = classes.iter().any(|c| matches!(c, Class::Theirs(..)));
         // A message that marks no change may still restate a value the user holds one of, by
         // its attribute's own words ([`restates`]): "the VAT number is GB 123 4567 98" after
         // "our VAT number is GB 123 4567 89". Only claimed facts are read for it, and a
         // restatement doubts nothing.
         let restating = marked.is_none();
-        if restating && (!short(&n.text) || !classes.iter().any(|c| matches!(c, Class::Plain(_)))) {
+        if restating && !theirs && (!short(&n.text) || !classes.iter().any(|c| matches!(c, Class::Plain(_)))) {
             continue;
         }
         let message_mark = marked.unwrap_or(Mark::Change);
@@ -203,7 +207,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
         let said: Vec<&str> = classes
             .iter()
             .filter_map(|c| match c {
-                Class::Marked(_, t) | Class::Plain(t) => Some(t.as_str()),
+                Class::Marked(_, t) | Class::Plain(t) | Class::Theirs(_, _, t) => Some(t.as_str()),
                 Class::Screened => None,
             })
             .collect();
@@ -219,23 +223,29 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
         // A sentence that ends a value replaces it, whatever else it says ("replaced flake8 and
         // black with ruff for both").
         let adds = |text: &str| any(&masked(text), &words().adding) && terms(text).ended.is_empty();
-        let only_adds = classes.iter().all(|c| !matches!(c, Class::Marked(_, t) if !adds(t)));
+        let only_adds = classes.iter().all(|c| !matches!(c, Class::Marked(_, t) | Class::Theirs(_, _, t) if !adds(t)));
         let before = out.retired.len();
         // Per earlier message, the best bearing of a sentence that retired nothing.
         let mut unsure: BTreeMap<&str, ((bool, usize), Vec<Uuid>)> = BTreeMap::new();
-        let units: Vec<(Mark, String)> = classes
+        // Each unit with whose it is: someone else's change bears only on what the user said of
+        // that same person ("my daughter switched to Oakridge" on "my daughter goes to Linden").
+        let units: Vec<(Mark, String, Option<&str>)> = classes
             .iter()
             .filter_map(|c| match c {
-                Class::Marked(m, t) => Some((*m, t)),
-                Class::Plain(t) => Some((message_mark, t)),
+                Class::Marked(m, t) => Some((*m, t, None)),
+                Class::Theirs(p, m, t) => Some((*m, t, Some(p.as_str()))),
+                Class::Plain(t) => Some((message_mark, t, None)),
                 Class::Screened => None,
             })
-            .flat_map(|(m, t)| {
-                if short(&n.text) { runs(t, &n.text) } else { vec![t.clone()] }.into_iter().map(move |w| (m, w))
+            .flat_map(|(m, t, p)| {
+                if short(&n.text) { runs(t, &n.text) } else { vec![t.clone()] }.into_iter().map(move |w| (m, w, p))
             })
             .collect();
-        for (mark, text) in &units {
+        let only_theirs = units.iter().all(|u| u.2.is_some());
+        for (mark, text, person) in &units {
             let (mark, text) = (*mark, text.as_str());
+            // A plain sentence beside no change of the user's can only restate a value.
+            let restating = restating && person.is_none();
             let new = terms(text);
             let adding = adds(text);
             // Per earlier message: the memories of it the change bears on.
@@ -247,6 +257,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
                     || !current
                     || retired.contains(&o.id)
                     || (restating && !restates(text, &new, o, phrases))
+                    || person.is_some_and(|p| !mentions(&o.text, p))
                 {
                     continue;
                 }
@@ -295,7 +306,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
         let doubts_before = out.doubts.len();
         let mut by_meaning = false;
         let current = |o: &Older| o.at < n.at && o.until.as_ref().is_none_or(|u| *u > n.at) && o.group != n.group;
-        if out.retired.len() == before && short(&n.text) && !only_adds && !restating {
+        if out.retired.len() == before && short(&n.text) && !only_adds && !restating && !only_theirs {
             let is_short = |id: &Uuid| olds.iter().any(|(o, ..)| o.id == *id && short(&o.text));
             let by_words = doubted_by_words(&unsure).map(|ids| if ids.iter().all(is_short) { ids } else { Vec::new() });
             by_meaning = by_words.is_none();
@@ -434,6 +445,37 @@ mod tests {
         assert_eq!(classify("should we switch to Linear", true), None);
         assert_eq!(classify("we're not switching banks", false), None);
         assert_eq!(classify("I like tea", false), None);
+    }
+
+    #[test]
+    fn someone_elses_change_bears_only_on_what_was_said_of_them() {
+        // Theirs, not the user's: never a change of the user's own values.
+        assert_eq!(classify("my daughter switched to Oakridge Academy this term", false), None);
+        assert_eq!(classify("Big change: my daughter switched to Oakridge Academy", false), None);
+        let school = older(1, "a", "My daughter goes to Linden Elementary.", Some("linden elementary"));
+        let home = older(2, "b", "I live in Lyon.", None);
+        let son = older(3, "c", "My son goes to Hillside Middle School.", None);
+        let old = [school.clone(), home.clone(), son.clone()];
+        for change in
+            ["Big change: my daughter switched to Oakridge Academy this term.", "my daughter moved to Oakridge Academy"]
+        {
+            let j = judge(&newer(change), &old);
+            assert_eq!(j.retired.iter().map(|r| r.older).collect::<Vec<_>>(), [Uuid::from_u128(1)], "{change}");
+        }
+        // Another person's change touches nothing of the user's, by words or by meaning.
+        for look_alike in ["my brother moved to Marseille last month", "my son's friend switched to Oakridge Academy"] {
+            let j = judge(&newer(look_alike), &[school.clone(), home.clone(), son.clone()]);
+            assert!(j.retired.is_empty() && j.doubts.is_empty(), "{look_alike}: {j:?}");
+        }
+        // Someone else's change marks only its own sentence: the next one is no change of the
+        // user's ("He lives in York" after "my brother just started at Quorra").
+        let mine = older(4, "d", "I work at Tessellate as a data engineer, live in Leeds, and drive a Clio.", None);
+        let told = "Funny coincidence: my brother just started at Quorra as a data engineer too. He lives in York, drives a van.";
+        let j = judge(&newer(told), &[mine]);
+        assert!(j.retired.is_empty() && j.doubts.is_empty(), "{j:?}");
+        // A label before a colon stays the user's when the user says more.
+        assert_eq!(classify("Update: I moved to Denver", false), Some(Mark::Change));
+        assert_eq!(classify("new mgr: Ravi Patel, Helen moved to another org", false), Some(Mark::Change));
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub(super) enum Class {
     Plain(String),
     /// A change or retraction, with the words of its clauses that are not screened.
     Marked(Mark, String),
+    /// A change or retraction of someone else's (`others`: "my daughter switched to Oakridge
+    /// Academy"), with who: it may change only what the user said about that same person.
+    Theirs(String, Mark, String),
 }
 
 /// Lower-cases a clause and masks its values: "kim@work.example" is no example, and a
@@ -121,6 +124,12 @@ pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
     // words on, the sentence is theirs; what comes before it is the user's ("I sold the boat,
     // which my wife says was overdue").
     let parts = clauses(sentence);
+    // "Big change: my daughter switched to …": a short label before a colon, which is all the
+    // user says of their own when the rest is someone else's.
+    let label = match sentence.split_once(": ") {
+        Some((head, _)) if parts.len() > 1 && parts[0] == head.trim() && is_label(head) => Some(parts[0].clone()),
+        _ => None,
+    };
     let mut other_seen = false;
     let reported_from = parts.iter().position(|c| {
         let m = masked(c);
@@ -130,28 +139,68 @@ pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
     // Someone else's thing, another instance, the past, a negation: that clause says nothing.
     // A clause opened by a pronoun after one about someone else is about them too ("my wife
     // started at Corvina, so she's commuting now").
-    let mut theirs = false;
-    let kept: Vec<String> = parts[..reported_from.unwrap_or(parts.len())]
-        .iter()
-        .filter(|c| {
-            let m = masked(c);
-            theirs = about_someone_else(c) || (theirs && w.pronouns.iter().any(|p| find(opened(&m), p) == Some(0)));
-            !theirs && !any(&m, &w.clause_screens) && (!any(&m, &w.negation) || any(&m, &w.retraction))
-        })
-        .cloned()
-        .collect();
-    if kept.is_empty() {
-        return Class::Screened;
+    let mut person: Option<String> = None;
+    let (mut kept, mut theirs): (Vec<String>, Vec<(String, String)>) = (Vec::new(), Vec::new());
+    for c in &parts[..reported_from.unwrap_or(parts.len())] {
+        let m = masked(c);
+        let continued = person.is_some() && w.pronouns.iter().any(|p| find(opened(&m), p) == Some(0));
+        person = someone_else(c).or(if continued { person.take() } else { None });
+        // The person a clause is about screens it from the user's values, not from theirs; what
+        // belongs to them ("my son's friend") is someone else again.
+        let own = match &person {
+            Some(p) if find(&m, p).is_some_and(|i| m[i + p.len()..].starts_with("'s")) => None,
+            Some(p) => Some(without(&m, std::slice::from_ref(p))),
+            None => Some(m.clone()),
+        };
+        let counts =
+            own.is_some_and(|own| !any(&own, &w.clause_screens)) && (!any(&m, &w.negation) || any(&m, &w.retraction));
+        match (&person, counts) {
+            (None, true) => kept.push(c.clone()),
+            (Some(p), true) => theirs.push((p.clone(), c.clone())),
+            _ => {}
+        }
+    }
+    let mark = |m: &str| {
+        if any(m, &w.retraction) {
+            Some(Mark::Retraction)
+        } else if any(m, &w.request) || any(m, &w.change) {
+            Some(Mark::Change)
+        } else {
+            None
+        }
+    };
+    let only_label = label.is_some() && kept.len() == 1 && kept.first() == label.as_ref();
+    if kept.is_empty() || (only_label && !theirs.is_empty()) {
+        // Someone else's change, all of one person: theirs, not the user's.
+        let Some((who, _)) = theirs.first() else { return Class::Screened };
+        if theirs.iter().any(|(p, _)| p != who) {
+            return Class::Screened;
+        }
+        let text = theirs.iter().map(|(_, c)| c.as_str()).collect::<Vec<_>>().join(", ");
+        let marked = kept.iter().map(String::as_str).chain([text.as_str()]).collect::<Vec<_>>().join(", ");
+        return match mark(&masked(&marked)) {
+            Some(m) => Class::Theirs(who.clone(), m, text),
+            None => Class::Screened,
+        };
     }
     let text = kept.join(", ");
-    let m = masked(&text);
-    if any(&m, &w.retraction) {
-        Class::Marked(Mark::Retraction, text)
-    } else if any(&m, &w.request) || any(&m, &w.change) {
-        Class::Marked(Mark::Change, text)
-    } else {
-        Class::Plain(text)
+    match mark(&masked(&text)) {
+        Some(m) => Class::Marked(m, text),
+        None => Class::Plain(text),
     }
+}
+
+/// A label before a colon: at most three words, no value ("Big change", "Funny thing", "FYI").
+fn is_label(head: &str) -> bool {
+    let words: Vec<&str> = head.split_whitespace().collect();
+    (1..=3).contains(&words.len())
+        && masked(head).split_whitespace().all(|w| w != "_" && !w.chars().any(|c| c.is_ascii_digit()))
+}
+
+/// Whether a text says something of `person` (an `others` phrase, as [`someone_else`] gives
+/// it): one of its clauses is about them.
+pub(super) fn mentions(text: &str, person: &str) -> bool {
+    sentences(text).iter().flat_map(|(s, _)| clauses(s)).any(|c| someone_else(&c).as_deref() == Some(person))
 }
 
 /// `masked` text with every occurrence of `phrases` (on word boundaries) taken out.
@@ -228,15 +277,24 @@ fn reported_by_someone(clause: &str) -> bool {
 /// "a customer of ours replaced their router"): a change it tells is theirs, not the user's.
 /// A subject that joins the user to them ("my wife and I switched to Verizon") is the user's.
 pub fn about_someone_else(clause: &str) -> bool {
+    someone_else(clause).is_some()
+}
+
+/// Who a clause is about when it opens with another person (`others`: "my daughter …"), not
+/// joined to the user ("my wife and I …").
+fn someone_else(clause: &str) -> Option<String> {
     let w = words();
     let m = masked(clause);
     let m = opened(&m);
-    w.others.iter().any(|o| {
-        find(m, o) == Some(0) && {
-            let rest = m[o.len()..].trim_start();
-            !w.with_user.iter().any(|u| find(rest, u) == Some(0))
-        }
-    })
+    w.others
+        .iter()
+        .find(|o| {
+            find(m, o) == Some(0) && {
+                let rest = m[o.len()..].trim_start();
+                !w.with_user.iter().any(|u| find(rest, u) == Some(0))
+            }
+        })
+        .cloned()
 }
 
 /// A masked clause without the words that open it before its subject (`openers`).
