@@ -235,19 +235,46 @@ pub fn decide(
             out.doubts.push((successor, r.older));
         }
         let at = anchors[r.by];
-        out.losers.push((r.older, starts.get(&r.older).map_or(at, |f| at.max(*f))));
         let rule = if r.mark == Mark::Retraction { Rule::Retraction } else { Rule::TopicChange };
-        out.records.push(RecordRow {
-            superseded: r.older,
-            superseding: r.newer,
-            rule: rule.as_str().to_string(),
-            claim_key: None,
-            score: Some(r.shared as f64),
-            threshold: Some(1.0),
-            details: json!({"judge": "same_topic", "shared_terms": r.shared}),
-        });
+        // A procedure of the same words ("I prefer tea in the mornings", read both as a fact and
+        // as a standing preference) is the same statement: it goes with the fact.
+        let twins = same_words(active, r.older).into_iter().filter(|id| !taken.contains_key(id));
+        for (older, twin) in std::iter::once((r.older, None)).chain(twins.map(|t| (t, Some(r.older)))) {
+            if out.losers.iter().any(|(id, _)| *id == older) {
+                continue;
+            }
+            out.losers.push((older, starts.get(&older).map_or(at, |f| at.max(*f))));
+            let mut details = json!({"judge": "same_topic", "shared_terms": r.shared});
+            if let Some(fact) = twin {
+                details["same_words_as"] = json!(fact);
+            }
+            out.records.push(RecordRow {
+                superseded: older,
+                superseding: r.newer,
+                rule: rule.as_str().to_string(),
+                claim_key: None,
+                score: Some(r.shared as f64),
+                threshold: Some(1.0),
+                details,
+            });
+        }
     }
     out
+}
+
+/// The user's procedures drawn from the same words as the fact `id` (its message, its text).
+fn same_words(active: &[ActiveRow], id: Uuid) -> Vec<Uuid> {
+    let Some(fact) = active.iter().find(|r| r.id == id && r.kind == MemoryKind::ProfileFact) else {
+        return Vec::new();
+    };
+    let words = |s: &str| s.trim().trim_end_matches('.').to_lowercase();
+    let group = group_key(&fact.order_tiebreak);
+    active
+        .iter()
+        .filter(|r| r.kind == MemoryKind::Procedure && !r.evidence && group_key(&r.order_tiebreak) == group)
+        .filter(|r| words(&r.content) == words(&fact.content))
+        .map(|r| r.id)
+        .collect()
 }
 
 /// The earlier memories the judge may doubt by meaning (for the caller to fetch their vectors).
@@ -300,6 +327,36 @@ pub fn spread_to_message(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(n: u128, kind: MemoryKind, content: &str, seq: &str) -> ActiveRow {
+        ActiveRow {
+            id: Uuid::from_u128(n),
+            kind,
+            content: content.into(),
+            valid_from: Utc::now(),
+            valid_to: None,
+            order_at: Utc::now(),
+            order_tiebreak: format!("{seq}:0"),
+            claim: None,
+            claim_bucket: None,
+            replaces: None,
+            evidence: false,
+            revises: Vec::new(),
+            revised_keys: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_procedure_of_the_same_words_goes_with_its_fact() {
+        let active = [
+            row(1, MemoryKind::ProfileFact, "I prefer tea in the mornings", "07"),
+            row(2, MemoryKind::Procedure, "I prefer tea in the mornings.", "07"),
+            row(3, MemoryKind::Procedure, "I prefer tea in the mornings", "09"), // another message
+            row(4, MemoryKind::Procedure, "Always answer in French", "07"),      // other words
+        ];
+        assert_eq!(same_words(&active, Uuid::from_u128(1)), [Uuid::from_u128(2)]);
+        assert!(same_words(&active, Uuid::from_u128(2)).is_empty(), "only a fact has twins");
+    }
 
     #[test]
     fn user_lines_keep_only_the_user() {

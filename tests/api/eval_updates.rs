@@ -262,7 +262,7 @@ async fn updates_with_hash() {
             ("updates_followup", 11, 4),
             ("updates_fresh", 24, 3),
             ("updates_sixth", 28, 10),
-            ("updates_ordinary", 20, 6),
+            ("updates_ordinary", 20, 5),
             ("updates_restated", 5, 1),
         ],
     );
@@ -287,7 +287,7 @@ async fn updates_with_minilm() {
             ("updates_followup", 11, 1),
             ("updates_fresh", 24, 1),
             ("updates_sixth", 28, 5),
-            ("updates_ordinary", 20, 2),
+            ("updates_ordinary", 20, 1),
             ("updates_restated", 5, 1),
         ],
     );
