@@ -453,6 +453,9 @@ mod tests {
         assert_eq!(classify("my daughter switched to Oakridge Academy this term", false), None);
         assert_eq!(classify("Big change: my daughter switched to Oakridge Academy", false), None);
         let school = older(1, "a", "My daughter goes to Linden Elementary.", Some("linden elementary"));
+        let friend = older(5, "e", "A friend of mine goes to Hillside Academy.", None);
+        let j = judge(&newer("a friend of mine switched to Oakridge Academy"), &[friend]);
+        assert!(j.retired.is_empty(), "no one person: {j:?}");
         let home = older(2, "b", "I live in Lyon.", None);
         let son = older(3, "c", "My son goes to Hillside Middle School.", None);
         let old = [school.clone(), home.clone(), son.clone()];
@@ -463,7 +466,11 @@ mod tests {
             assert_eq!(j.retired.iter().map(|r| r.older).collect::<Vec<_>>(), [Uuid::from_u128(1)], "{change}");
         }
         // Another person's change touches nothing of the user's, by words or by meaning.
-        for look_alike in ["my brother moved to Marseille last month", "my son's friend switched to Oakridge Academy"] {
+        for look_alike in [
+            "my brother moved to Marseille last month",
+            "my son's friend switched to Oakridge Academy",
+            "a friend of mine switched to Oakridge Academy",
+        ] {
             let j = judge(&newer(look_alike), &[school.clone(), home.clone(), son.clone()]);
             assert!(j.retired.is_empty() && j.doubts.is_empty(), "{look_alike}: {j:?}");
         }

@@ -171,9 +171,10 @@ pub(super) fn classify_sentence(sentence: &str, question: bool) -> Class {
     };
     let only_label = label.is_some() && kept.len() == 1 && kept.first() == label.as_ref();
     if kept.is_empty() || (only_label && !theirs.is_empty()) {
-        // Someone else's change, all of one person: theirs, not the user's.
+        // Someone else's change, all of one person the user names as theirs ("my daughter", not
+        // "a friend" or "someone": no one person): theirs, not the user's.
         let Some((who, _)) = theirs.first() else { return Class::Screened };
-        if theirs.iter().any(|(p, _)| p != who) {
+        if !who.starts_with("my ") || theirs.iter().any(|(p, _)| p != who) {
             return Class::Screened;
         }
         let text = theirs.iter().map(|(_, c)| c.as_str()).collect::<Vec<_>>().join(", ");
