@@ -227,8 +227,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
         let before = out.retired.len();
         // Per earlier message, the best bearing of a sentence that retired nothing.
         let mut unsure: BTreeMap<&str, ((bool, usize), Vec<Uuid>)> = BTreeMap::new();
-        // Each unit with whose it is: someone else's change bears only on what the user said of
-        // that same person ("my daughter switched to Oakridge" on "my daughter goes to Linden").
+        // Each unit with whose it is: someone else's bears only on what was said of them.
         let units: Vec<(Mark, String, Option<&str>)> = classes
             .iter()
             .filter_map(|c| match c {
@@ -244,8 +243,7 @@ pub fn judge(newer: &[Newer], older: &[Older]) -> Judgement {
         let only_theirs = units.iter().all(|u| u.2.is_some());
         for (mark, text, person) in &units {
             let (mark, text) = (*mark, text.as_str());
-            // A plain sentence beside no change of the user's can only restate a value.
-            let restating = restating && person.is_none();
+            let restating = restating && person.is_none(); // a plain sentence may only restate
             let new = terms(text);
             let adding = adds(text);
             // Per earlier message: the memories of it the change bears on.
