@@ -9,7 +9,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::compile::attributes::attributes;
-use crate::compile::claims::{parse_claim, Cardinality, Registry};
+use crate::compile::claims::{normalize_value, parse_claim, Cardinality, Registry};
 use crate::compile::pipeline::{sanitized_text, time_anchor, EpisodeInput, MemoryDraft};
 use crate::compile::procedures::standing_rules;
 use crate::compile::supersede::{Decision, Rule};
@@ -267,7 +267,7 @@ fn same_words(active: &[ActiveRow], id: Uuid) -> Vec<Uuid> {
     let Some(fact) = active.iter().find(|r| r.id == id && r.kind == MemoryKind::ProfileFact) else {
         return Vec::new();
     };
-    let words = |s: &str| s.trim().trim_end_matches('.').to_lowercase();
+    let words = |s: &str| normalize_value(s.trim().trim_end_matches('.'));
     let group = group_key(&fact.order_tiebreak);
     active
         .iter()
